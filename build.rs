@@ -1,0 +1,33 @@
+//! Generates include/tensor.h from the Rust source with cbindgen (committed; CI checks that
+//! it is fresh) and gives the shared library its SONAME.
+
+use std::path::PathBuf;
+
+fn main() {
+    let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=cbindgen.toml");
+
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libtensor.so.0");
+    }
+
+    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
+        .expect("cbindgen.toml is valid");
+    // Only src/ffi/ is the C API: the core's public Rust items stay out of the header.
+    let mut builder = cbindgen::Builder::new().with_config(config);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(crate_dir.join("src/ffi"))
+        .expect("src/ffi exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort_by_key(|p| (p.file_name().unwrap() != "mod.rs", p.clone()));
+    for f in files {
+        builder = builder.with_src(f);
+    }
+    let bindings = builder
+        .generate()
+        .expect("cbindgen could not generate include/tensor.h");
+    // write_to_file only rewrites the file when its content changes.
+    bindings.write_to_file(crate_dir.join("include/tensor.h"));
+}

@@ -1,0 +1,466 @@
+//! Element types. Codes equal `c10::ScalarType`'s. Every element conversion in the crate
+//! (get/set, fill, copy_ between dtypes, format) goes through [`Element`] and [`Scalar`],
+//! so the conversion rules live here once:
+//! float → int truncates toward zero and saturates (NaN → 0), as Rust's `as` does;
+//! int → int wraps (two's complement, like C++'s static_cast); anything → bool is `!= 0`;
+//! complex → real keeps the real part; real → complex has a zero imaginary part.
+
+use half::{bf16, f16};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DType {
+    U8 = 0,
+    I8 = 1,
+    I16 = 2,
+    I32 = 3,
+    I64 = 4,
+    F16 = 5,
+    F32 = 6,
+    F64 = 7,
+    C64 = 9,
+    C128 = 10,
+    Bool = 11,
+    BF16 = 15,
+    U16 = 27,
+    U32 = 28,
+    U64 = 29,
+}
+
+impl DType {
+    pub const ALL: [DType; 15] = [
+        DType::U8,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::F32,
+        DType::F64,
+        DType::C64,
+        DType::C128,
+        DType::Bool,
+        DType::BF16,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+    ];
+
+    pub fn from_code(code: i32) -> Option<DType> {
+        DType::ALL.iter().copied().find(|d| *d as i32 == code)
+    }
+
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    pub fn itemsize(self) -> usize {
+        match self {
+            DType::U8 | DType::I8 | DType::Bool => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
+        }
+    }
+
+    /// PyTorch's name without the `torch.` prefix.
+    pub fn name(self) -> &'static str {
+        // NUL-terminated so the C side can hand out the pointer; strip it for Rust.
+        let s = self.c_name();
+        &s[..s.len() - 1]
+    }
+
+    pub(crate) fn c_name(self) -> &'static str {
+        match self {
+            DType::U8 => "uint8\0",
+            DType::I8 => "int8\0",
+            DType::I16 => "int16\0",
+            DType::I32 => "int32\0",
+            DType::I64 => "int64\0",
+            DType::F16 => "float16\0",
+            DType::F32 => "float32\0",
+            DType::F64 => "float64\0",
+            DType::C64 => "complex64\0",
+            DType::C128 => "complex128\0",
+            DType::Bool => "bool\0",
+            DType::BF16 => "bfloat16\0",
+            DType::U16 => "uint16\0",
+            DType::U32 => "uint32\0",
+            DType::U64 => "uint64\0",
+        }
+    }
+
+    pub fn is_floating_point(self) -> bool {
+        matches!(self, DType::F16 | DType::F32 | DType::F64 | DType::BF16)
+    }
+
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+}
+
+/// One value of any dtype, the pivot every conversion goes through. Conversions are
+/// monomorphised and inlined, so the match on the variant disappears in kernels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Complex(f64, f64),
+}
+
+impl Scalar {
+    #[inline(always)]
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => b as u8 as f64,
+            Scalar::Int(i) => i as f64,
+            Scalar::UInt(u) => u as f64,
+            Scalar::Float(f) => f,
+            Scalar::Complex(re, _) => re,
+        }
+    }
+
+    #[inline(always)]
+    pub fn to_i64(self) -> i64 {
+        match self {
+            Scalar::Bool(b) => b as i64,
+            Scalar::Int(i) => i,
+            Scalar::UInt(u) => u as i64,
+            Scalar::Float(f) => f as i64,
+            Scalar::Complex(re, _) => re as i64,
+        }
+    }
+
+    #[inline(always)]
+    pub fn to_u64(self) -> u64 {
+        match self {
+            Scalar::Bool(b) => b as u64,
+            Scalar::Int(i) => i as u64,
+            Scalar::UInt(u) => u,
+            Scalar::Float(f) => f as u64,
+            Scalar::Complex(re, _) => re as u64,
+        }
+    }
+
+    #[inline(always)]
+    pub fn to_bool(self) -> bool {
+        match self {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::UInt(u) => u != 0,
+            Scalar::Float(f) => f != 0.0,
+            Scalar::Complex(re, im) => re != 0.0 || im != 0.0,
+        }
+    }
+}
+
+/// Storage of a `bool` element: any non-zero byte reads as true, so wrapping foreign memory
+/// (where a bool byte may hold 2) is never undefined behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(transparent)]
+pub struct Bool(pub u8);
+
+/// complex64 element (two f32, real first, as `std::complex<float>`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[repr(C)]
+pub struct Complex32 {
+    pub re: f32,
+    pub im: f32,
+}
+
+/// complex128 element.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[repr(C)]
+pub struct Complex64 {
+    pub re: f64,
+    pub im: f64,
+}
+
+/// A Rust type that is the in-memory representation of one dtype. Every bit pattern of
+/// `Self` is valid (so reading foreign memory is sound).
+pub trait Element: Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+    fn to_scalar(self) -> Scalar;
+    fn from_scalar(s: Scalar) -> Self;
+    /// The value 0 and 1 of this type.
+    fn zero() -> Self {
+        Self::from_scalar(Scalar::Int(0))
+    }
+}
+
+macro_rules! int_element {
+    ($t:ty, $dt:ident, $variant:ident, $wide:ty) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+            #[inline(always)]
+            fn to_scalar(self) -> Scalar {
+                Scalar::$variant(self as $wide)
+            }
+            #[inline(always)]
+            fn from_scalar(s: Scalar) -> Self {
+                match s {
+                    Scalar::Bool(b) => b as $t,
+                    Scalar::Int(i) => i as $t,
+                    Scalar::UInt(u) => u as $t,
+                    Scalar::Float(f) => f as $t,
+                    Scalar::Complex(re, _) => re as $t,
+                }
+            }
+        }
+    };
+}
+int_element!(u8, U8, UInt, u64);
+int_element!(i8, I8, Int, i64);
+int_element!(i16, I16, Int, i64);
+int_element!(i32, I32, Int, i64);
+int_element!(i64, I64, Int, i64);
+int_element!(u16, U16, UInt, u64);
+int_element!(u32, U32, UInt, u64);
+int_element!(u64, U64, UInt, u64);
+
+macro_rules! float_element {
+    ($t:ty, $dt:ident, $to:expr, $from:expr, $from_i:expr, $from_u:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+            #[inline(always)]
+            fn to_scalar(self) -> Scalar {
+                #[allow(clippy::redundant_closure_call)]
+                Scalar::Float(($to)(self))
+            }
+            #[inline(always)]
+            #[allow(clippy::redundant_closure_call)]
+            fn from_scalar(s: Scalar) -> Self {
+                match s {
+                    Scalar::Bool(b) => ($from)(b as u8 as f64),
+                    Scalar::Int(i) => ($from_i)(i),
+                    Scalar::UInt(u) => ($from_u)(u),
+                    Scalar::Float(f) => ($from)(f),
+                    Scalar::Complex(re, _) => ($from)(re),
+                }
+            }
+        }
+    };
+}
+float_element!(
+    f32,
+    F32,
+    |v: f32| v as f64,
+    |v: f64| v as f32,
+    |i: i64| i as f32,
+    |u: u64| u as f32
+);
+float_element!(
+    f64,
+    F64,
+    |v: f64| v,
+    |v: f64| v,
+    |i: i64| i as f64,
+    |u: u64| u as f64
+);
+float_element!(
+    f16,
+    F16,
+    |v: f16| v.to_f64(),
+    f16::from_f64,
+    |i: i64| f16::from_f32(i as f32),
+    |u: u64| f16::from_f32(u as f32)
+);
+float_element!(
+    bf16,
+    BF16,
+    |v: bf16| v.to_f64(),
+    bf16::from_f64,
+    |i: i64| bf16::from_f32(i as f32),
+    |u: u64| bf16::from_f32(u as f32)
+);
+
+impl Element for Bool {
+    const DTYPE: DType = DType::Bool;
+    #[inline(always)]
+    fn to_scalar(self) -> Scalar {
+        Scalar::Bool(self.0 != 0)
+    }
+    #[inline(always)]
+    fn from_scalar(s: Scalar) -> Self {
+        Bool(s.to_bool() as u8)
+    }
+}
+
+impl Element for Complex32 {
+    const DTYPE: DType = DType::C64;
+    #[inline(always)]
+    fn to_scalar(self) -> Scalar {
+        Scalar::Complex(self.re as f64, self.im as f64)
+    }
+    #[inline(always)]
+    fn from_scalar(s: Scalar) -> Self {
+        match s {
+            Scalar::Complex(re, im) => Complex32 {
+                re: re as f32,
+                im: im as f32,
+            },
+            other => Complex32 {
+                re: f32::from_scalar(other),
+                im: 0.0,
+            },
+        }
+    }
+}
+
+impl Element for Complex64 {
+    const DTYPE: DType = DType::C128;
+    #[inline(always)]
+    fn to_scalar(self) -> Scalar {
+        Scalar::Complex(self.re, self.im)
+    }
+    #[inline(always)]
+    fn from_scalar(s: Scalar) -> Self {
+        match s {
+            Scalar::Complex(re, im) => Complex64 { re, im },
+            other => Complex64 {
+                re: f64::from_scalar(other),
+                im: 0.0,
+            },
+        }
+    }
+}
+
+/// Runs `$body` with `$T` bound to the element type of `$dt` (one dispatch per call, never
+/// per element).
+#[macro_export]
+macro_rules! with_dtype {
+    ($dt:expr, $T:ident => $body:expr) => {{
+        use $crate::dtype::DType as __D;
+        match $dt {
+            __D::U8 => {
+                type $T = u8;
+                $body
+            }
+            __D::I8 => {
+                type $T = i8;
+                $body
+            }
+            __D::I16 => {
+                type $T = i16;
+                $body
+            }
+            __D::I32 => {
+                type $T = i32;
+                $body
+            }
+            __D::I64 => {
+                type $T = i64;
+                $body
+            }
+            __D::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            __D::F32 => {
+                type $T = f32;
+                $body
+            }
+            __D::F64 => {
+                type $T = f64;
+                $body
+            }
+            __D::C64 => {
+                type $T = $crate::dtype::Complex32;
+                $body
+            }
+            __D::C128 => {
+                type $T = $crate::dtype::Complex64;
+                $body
+            }
+            __D::Bool => {
+                type $T = $crate::dtype::Bool;
+                $body
+            }
+            __D::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            __D::U16 => {
+                type $T = u16;
+                $body
+            }
+            __D::U32 => {
+                type $T = u32;
+                $body
+            }
+            __D::U64 => {
+                type $T = u64;
+                $body
+            }
+        }
+    }};
+}
+
+/// Reads one element of `dtype` at `ptr` (unaligned reads allowed).
+///
+/// # Safety
+/// `ptr` must be valid for reading `dtype.itemsize()` bytes.
+pub unsafe fn read_scalar(dtype: DType, ptr: *const u8) -> Scalar {
+    with_dtype!(dtype, T => (ptr as *const T).read_unaligned().to_scalar())
+}
+
+/// Writes `value` converted to `dtype` at `ptr`.
+///
+/// # Safety
+/// `ptr` must be valid for writing `dtype.itemsize()` bytes.
+pub unsafe fn write_scalar(dtype: DType, ptr: *mut u8, value: Scalar) {
+    with_dtype!(dtype, T => (ptr as *mut T).write_unaligned(T::from_scalar(value)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_sizes_names() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_code(d.code()), Some(d));
+            assert!(!d.name().is_empty());
+            with_dtype!(d, T => assert_eq!(std::mem::size_of::<T>(), d.itemsize()));
+            with_dtype!(d, T => assert_eq!(T::DTYPE, d));
+        }
+        assert_eq!(DType::from_code(8), None);
+        assert_eq!(DType::from_code(-1), None);
+        assert_eq!(DType::F32.name(), "float32");
+        assert_eq!(DType::BF16.code(), 15);
+    }
+
+    #[test]
+    fn conversions_follow_the_rules() {
+        assert_eq!(i32::from_scalar(Scalar::Float(-2.7)), -2);
+        assert_eq!(u8::from_scalar(Scalar::Float(300.0)), 255);
+        assert_eq!(i8::from_scalar(Scalar::Float(f64::NAN)), 0);
+        assert_eq!(u8::from_scalar(Scalar::Int(257)), 1);
+        assert_eq!(Bool::from_scalar(Scalar::Float(0.5)), Bool(1));
+        assert_eq!(Bool::from_scalar(Scalar::Complex(0.0, 1.0)), Bool(1));
+        assert_eq!(Bool(7).to_scalar(), Scalar::Bool(true));
+        assert_eq!(f32::from_scalar(Scalar::Complex(1.5, 2.0)), 1.5);
+        assert_eq!(
+            Complex32::from_scalar(Scalar::Int(3)),
+            Complex32 { re: 3.0, im: 0.0 }
+        );
+        assert_eq!(f16::from_scalar(Scalar::Float(1.0)), f16::ONE);
+        assert_eq!(bf16::from_scalar(Scalar::Int(-2)).to_f32(), -2.0);
+        assert_eq!(i64::from_scalar(Scalar::UInt(u64::MAX)), -1);
+        assert_eq!(u64::from_scalar(Scalar::Int(i64::MAX)), i64::MAX as u64);
+    }
+
+    #[test]
+    fn raw_read_write_roundtrip() {
+        for d in DType::ALL {
+            let mut buf = [0u8; 16];
+            unsafe {
+                write_scalar(d, buf.as_mut_ptr(), Scalar::Int(1));
+                assert_eq!(read_scalar(d, buf.as_ptr()).to_f64(), 1.0, "{d:?}");
+            }
+        }
+    }
+}

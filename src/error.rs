@@ -1,0 +1,117 @@
+//! Status codes and the error type every fallible core function returns.
+//!
+//! The numeric codes are part of the C ABI (`tensor_status_t`) and never change.
+
+use std::fmt;
+
+/// Stable status codes; `Status as i32` is the C `tensor_status_t` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Status {
+    Ok = 0,
+    NullPointer = 1,
+    InvalidArgument = 2,
+    Index = 3,
+    Shape = 4,
+    NotViewable = 5,
+    DType = 6,
+    Device = 7,
+    OutOfBounds = 8,
+    Overflow = 9,
+    OutOfMemory = 10,
+    Overlap = 11,
+    NotResizable = 12,
+    ReadOnly = 13,
+    Internal = 99,
+}
+
+impl Status {
+    /// Every status, in code order (used by `tensor_status_string` and tests).
+    pub const ALL: [Status; 15] = [
+        Status::Ok,
+        Status::NullPointer,
+        Status::InvalidArgument,
+        Status::Index,
+        Status::Shape,
+        Status::NotViewable,
+        Status::DType,
+        Status::Device,
+        Status::OutOfBounds,
+        Status::Overflow,
+        Status::OutOfMemory,
+        Status::Overlap,
+        Status::NotResizable,
+        Status::ReadOnly,
+        Status::Internal,
+    ];
+
+    pub fn from_code(code: i32) -> Option<Status> {
+        Status::ALL.iter().copied().find(|s| *s as i32 == code)
+    }
+
+    /// Static, NUL-terminated description (the C side hands out the pointer).
+    pub fn description(self) -> &'static str {
+        match self {
+            Status::Ok => "ok\0",
+            Status::NullPointer => "null pointer argument\0",
+            Status::InvalidArgument => "invalid argument\0",
+            Status::Index => "index out of range\0",
+            Status::Shape => "incompatible shape\0",
+            Status::NotViewable => "not viewable: use reshape\0",
+            Status::DType => "unsupported dtype\0",
+            Status::Device => "data not accessible from the host\0",
+            Status::OutOfBounds => "out of storage bounds\0",
+            Status::Overflow => "arithmetic overflow\0",
+            Status::OutOfMemory => "out of memory\0",
+            Status::Overlap => "destination elements overlap\0",
+            Status::NotResizable => "storage is not resizable\0",
+            Status::ReadOnly => "storage is read-only\0",
+            Status::Internal => "internal error\0",
+        }
+    }
+}
+
+/// A failed operation: a status plus a PyTorch-style message naming the offending values.
+/// The FFI boundary prefixes the exported function's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub status: Status,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(status: Status, message: impl Into<String>) -> Error {
+        Error {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// `bail!(Shape, "fmt", args..)` returns early with an [`Error`] of that status.
+#[macro_export]
+macro_rules! bail {
+    ($status:ident, $($arg:tt)*) => {
+        return Err($crate::error::Error::new($crate::error::Status::$status, format!($($arg)*)))
+    };
+}
+
+/// `ensure!(cond, Shape, "fmt", args..)`: bail unless `cond` holds.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $status:ident, $($arg:tt)*) => {
+        if !$cond {
+            $crate::bail!($status, $($arg)*);
+        }
+    };
+}

@@ -1,0 +1,316 @@
+//! The C ABI. Every exported function runs its body through [`guard`] (panics become
+//! `TENSOR_ERR_INTERNAL`) and, when fallible, through [`call`] (an `Err` becomes its status
+//! plus a thread-local message prefixed with the function's name). The helpers below turn
+//! raw C arguments into checked Rust values; no shape rule lives in this layer.
+
+// Exported functions take raw pointers by design: the C contract (documented on each) is
+// that non-NULL handles are live; NULL is checked everywhere.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+pub mod core;
+pub mod storage;
+pub mod tensor;
+
+use crate::allocator::Allocator;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result, Status};
+use crate::refcount::RcBox;
+use crate::shape;
+use crate::storage::StorageImpl;
+use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Opaque handle: one reference-counted TensorImpl (like `at::Tensor`).
+pub struct tensor_t {
+    _opaque: [u8; 0],
+}
+
+/// Opaque handle: one reference-counted StorageImpl (untyped bytes).
+pub struct storage_t {
+    _opaque: [u8; 0],
+}
+
+/// Opaque weak reference to a StorageImpl.
+pub struct storage_weak_t {
+    _opaque: [u8; 0],
+}
+
+/// Status of a fallible call (`TENSOR_OK` or one of the `TENSOR_ERR_*` codes).
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tensor_status_t(pub i32);
+
+pub const TENSOR_OK: tensor_status_t = tensor_status_t(0);
+/// A required pointer argument was NULL.
+pub const TENSOR_ERR_NULL_POINTER: tensor_status_t = tensor_status_t(1);
+/// Bad value: negative size or stride, step <= 0, unknown enum code, ndim > 64, ...
+pub const TENSOR_ERR_INVALID_ARGUMENT: tensor_status_t = tensor_status_t(2);
+/// Dim or element index out of range.
+pub const TENSOR_ERR_INDEX: tensor_status_t = tensor_status_t(3);
+/// Sizes incompatible (numel mismatch, expand, broadcast, view(dtype) size rules).
+pub const TENSOR_ERR_SHAPE: tensor_status_t = tensor_status_t(4);
+/// view() on strides that cannot express the shape: use reshape.
+pub const TENSOR_ERR_NOT_VIEWABLE: tensor_status_t = tensor_status_t(5);
+/// Unsupported dtype or dtype combination.
+pub const TENSOR_ERR_DTYPE: tensor_status_t = tensor_status_t(6);
+/// Data access on memory the host cannot read (e.g. a wrapped CUDA pointer).
+pub const TENSOR_ERR_DEVICE: tensor_status_t = tensor_status_t(7);
+/// Sizes/strides/offset reach outside the storage.
+pub const TENSOR_ERR_OUT_OF_BOUNDS: tensor_status_t = tensor_status_t(8);
+/// Size, stride or byte arithmetic overflows int64.
+pub const TENSOR_ERR_OVERFLOW: tensor_status_t = tensor_status_t(9);
+/// An allocation failed.
+pub const TENSOR_ERR_OUT_OF_MEMORY: tensor_status_t = tensor_status_t(10);
+/// Write into a tensor whose elements alias each other (e.g. an expanded view).
+pub const TENSOR_ERR_OVERLAP: tensor_status_t = tensor_status_t(11);
+/// Resize of a storage that wraps external memory.
+pub const TENSOR_ERR_NOT_RESIZABLE: tensor_status_t = tensor_status_t(12);
+/// Write into a storage marked read-only.
+pub const TENSOR_ERR_READ_ONLY: tensor_status_t = tensor_status_t(13);
+/// A bug: a panic was caught at the boundary.
+pub const TENSOR_ERR_INTERNAL: tensor_status_t = tensor_status_t(99);
+
+/// Element type; codes equal `c10::ScalarType`'s.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tensor_dtype_t(pub i32);
+
+pub const TENSOR_UINT8: tensor_dtype_t = tensor_dtype_t(0);
+pub const TENSOR_INT8: tensor_dtype_t = tensor_dtype_t(1);
+pub const TENSOR_INT16: tensor_dtype_t = tensor_dtype_t(2);
+pub const TENSOR_INT32: tensor_dtype_t = tensor_dtype_t(3);
+pub const TENSOR_INT64: tensor_dtype_t = tensor_dtype_t(4);
+pub const TENSOR_FLOAT16: tensor_dtype_t = tensor_dtype_t(5);
+pub const TENSOR_FLOAT32: tensor_dtype_t = tensor_dtype_t(6);
+pub const TENSOR_FLOAT64: tensor_dtype_t = tensor_dtype_t(7);
+pub const TENSOR_COMPLEX64: tensor_dtype_t = tensor_dtype_t(9);
+pub const TENSOR_COMPLEX128: tensor_dtype_t = tensor_dtype_t(10);
+pub const TENSOR_BOOL: tensor_dtype_t = tensor_dtype_t(11);
+pub const TENSOR_BFLOAT16: tensor_dtype_t = tensor_dtype_t(15);
+pub const TENSOR_UINT16: tensor_dtype_t = tensor_dtype_t(27);
+pub const TENSOR_UINT32: tensor_dtype_t = tensor_dtype_t(28);
+pub const TENSOR_UINT64: tensor_dtype_t = tensor_dtype_t(29);
+
+/// Memory format; codes equal `c10::MemoryFormat`'s.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tensor_memory_format_t(pub i32);
+
+pub const TENSOR_CONTIGUOUS_FORMAT: tensor_memory_format_t = tensor_memory_format_t(0);
+pub const TENSOR_PRESERVE_FORMAT: tensor_memory_format_t = tensor_memory_format_t(1);
+pub const TENSOR_CHANNELS_LAST: tensor_memory_format_t = tensor_memory_format_t(2);
+pub const TENSOR_CHANNELS_LAST_3D: tensor_memory_format_t = tensor_memory_format_t(3);
+
+/// A device: DLPack `DLDeviceType` code and ordinal.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tensor_device_t {
+    /// 1 CPU, 2 CUDA, 3 CUDA host (pinned), 4 OpenCL, 7 Vulkan, 8 Metal, 9 VPI, 10 ROCm,
+    /// 11 ROCm host, 12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA.
+    /// Element access needs host-accessible memory (1, 3, 11, 13).
+    pub device_type: i32,
+    /// Device ordinal (>= 0).
+    pub device_id: i32,
+}
+
+impl From<tensor_device_t> for Device {
+    fn from(d: tensor_device_t) -> Device {
+        Device {
+            device_type: d.device_type,
+            device_id: d.device_id,
+        }
+    }
+}
+
+impl From<Device> for tensor_device_t {
+    fn from(d: Device) -> tensor_device_t {
+        tensor_device_t {
+            device_type: d.device_type,
+            device_id: d.device_id,
+        }
+    }
+}
+
+/// Frees wrapped memory: called exactly once with the data pointer and the ctx given at
+/// wrap time, on the thread that drops the last strong reference.
+pub type tensor_deleter_fn = Option<unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void)>;
+
+/// A caller-provided allocator; copied into every storage it allocates, so `ctx` must
+/// outlive those storages. Both callbacks may be called from any thread.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct tensor_allocator_t {
+    /// Passed back to both callbacks.
+    pub ctx: *mut c_void,
+    /// Returns `nbytes` bytes aligned to `alignment` (64), or NULL on failure.
+    pub allocate: Option<
+        unsafe extern "C" fn(ctx: *mut c_void, nbytes: usize, alignment: usize) -> *mut c_void,
+    >,
+    /// Frees a block `allocate` returned, with the same `nbytes`.
+    pub deallocate: Option<unsafe extern "C" fn(ctx: *mut c_void, ptr: *mut c_void, nbytes: usize)>,
+}
+
+pub(crate) fn allocator_arg(a: *const tensor_allocator_t) -> Result<Option<Allocator>> {
+    // SAFETY: a non-NULL allocator points to a valid struct for the call.
+    let Some(a) = (unsafe { a.as_ref() }) else {
+        return Ok(None);
+    };
+    match (a.allocate, a.deallocate) {
+        (Some(allocate), Some(deallocate)) => Ok(Some(Allocator::Custom {
+            ctx: a.ctx,
+            allocate,
+            deallocate,
+        })),
+        _ => Err(Error::new(
+            Status::NullPointer,
+            "allocator callbacks 'allocate' and 'deallocate' must both be non-NULL",
+        )),
+    }
+}
+
+/// Maximum number of dims of a tensor.
+pub const TENSOR_MAX_DIMS: i64 = 64;
+
+// ---- the boundary -----------------------------------------------------------------------
+
+thread_local! {
+    static LAST_ERROR: RefCell<Vec<u8>> = RefCell::new(vec![0]);
+}
+
+fn set_last_error(function: &str, message: &str) {
+    let mut text: Vec<u8> = Vec::with_capacity(function.len() + message.len() + 3);
+    text.extend_from_slice(function.as_bytes());
+    text.extend_from_slice(b": ");
+    text.extend(message.bytes().filter(|&b| b != 0));
+    text.push(0);
+    // A thread being torn down has no slot any more: the message is dropped.
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = text);
+}
+
+/// Pointer to this thread's last message (NUL-terminated; "" if none).
+pub(crate) fn last_error_ptr() -> *const std::ffi::c_char {
+    LAST_ERROR
+        .try_with(|e| e.borrow().as_ptr() as *const std::ffi::c_char)
+        .unwrap_or(c"".as_ptr())
+}
+
+/// Runs an exported function's body; a panic becomes `on_panic` plus a message.
+pub(crate) fn guard<T>(function: &'static str, on_panic: T, body: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(v) => v,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            set_last_error(function, &format!("internal error (caught panic: {what})"));
+            on_panic
+        }
+    }
+}
+
+/// Runs a fallible exported function's body: `Err` becomes its status and message.
+pub(crate) fn call(function: &'static str, body: impl FnOnce() -> Result<()>) -> tensor_status_t {
+    guard(function, TENSOR_ERR_INTERNAL, || match body() {
+        Ok(()) => TENSOR_OK,
+        Err(e) => {
+            set_last_error(function, &e.message);
+            tensor_status_t(e.status as i32)
+        }
+    })
+}
+
+/// [`call`] for functions that produce a new tensor in `*out` (+1 reference).
+pub(crate) fn call_tensor(
+    function: &'static str,
+    out: *mut *mut tensor_t,
+    body: impl FnOnce() -> Result<Tensor>,
+) -> tensor_status_t {
+    call(function, || {
+        let out = out_arg(out)?;
+        let t = body()?;
+        *out = t.into_raw() as *mut tensor_t;
+        Ok(())
+    })
+}
+
+// ---- argument conversion ----------------------------------------------------------------
+
+fn null(what: &str) -> Error {
+    Error::new(Status::NullPointer, format!("argument '{what}' is NULL"))
+}
+
+/// A required out-parameter.
+pub(crate) fn out_arg<'a, T>(p: *mut T) -> Result<&'a mut T> {
+    // SAFETY: non-null checked; the caller promises it points to writable memory.
+    unsafe { p.as_mut() }.ok_or_else(|| null("out"))
+}
+
+/// A required tensor handle, borrowed for the call.
+pub(crate) fn tensor_arg<'a>(p: *const tensor_t, what: &str) -> Result<&'a TensorImpl> {
+    if p.is_null() {
+        return Err(null(what));
+    }
+    // SAFETY: the C contract: a non-NULL handle is live for the duration of the call.
+    Ok(unsafe { Tensor::borrow_raw(p as *const _) })
+}
+
+/// A required tensor handle as a new strong reference (for results that may be `self`).
+pub(crate) fn tensor_owned(p: *const tensor_t, what: &str) -> Result<Tensor> {
+    if p.is_null() {
+        return Err(null(what));
+    }
+    // SAFETY: as in tensor_arg.
+    Ok(unsafe { Tensor::retain_raw(p as *const _) })
+}
+
+/// An accessor's handle: `None` for NULL (accessors then return 0 / NULL / false).
+pub(crate) fn tensor_opt<'a>(p: *const tensor_t) -> Option<&'a TensorImpl> {
+    // SAFETY: as in tensor_arg.
+    (!p.is_null()).then(|| unsafe { Tensor::borrow_raw(p as *const _) })
+}
+
+pub(crate) fn storage_box<'a>(p: *const storage_t) -> Option<&'a RcBox<StorageImpl>> {
+    // SAFETY: a non-NULL storage handle is live for the duration of the call.
+    unsafe { (p as *const RcBox<StorageImpl>).as_ref() }
+}
+
+pub(crate) fn storage_arg<'a>(p: *const storage_t, what: &str) -> Result<&'a StorageImpl> {
+    storage_box(p).map(|b| &b.value).ok_or_else(|| null(what))
+}
+
+/// `n` int64 values at `p` (sizes, strides, dims, indices). `n == 0` allows NULL.
+pub(crate) fn int_list<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64]> {
+    ensure!(n >= 0, InvalidArgument, "'{what}' has negative length {n}");
+    shape::check_ndim(n as usize)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(null(what));
+    }
+    // SAFETY: the caller promises n readable values at p.
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+pub(crate) fn dtype_arg(d: tensor_dtype_t) -> Result<DType> {
+    DType::from_code(d.0).ok_or_else(|| {
+        Error::new(
+            Status::InvalidArgument,
+            format!("unknown dtype code {}", d.0),
+        )
+    })
+}
+
+pub(crate) fn format_arg(f: tensor_memory_format_t) -> Result<MemoryFormat> {
+    MemoryFormat::from_code(f.0).ok_or_else(|| {
+        Error::new(
+            Status::InvalidArgument,
+            format!("unknown memory format code {}", f.0),
+        )
+    })
+}

@@ -1,0 +1,236 @@
+//! Storages (untyped bytes), their refcounts and weak references, and allocators.
+
+use super::*;
+use crate::allocator::Allocator;
+use crate::refcount::{IntrusivePtr, WeakIntrusivePtr};
+use crate::storage::Storage;
+use std::ffi::c_void;
+
+pub(crate) fn storage_into_raw(s: Storage) -> *mut storage_t {
+    s.into_raw() as *mut storage_t
+}
+
+/// A new strong reference to a live storage handle. SAFETY: `p` is live.
+pub(crate) unsafe fn storage_retain_raw(p: *const storage_t) -> Storage {
+    IntrusivePtr::retain_raw(p as *const RcBox<StorageImpl>)
+}
+
+/// Adds one strong reference to `s` and returns it (NULL gives NULL); release it once.
+#[no_mangle]
+pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
+    guard("storage_retain", std::ptr::null_mut(), || {
+        if s.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: a live handle.
+        storage_into_raw(unsafe { storage_retain_raw(s) })
+    })
+}
+
+/// Drops one strong reference. At 0 the data is freed (the deleter of wrapped memory
+/// runs, exactly once) even if weak references remain. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn storage_release(s: *mut storage_t) {
+    guard("storage_release", (), || {
+        if !s.is_null() {
+            // SAFETY: the caller gives up one owned strong reference.
+            drop(unsafe { IntrusivePtr::from_raw(s as *mut RcBox<StorageImpl>) });
+        }
+    })
+}
+
+/// Number of strong references (tensors on the storage hold one each); 0 for NULL.
+#[no_mangle]
+pub extern "C" fn storage_use_count(s: *const storage_t) -> u64 {
+    guard("storage_use_count", 0, || {
+        storage_box(s).map_or(0, |b| b.strong_count())
+    })
+}
+
+/// The weak count as c10 keeps it: weak references + 1 while any strong reference
+/// remains; 0 for NULL.
+#[no_mangle]
+pub extern "C" fn storage_weak_count(s: *const storage_t) -> u64 {
+    guard("storage_weak_count", 0, || {
+        storage_box(s).map_or(0, |b| b.weak_count())
+    })
+}
+
+/// Creates a weak reference to `s` in `*out` (owned: release with storage_weak_release).
+/// Errors: NULL_POINTER.
+#[no_mangle]
+pub extern "C" fn storage_weak_new(
+    s: *const storage_t,
+    out: *mut *mut storage_weak_t,
+) -> tensor_status_t {
+    call("storage_weak_new", || {
+        let out = out_arg(out)?;
+        storage_arg(s, "s")?;
+        // SAFETY: live handle.
+        let strong = unsafe { storage_retain_raw(s) };
+        *out = strong.downgrade().into_raw() as *mut storage_weak_t;
+        Ok(())
+    })
+}
+
+/// A new strong reference (owned) if the storage is still alive, else NULL.
+#[no_mangle]
+pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t {
+    guard("storage_weak_lock", std::ptr::null_mut(), || {
+        if w.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: a live weak handle; borrowed (forgotten again below).
+        let weak = std::mem::ManuallyDrop::new(unsafe {
+            WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>)
+        });
+        weak.lock().map_or(std::ptr::null_mut(), storage_into_raw)
+    })
+}
+
+/// True once the storage's strong count reached 0 (or for NULL).
+#[no_mangle]
+pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
+    guard("storage_weak_expired", true, || {
+        if w.is_null() {
+            return true;
+        }
+        // SAFETY: as in storage_weak_lock.
+        let weak = std::mem::ManuallyDrop::new(unsafe {
+            WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>)
+        });
+        weak.expired()
+    })
+}
+
+/// Drops a weak reference; the StorageImpl object is freed when the last strong and weak
+/// references are gone. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn storage_weak_release(w: *mut storage_weak_t) {
+    guard("storage_weak_release", (), || {
+        if !w.is_null() {
+            // SAFETY: the caller gives up one owned weak reference.
+            drop(unsafe { WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>) });
+        }
+    })
+}
+
+/// A new resizable storage of `nbytes` uninitialised bytes in `*out` (owned), from
+/// `allocator` (copied; NULL: the default allocator, 64-byte aligned).
+/// Errors: NULL_POINTER, OUT_OF_MEMORY, OVERFLOW.
+#[no_mangle]
+pub extern "C" fn storage_new(
+    nbytes: usize,
+    allocator: *const tensor_allocator_t,
+    out: *mut *mut storage_t,
+) -> tensor_status_t {
+    call("storage_new", || {
+        let out = out_arg(out)?;
+        let alloc = allocator_arg(allocator)?.unwrap_or_else(Allocator::default_allocator);
+        *out = storage_into_raw(StorageImpl::allocate(nbytes, alloc)?);
+        Ok(())
+    })
+}
+
+/// Wraps `nbytes` at `data` (on `device`) without copying, in `*out` (owned, not
+/// resizable). On success `deleter(data, ctx)` (if non-NULL) runs exactly once, when the
+/// last strong reference dies; on failure it is not called and the caller keeps `data`.
+/// Errors: NULL_POINTER (out, or data with nbytes > 0), INVALID_ARGUMENT (unknown device).
+#[no_mangle]
+pub extern "C" fn storage_from_blob(
+    data: *mut c_void,
+    nbytes: usize,
+    device: tensor_device_t,
+    deleter: tensor_deleter_fn,
+    ctx: *mut c_void,
+    out: *mut *mut storage_t,
+) -> tensor_status_t {
+    call("storage_from_blob", || {
+        let out = out_arg(out)?;
+        *out = storage_into_raw(StorageImpl::from_blob(
+            data,
+            nbytes,
+            device.into(),
+            deleter,
+            ctx,
+        )?);
+        Ok(())
+    })
+}
+
+/// The data pointer (borrowed; NULL for 0 bytes or NULL `s`). Changes on resize.
+#[no_mangle]
+pub extern "C" fn storage_data_ptr(s: *const storage_t) -> *mut c_void {
+    guard("storage_data_ptr", std::ptr::null_mut(), || {
+        storage_arg(s, "s").map_or(std::ptr::null_mut(), |s| s.data_ptr() as *mut c_void)
+    })
+}
+
+/// Size in bytes (0 for NULL).
+#[no_mangle]
+pub extern "C" fn storage_nbytes(s: *const storage_t) -> usize {
+    guard("storage_nbytes", 0, || {
+        storage_arg(s, "s").map_or(0, |s| s.nbytes())
+    })
+}
+
+/// The storage's device ({0, 0} for NULL).
+#[no_mangle]
+pub extern "C" fn storage_device(s: *const storage_t) -> tensor_device_t {
+    let none = tensor_device_t {
+        device_type: 0,
+        device_id: 0,
+    };
+    guard("storage_device", none, || {
+        storage_arg(s, "s").map_or(none, |s| s.device().into())
+    })
+}
+
+/// True for storages the library allocated (false for wrapped memory and NULL).
+#[no_mangle]
+pub extern "C" fn storage_is_resizable(s: *const storage_t) -> bool {
+    guard("storage_is_resizable", false, || {
+        storage_arg(s, "s").is_ok_and(|s| s.is_resizable())
+    })
+}
+
+/// Reallocates to `nbytes`, keeping the common prefix; the data pointer changes. Tensors
+/// whose elements no longer fit fail data access with OUT_OF_BOUNDS. Not thread-safe with
+/// concurrent users of the storage's data (as PyTorch's resize_).
+/// Errors: NULL_POINTER, NOT_RESIZABLE, READ_ONLY, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn storage_resize(s: *mut storage_t, nbytes: usize) -> tensor_status_t {
+    call("storage_resize", || storage_arg(s, "s")?.resize(nbytes))
+}
+
+/// Whether writes are refused (false for NULL).
+#[no_mangle]
+pub extern "C" fn storage_is_read_only(s: *const storage_t) -> bool {
+    guard("storage_is_read_only", false, || {
+        storage_arg(s, "s").is_ok_and(|s| s.is_read_only())
+    })
+}
+
+/// Marks the storage read-only, for good: every later write through any tensor on it
+/// fails with READ_ONLY. Errors: NULL_POINTER.
+#[no_mangle]
+pub extern "C" fn storage_mark_read_only(s: *mut storage_t) -> tensor_status_t {
+    call("storage_mark_read_only", || {
+        storage_arg(s, "s")?.mark_read_only();
+        Ok(())
+    })
+}
+
+/// Sets the allocator used by every later storage_new(NULL) and tensor creation (the
+/// struct is copied; NULL restores the built-in one). Storages keep the allocator that
+/// made them. Errors: NULL_POINTER (a callback is NULL).
+#[no_mangle]
+pub extern "C" fn tensor_set_default_allocator(
+    allocator: *const tensor_allocator_t,
+) -> tensor_status_t {
+    call("tensor_set_default_allocator", || {
+        let a = allocator_arg(allocator)?.unwrap_or(Allocator::Builtin);
+        Allocator::set_default(a);
+        Ok(())
+    })
+}

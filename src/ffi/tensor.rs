@@ -1,0 +1,453 @@
+//! Creating tensors (section 5) and reading them (section 6).
+
+use super::storage::storage_retain_raw;
+use super::*;
+use crate::dtype::Scalar;
+use std::ffi::{c_char, c_void};
+
+/// An uninitialised contiguous tensor in `*out` (owned). `ndim == 0` makes a 0-dim tensor
+/// (`sizes` may be NULL). Errors: NULL_POINTER, INVALID_ARGUMENT (negative size, ndim
+/// outside [0, 64], unknown dtype), OVERFLOW, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_empty(
+    sizes: *const i64,
+    ndim: i64,
+    dtype: tensor_dtype_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_empty", out, || {
+        Tensor::empty(int_list(sizes, ndim, "sizes")?, dtype_arg(dtype)?)
+    })
+}
+
+/// An uninitialised tensor with the given strides (in elements) in `*out` (owned), on a
+/// storage of exactly the bytes they reach. Errors: as tensor_empty, plus
+/// INVALID_ARGUMENT for negative strides.
+#[no_mangle]
+pub extern "C" fn tensor_empty_strided(
+    sizes: *const i64,
+    strides: *const i64,
+    ndim: i64,
+    dtype: tensor_dtype_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_empty_strided", out, || {
+        Tensor::empty_strided(
+            int_list(sizes, ndim, "sizes")?,
+            int_list(strides, ndim, "strides")?,
+            dtype_arg(dtype)?,
+        )
+    })
+}
+
+/// A tensor of zeros in `*out` (owned). Errors: as tensor_empty.
+#[no_mangle]
+pub extern "C" fn tensor_zeros(
+    sizes: *const i64,
+    ndim: i64,
+    dtype: tensor_dtype_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_zeros", out, || {
+        Tensor::zeros(int_list(sizes, ndim, "sizes")?, dtype_arg(dtype)?)
+    })
+}
+
+/// A tensor of ones in `*out` (owned). Errors: as tensor_empty.
+#[no_mangle]
+pub extern "C" fn tensor_ones(
+    sizes: *const i64,
+    ndim: i64,
+    dtype: tensor_dtype_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_ones", out, || {
+        Tensor::full(
+            int_list(sizes, ndim, "sizes")?,
+            dtype_arg(dtype)?,
+            Scalar::Int(1),
+        )
+    })
+}
+
+/// A tensor filled with `value` converted to `dtype` (float → int truncates, saturating)
+/// in `*out` (owned). Errors: as tensor_empty.
+#[no_mangle]
+pub extern "C" fn tensor_full(
+    sizes: *const i64,
+    ndim: i64,
+    dtype: tensor_dtype_t,
+    value: f64,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_full", out, || {
+        Tensor::full(
+            int_list(sizes, ndim, "sizes")?,
+            dtype_arg(dtype)?,
+            Scalar::Float(value),
+        )
+    })
+}
+
+/// The 1-D tensor `[0, 1, ..., n-1]` in `dtype` in `*out` (owned).
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_arange(
+    n: i64,
+    dtype: tensor_dtype_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_arange", out, || {
+        Tensor::arange(n, dtype_arg(dtype)?)
+    })
+}
+
+/// Wraps caller memory without copying, in `*out` (owned). `strides` NULL means
+/// contiguous. The tensor owns a storage of exactly the bytes its sizes and strides reach.
+/// On success `deleter(data, ctx)` (if non-NULL) runs exactly once, when the last strong
+/// reference to the storage dies, on that thread; on failure it is not called and the
+/// caller keeps `data`. Errors: NULL_POINTER, INVALID_ARGUMENT (negative size/stride,
+/// unknown dtype or device), OVERFLOW, OUT_OF_MEMORY.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn tensor_from_blob(
+    data: *mut c_void,
+    sizes: *const i64,
+    strides: *const i64,
+    ndim: i64,
+    dtype: tensor_dtype_t,
+    device: tensor_device_t,
+    deleter: tensor_deleter_fn,
+    ctx: *mut c_void,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_from_blob", out, || {
+        let sizes = int_list(sizes, ndim, "sizes")?;
+        let strides = if strides.is_null() {
+            None
+        } else {
+            Some(int_list(strides, ndim, "strides")?)
+        };
+        Tensor::from_blob(
+            data,
+            sizes,
+            strides,
+            dtype_arg(dtype)?,
+            device.into(),
+            deleter,
+            ctx,
+        )
+    })
+}
+
+/// A tensor over `s` at `storage_offset` (elements) in `*out` (owned; holds a strong
+/// reference to `s`). `strides` NULL means contiguous. Errors: NULL_POINTER,
+/// INVALID_ARGUMENT, OVERFLOW, OUT_OF_BOUNDS (the layout reaches past the storage).
+#[no_mangle]
+pub extern "C" fn tensor_from_storage(
+    s: *mut storage_t,
+    storage_offset: i64,
+    sizes: *const i64,
+    strides: *const i64,
+    ndim: i64,
+    dtype: tensor_dtype_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_from_storage", out, || {
+        storage_arg(s, "s")?;
+        // SAFETY: live handle (checked non-NULL above).
+        let storage = unsafe { storage_retain_raw(s) };
+        let sizes = int_list(sizes, ndim, "sizes")?;
+        let strides = if strides.is_null() {
+            None
+        } else {
+            Some(int_list(strides, ndim, "strides")?)
+        };
+        Tensor::from_storage(&storage, storage_offset, sizes, strides, dtype_arg(dtype)?)
+    })
+}
+
+/// Number of dims (0 for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_ndim(t: *const tensor_t) -> i64 {
+    guard("tensor_ndim", 0, || {
+        tensor_opt(t).map_or(0, |t| t.ndim() as i64)
+    })
+}
+
+/// The sizes (borrowed, `ndim` entries, valid while `t` lives; NULL for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_sizes(t: *const tensor_t) -> *const i64 {
+    guard("tensor_sizes", std::ptr::null(), || {
+        tensor_opt(t).map_or(std::ptr::null(), |t| t.sizes().as_ptr())
+    })
+}
+
+/// The strides in elements (borrowed, `ndim` entries; NULL for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_strides(t: *const tensor_t) -> *const i64 {
+    guard("tensor_strides", std::ptr::null(), || {
+        tensor_opt(t).map_or(std::ptr::null(), |t| t.strides().as_ptr())
+    })
+}
+
+/// Size of dim `dim` (negative wraps) in `*out`. Errors: NULL_POINTER, INDEX.
+#[no_mangle]
+pub extern "C" fn tensor_size(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t {
+    call("tensor_size", || {
+        let out = out_arg(out)?;
+        let t = tensor_arg(t, "t")?;
+        ensure!(
+            t.ndim() > 0,
+            Index,
+            "dimension specified as {dim} but tensor has no dimensions"
+        );
+        *out = t.sizes()[shape::wrap_dim(dim, t.ndim())?];
+        Ok(())
+    })
+}
+
+/// Stride of dim `dim` (negative wraps) in `*out`. Errors: NULL_POINTER, INDEX.
+#[no_mangle]
+pub extern "C" fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t {
+    call("tensor_stride", || {
+        let out = out_arg(out)?;
+        let t = tensor_arg(t, "t")?;
+        ensure!(
+            t.ndim() > 0,
+            Index,
+            "dimension specified as {dim} but tensor has no dimensions"
+        );
+        *out = t.strides()[shape::wrap_dim(dim, t.ndim())?];
+        Ok(())
+    })
+}
+
+/// Offset of the first element in the storage, in elements (0 for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_storage_offset(t: *const tensor_t) -> i64 {
+    guard("tensor_storage_offset", 0, || {
+        tensor_opt(t).map_or(0, |t| t.storage_offset())
+    })
+}
+
+/// Number of elements (0 for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_numel(t: *const tensor_t) -> i64 {
+    guard("tensor_numel", 0, || tensor_opt(t).map_or(0, |t| t.numel()))
+}
+
+/// The element type (TENSOR_UINT8, i.e. 0, for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_dtype(t: *const tensor_t) -> tensor_dtype_t {
+    guard("tensor_dtype", tensor_dtype_t(0), || {
+        tensor_opt(t).map_or(tensor_dtype_t(0), |t| tensor_dtype_t(t.dtype().code()))
+    })
+}
+
+/// Bytes per element (0 for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_itemsize(t: *const tensor_t) -> usize {
+    guard("tensor_itemsize", 0, || {
+        tensor_opt(t).map_or(0, |t| t.itemsize())
+    })
+}
+
+/// numel * itemsize (0 for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_nbytes(t: *const tensor_t) -> usize {
+    guard("tensor_nbytes", 0, || {
+        tensor_opt(t).map_or(0, |t| t.nbytes())
+    })
+}
+
+/// The device of the tensor's storage ({0, 0} for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_device(t: *const tensor_t) -> tensor_device_t {
+    let none = tensor_device_t {
+        device_type: 0,
+        device_id: 0,
+    };
+    guard("tensor_device", none, || {
+        tensor_opt(t).map_or(none, |t| t.device().into())
+    })
+}
+
+/// Storage data + storage_offset * itemsize (borrowed; NULL for NULL or a data-less
+/// storage). Valid until the storage is resized or freed.
+#[no_mangle]
+pub extern "C" fn tensor_data_ptr(t: *const tensor_t) -> *mut c_void {
+    guard("tensor_data_ptr", std::ptr::null_mut(), || {
+        tensor_opt(t).map_or(std::ptr::null_mut(), |t| t.data_ptr() as *mut c_void)
+    })
+}
+
+/// The tensor's storage (borrowed: valid while `t` lives; retain it to keep it). NULL for
+/// NULL.
+#[no_mangle]
+pub extern "C" fn tensor_storage(t: *const tensor_t) -> *mut storage_t {
+    guard("tensor_storage", std::ptr::null_mut(), || {
+        tensor_opt(t).map_or(std::ptr::null_mut(), |t| {
+            t.storage().as_ptr() as *mut storage_t
+        })
+    })
+}
+
+/// Whether `a` and `b` view the same storage (false if either is NULL).
+#[no_mangle]
+pub extern "C" fn tensor_shares_storage(a: *const tensor_t, b: *const tensor_t) -> bool {
+    guard("tensor_shares_storage", false, || {
+        match (tensor_opt(a), tensor_opt(b)) {
+            (Some(a), Some(b)) => a.shares_storage(b),
+            _ => false,
+        }
+    })
+}
+
+/// Whether `t` is contiguous in `fmt` (cached, O(1)); false for NULL, PRESERVE or an
+/// unknown code.
+#[no_mangle]
+pub extern "C" fn tensor_is_contiguous(t: *const tensor_t, fmt: tensor_memory_format_t) -> bool {
+    guard("tensor_is_contiguous", false, || {
+        match (tensor_opt(t), format_arg(fmt)) {
+            (Some(t), Ok(f)) => t.is_contiguous(f),
+            _ => false,
+        }
+    })
+}
+
+/// Whether the elements of `t` occupy a dense block without aliasing, in some dim order
+/// (cached, O(1)); false for NULL.
+#[no_mangle]
+pub extern "C" fn tensor_is_non_overlapping_and_dense(t: *const tensor_t) -> bool {
+    guard("tensor_is_non_overlapping_and_dense", false, || {
+        tensor_opt(t).is_some_and(|t| t.is_non_overlapping_and_dense())
+    })
+}
+
+/// PyTorch's suggest_memory_format: CHANNELS_LAST(_3D) when the strides are ordered like
+/// it, else CONTIGUOUS (also for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_suggest_memory_format(t: *const tensor_t) -> tensor_memory_format_t {
+    guard(
+        "tensor_suggest_memory_format",
+        TENSOR_CONTIGUOUS_FORMAT,
+        || {
+            tensor_opt(t).map_or(TENSOR_CONTIGUOUS_FORMAT, |t| {
+                tensor_memory_format_t(t.suggest_memory_format() as i32)
+            })
+        },
+    )
+}
+
+/// The version counter shared by `t` and every view of its base; each in-place write
+/// adds one. 0 for NULL.
+#[no_mangle]
+pub extern "C" fn tensor_version(t: *const tensor_t) -> u64 {
+    guard("tensor_version", 0, || {
+        tensor_opt(t).map_or(0, |t| t.version())
+    })
+}
+
+/// Storage offset in elements of `t[index]` (`n` must equal ndim; negative indices wrap)
+/// in `*out`. Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX.
+#[no_mangle]
+pub extern "C" fn tensor_element_offset(
+    t: *const tensor_t,
+    index: *const i64,
+    n: i64,
+    out: *mut i64,
+) -> tensor_status_t {
+    call("tensor_element_offset", || {
+        let out = out_arg(out)?;
+        let t = tensor_arg(t, "t")?;
+        let index = int_list(index, n, "index")?;
+        *out = shape::element_offset(t.sizes(), t.strides(), t.storage_offset(), index)?;
+        Ok(())
+    })
+}
+
+/// Reads `t[index]` converted to double (complex: the real part) into `*out`.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX, DEVICE, OUT_OF_BOUNDS.
+#[no_mangle]
+pub extern "C" fn tensor_get_f64(
+    t: *const tensor_t,
+    index: *const i64,
+    n: i64,
+    out: *mut f64,
+) -> tensor_status_t {
+    call("tensor_get_f64", || {
+        let out = out_arg(out)?;
+        let t = tensor_arg(t, "t")?;
+        *out = t.get(int_list(index, n, "index")?)?.to_f64();
+        Ok(())
+    })
+}
+
+/// Reads `t[index]` converted to int64 (floats truncate toward zero, saturating) into
+/// `*out`. Errors: as tensor_get_f64.
+#[no_mangle]
+pub extern "C" fn tensor_get_i64(
+    t: *const tensor_t,
+    index: *const i64,
+    n: i64,
+    out: *mut i64,
+) -> tensor_status_t {
+    call("tensor_get_i64", || {
+        let out = out_arg(out)?;
+        let t = tensor_arg(t, "t")?;
+        *out = t.get(int_list(index, n, "index")?)?.to_i64();
+        Ok(())
+    })
+}
+
+/// Writes `value` converted to the dtype at `t[index]`; bumps the version.
+/// Errors: as tensor_get_f64, plus READ_ONLY.
+#[no_mangle]
+pub extern "C" fn tensor_set_f64(
+    t: *mut tensor_t,
+    index: *const i64,
+    n: i64,
+    value: f64,
+) -> tensor_status_t {
+    call("tensor_set_f64", || {
+        tensor_arg(t, "t")?.set(int_list(index, n, "index")?, Scalar::Float(value))
+    })
+}
+
+/// Writes `value` converted to the dtype at `t[index]`; bumps the version.
+/// Errors: as tensor_set_f64.
+#[no_mangle]
+pub extern "C" fn tensor_set_i64(
+    t: *mut tensor_t,
+    index: *const i64,
+    n: i64,
+    value: i64,
+) -> tensor_status_t {
+    call("tensor_set_i64", || {
+        tensor_arg(t, "t")?.set(int_list(index, n, "index")?, Scalar::Int(value))
+    })
+}
+
+/// Writes a PyTorch-like repr of `t` ("tensor([[1., 2.], ...])", summarised beyond 1000
+/// elements) into `buf`, snprintf-style: at most `cap - 1` bytes plus a NUL; returns the
+/// length the full text needs (excluding the NUL). `buf` may be NULL when `cap` is 0.
+/// Returns 0 (writing "" if it can) for NULL `t`.
+#[no_mangle]
+pub extern "C" fn tensor_format(t: *const tensor_t, buf: *mut c_char, cap: usize) -> usize {
+    guard("tensor_format", 0, || {
+        let text = match tensor_opt(t) {
+            Some(t) => crate::format::format_tensor(t),
+            None => String::new(),
+        };
+        if !buf.is_null() && cap > 0 {
+            let n = text.len().min(cap - 1);
+            // SAFETY: the caller promises cap writable bytes at buf.
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, n);
+                *buf.add(n) = 0;
+            }
+        }
+        text.len()
+    })
+}

@@ -1,0 +1,261 @@
+//! The geometry of a tensor: sizes and strides in one inline buffer (no heap for <= 5
+//! dims), and the contiguity bits PyTorch caches, computed in ONE function
+//! ([`Flags::compute`]) that every TensorImpl constructor calls.
+
+use crate::error::{Error, Result, Status};
+use crate::shape::{CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER};
+use smallvec::SmallVec;
+
+/// Sizes followed by strides: `[n0 .. nD-1, st0 .. stD-1]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizesAndStrides(SmallVec<[i64; 10]>);
+
+impl SizesAndStrides {
+    /// Fails only when the heap allocation for > 5 dims fails.
+    pub fn new(sizes: &[i64], strides: &[i64]) -> Result<Self> {
+        debug_assert_eq!(sizes.len(), strides.len());
+        let mut v: SmallVec<[i64; 10]> = SmallVec::new();
+        v.try_reserve_exact(sizes.len() * 2)
+            .map_err(|_| Error::new(Status::OutOfMemory, "failed to allocate sizes and strides"))?;
+        v.extend_from_slice(sizes);
+        v.extend_from_slice(strides);
+        Ok(SizesAndStrides(v))
+    }
+    #[inline]
+    pub fn ndim(&self) -> usize {
+        self.0.len() / 2
+    }
+    #[inline]
+    pub fn sizes(&self) -> &[i64] {
+        &self.0[..self.ndim()]
+    }
+    #[inline]
+    pub fn strides(&self) -> &[i64] {
+        &self.0[self.ndim()..]
+    }
+}
+
+/// Cached layout bits (c10's `is_contiguous_`, `is_channels_last_contiguous_`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Flags(u8);
+
+impl Flags {
+    pub const CONTIGUOUS: u8 = 1;
+    pub const CHANNELS_LAST_CONTIGUOUS: u8 = 2;
+    pub const CHANNELS_LAST_3D_CONTIGUOUS: u8 = 4;
+    pub const CHANNELS_LAST_STRIDES: u8 = 8;
+    pub const CHANNELS_LAST_3D_STRIDES: u8 = 16;
+    pub const NON_OVERLAPPING_AND_DENSE: u8 = 32;
+
+    #[inline]
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The refresh: the combination rules of c10's `TensorImpl::_refresh_contiguous`.
+    pub fn compute(sizes: &[i64], strides: &[i64], numel: i64) -> Flags {
+        let contiguous = is_contiguous(sizes, strides, numel);
+        let mut f = 0u8;
+        let set = |f: &mut u8, bit: u8, v: bool| {
+            if v {
+                *f |= bit
+            }
+        };
+        set(&mut f, Self::CONTIGUOUS, contiguous);
+        let (cl, cl3, cl_like, cl3_like) = match sizes.len() {
+            4 => {
+                let cl = is_contiguous_in_order(sizes, strides, &CHANNELS_LAST_ORDER);
+                (
+                    cl,
+                    false,
+                    strides_like_order(sizes, strides, &CHANNELS_LAST_ORDER),
+                    false,
+                )
+            }
+            5 => {
+                let cl3 = is_contiguous_in_order(sizes, strides, &CHANNELS_LAST_3D_ORDER);
+                // c10: is_channels_last_3d_ = !is_channels_last_ && strides-like-3d, and
+                // is_channels_last_ is always false for 5 dims.
+                let cl3_like = strides_like_order(sizes, strides, &CHANNELS_LAST_3D_ORDER);
+                (false, cl3, false, cl3_like)
+            }
+            _ => (false, false, false, false),
+        };
+        set(&mut f, Self::CHANNELS_LAST_CONTIGUOUS, cl);
+        set(&mut f, Self::CHANNELS_LAST_3D_CONTIGUOUS, cl3);
+        set(&mut f, Self::CHANNELS_LAST_STRIDES, cl_like);
+        set(&mut f, Self::CHANNELS_LAST_3D_STRIDES, cl3_like);
+        let nod = contiguous || cl || cl3 || non_overlapping_and_dense(sizes, strides);
+        set(&mut f, Self::NON_OVERLAPPING_AND_DENSE, nod);
+        Flags(f)
+    }
+}
+
+/// Row-major contiguity; size-1 dims are skipped, numel 0 is contiguous.
+pub fn is_contiguous(sizes: &[i64], strides: &[i64], numel: i64) -> bool {
+    if numel == 0 {
+        return true;
+    }
+    let mut expected = 1i64;
+    for d in (0..sizes.len()).rev() {
+        if sizes[d] == 1 {
+            continue;
+        }
+        if strides[d] != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(sizes[d]);
+    }
+    true
+}
+
+/// Dense in the given innermost-first order; size-1 dims skipped, no numel shortcut.
+fn is_contiguous_in_order(sizes: &[i64], strides: &[i64], order: &[usize]) -> bool {
+    let mut expected = 1i64;
+    for &d in order {
+        if sizes[d] != 1 {
+            if strides[d] != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(sizes[d]);
+        }
+    }
+    true
+}
+
+/// c10's `is_channels_last_strides_2d_s4` / `_3d_s5` walk: are the strides ordered like
+/// the memory format (used by `suggest_memory_format`)?
+fn strides_like_order(sizes: &[i64], strides: &[i64], order: &[usize]) -> bool {
+    if strides[1] == 0 {
+        return false;
+    }
+    let mut min = 0i64;
+    for &d in order {
+        if sizes[d] == 0 {
+            return false;
+        }
+        if strides[d] < min {
+            return false;
+        }
+        // Ambiguous NC11 / N1HW-like cases: dim 0 must not tie with the channel stride.
+        if d == 0 && min == strides[1] {
+            return false;
+        }
+        min = strides[d].saturating_mul(if sizes[d] > 1 { sizes[d] } else { 1 });
+    }
+    true
+}
+
+/// Every element at a distinct offset, and together filling a dense block, in some dim
+/// order.
+pub fn non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
+    let d = sizes.len();
+    if d == 1 {
+        return sizes[0] < 2 || strides[0] == 1;
+    }
+    let mut perm: SmallVec<[usize; 8]> = (0..d).collect();
+    // Size < 2 dims go last; otherwise by increasing stride (stable, like c10's sort).
+    perm.sort_by(|&a, &b| {
+        let (sa, sb) = (sizes[a] < 2, sizes[b] < 2);
+        sa.cmp(&sb).then(if sa || sb {
+            std::cmp::Ordering::Equal
+        } else {
+            strides[a].cmp(&strides[b])
+        })
+    });
+    let mut req = 1i64;
+    for &i in &perm {
+        if sizes[i] < 2 {
+            return true;
+        }
+        if strides[i] != req {
+            return false;
+        }
+        req = req.saturating_mul(sizes[i]);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::{channels_last_3d_strides, channels_last_strides, contiguous_strides};
+
+    fn flags(sizes: &[i64], strides: &[i64]) -> Flags {
+        let numel = sizes.iter().product();
+        Flags::compute(sizes, strides, numel)
+    }
+
+    #[test]
+    fn inline_storage() {
+        let s = SizesAndStrides::new(&[2, 3], &[3, 1]).unwrap();
+        assert_eq!(s.ndim(), 2);
+        assert_eq!(s.sizes(), &[2, 3]);
+        assert_eq!(s.strides(), &[3, 1]);
+        assert!(!s.0.spilled());
+        let big = SizesAndStrides::new(&[1; 6], &[1; 6]).unwrap();
+        assert!(big.0.spilled());
+    }
+
+    #[test]
+    fn contiguous_cases() {
+        let f = flags(&[2, 3], &[3, 1]);
+        assert!(f.has(Flags::CONTIGUOUS) && f.has(Flags::NON_OVERLAPPING_AND_DENSE));
+        // transposed: not contiguous, but non-overlapping and dense
+        let f = flags(&[3, 2], &[1, 3]);
+        assert!(!f.has(Flags::CONTIGUOUS) && f.has(Flags::NON_OVERLAPPING_AND_DENSE));
+        // expanded: neither
+        let f = flags(&[4, 3], &[0, 1]);
+        assert!(!f.has(Flags::CONTIGUOUS) && !f.has(Flags::NON_OVERLAPPING_AND_DENSE));
+        // size-1 dims ignore their stride
+        assert!(flags(&[2, 1, 3], &[3, 99, 1]).has(Flags::CONTIGUOUS));
+        // size 0 is contiguous whatever the strides
+        assert!(flags(&[2, 0, 3], &[7, 5, 2]).has(Flags::CONTIGUOUS));
+        // 0-dim
+        assert!(flags(&[], &[]).has(Flags::CONTIGUOUS));
+        assert!(flags(&[], &[]).has(Flags::NON_OVERLAPPING_AND_DENSE));
+        // sliced with a step: not dense
+        let f = flags(&[3], &[2]);
+        assert!(!f.has(Flags::CONTIGUOUS) && !f.has(Flags::NON_OVERLAPPING_AND_DENSE));
+        assert!(flags(&[1], &[5]).has(Flags::NON_OVERLAPPING_AND_DENSE));
+    }
+
+    #[test]
+    fn channels_last_cases() {
+        let n = [2, 3, 4, 5];
+        let cl = channels_last_strides(&n).unwrap();
+        let f = flags(&n, &cl);
+        assert!(f.has(Flags::CHANNELS_LAST_CONTIGUOUS));
+        assert!(f.has(Flags::CHANNELS_LAST_STRIDES));
+        assert!(!f.has(Flags::CONTIGUOUS));
+        assert!(f.has(Flags::NON_OVERLAPPING_AND_DENSE));
+        let f = flags(&n, &contiguous_strides(&n).unwrap());
+        assert!(!f.has(Flags::CHANNELS_LAST_CONTIGUOUS) && !f.has(Flags::CHANNELS_LAST_STRIDES));
+        // C == 1: both contiguous and channels-last contiguous (NCHW with C=1)
+        let n1 = [2, 1, 4, 5];
+        let f = flags(&n1, &contiguous_strides(&n1).unwrap());
+        assert!(f.has(Flags::CONTIGUOUS) && f.has(Flags::CHANNELS_LAST_CONTIGUOUS));
+        // N,C,1,1: contiguous strides [C,1,1,1] are channels-last contiguous, but the
+        // strides-like walk refuses the tie between dim 0 and the channel stride? No:
+        // st = [3,1,1,1]; order 1,3,2,0: min goes 0 -> 3 at d=1; d=3 stride 1 < 3 -> false.
+        let n2 = [2, 3, 1, 1];
+        let f = flags(&n2, &contiguous_strides(&n2).unwrap());
+        assert!(f.has(Flags::CONTIGUOUS) && f.has(Flags::CHANNELS_LAST_CONTIGUOUS));
+        assert!(!f.has(Flags::CHANNELS_LAST_STRIDES));
+        // 3d
+        let n5 = [2, 3, 4, 5, 6];
+        let f = flags(&n5, &channels_last_3d_strides(&n5).unwrap());
+        assert!(
+            f.has(Flags::CHANNELS_LAST_3D_CONTIGUOUS) && f.has(Flags::CHANNELS_LAST_3D_STRIDES)
+        );
+        assert!(!f.has(Flags::CHANNELS_LAST_CONTIGUOUS) && !f.has(Flags::CHANNELS_LAST_STRIDES));
+        // channels-last bits never on other ranks
+        let f = flags(&[3, 4, 5], &[1, 15, 3]);
+        assert!(!f.has(Flags::CHANNELS_LAST_STRIDES) && !f.has(Flags::CHANNELS_LAST_CONTIGUOUS));
+        // size-0 dim: strides-like refuses
+        let n0 = [2, 3, 0, 5];
+        let f = flags(&n0, &channels_last_strides(&n0).unwrap());
+        assert!(!f.has(Flags::CHANNELS_LAST_STRIDES));
+        assert!(f.has(Flags::CONTIGUOUS));
+    }
+}

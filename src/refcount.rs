@@ -1,0 +1,414 @@
+//! Intrusive strong/weak reference counting with one `AtomicU64` per object, c10's
+//! `combined_refcount_` layout:
+//!
+//! * bits 0..32 hold the strong count, bits 32..63 the weak count;
+//! * while any strong reference exists the weak count carries one extra unit for all of
+//!   them together, so `weak == weak refs + 1` while `strong > 0`;
+//! * strong → 0 calls [`Intrusive::release_resources`] at once (a storage frees its data /
+//!   runs its deleter) even when weak references remain; the object itself is freed when
+//!   the weak count also reaches 0;
+//! * increments are relaxed, decrements acquire-release; a weak `lock` is a CAS loop that
+//!   fails once strong is 0; overflowing either count aborts, never wraps.
+//!
+//! This module is the only place that juggles raw lifetimes: every handle the C API hands
+//! out is a pointer to an [`RcBox`] produced here.
+
+use std::alloc::{alloc, dealloc, Layout};
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const STRONG_ONE: u64 = 1;
+const WEAK_ONE: u64 = 1 << 32;
+const STRONG_MASK: u64 = 0xFFFF_FFFF;
+const STRONG_MAX: u64 = STRONG_MASK;
+const WEAK_MAX: u64 = (1 << 31) - 1;
+
+/// Hook for objects that hold resources worth freeing before the last weak reference dies.
+pub trait Intrusive {
+    /// Called exactly once, when the strong count reaches 0 while weak references remain.
+    /// `Drop` runs later (when the weak count reaches 0) and must cope with either state.
+    fn release_resources(&self) {}
+}
+
+/// The heap block behind every handle: the counter first, then the value.
+#[repr(C)]
+pub struct RcBox<T> {
+    refcount: AtomicU64,
+    pub value: T,
+}
+
+#[inline]
+fn strong_of(rc: u64) -> u64 {
+    rc & STRONG_MASK
+}
+
+#[inline]
+fn weak_of(rc: u64) -> u64 {
+    rc >> 32
+}
+
+#[cold]
+fn refcount_overflow(which: &str) -> ! {
+    eprintln!("libtensor: {which} reference count overflow; aborting");
+    std::process::abort()
+}
+
+impl<T> RcBox<T> {
+    pub fn strong_count(&self) -> u64 {
+        strong_of(self.refcount.load(Ordering::Acquire))
+    }
+    pub fn weak_count(&self) -> u64 {
+        weak_of(self.refcount.load(Ordering::Acquire))
+    }
+    #[inline]
+    fn inc_strong(&self) {
+        let old = self.refcount.fetch_add(STRONG_ONE, Ordering::Relaxed);
+        if strong_of(old) >= STRONG_MAX - 1 {
+            refcount_overflow("strong");
+        }
+    }
+    #[inline]
+    fn inc_weak(&self) {
+        let old = self.refcount.fetch_add(WEAK_ONE, Ordering::Relaxed);
+        if weak_of(old) >= WEAK_MAX - 1 {
+            refcount_overflow("weak");
+        }
+    }
+}
+
+/// A strong reference (`Clone` = retain, `Drop` = release).
+pub struct IntrusivePtr<T: Intrusive> {
+    ptr: NonNull<RcBox<T>>,
+    _owns: PhantomData<RcBox<T>>,
+}
+
+// SAFETY: the count is atomic and T is shared only by reference, as with Arc.
+unsafe impl<T: Intrusive + Send + Sync> Send for IntrusivePtr<T> {}
+unsafe impl<T: Intrusive + Send + Sync> Sync for IntrusivePtr<T> {}
+
+impl<T: Intrusive> IntrusivePtr<T> {
+    /// Allocates the object with one strong reference. Allocation failure gives the value
+    /// back instead of aborting.
+    pub fn try_new(value: T) -> Result<Self, T> {
+        let layout = Layout::new::<RcBox<T>>();
+        // SAFETY: RcBox<T> has non-zero size (it holds the counter).
+        let raw = unsafe { alloc(layout) } as *mut RcBox<T>;
+        let Some(ptr) = NonNull::new(raw) else {
+            return Err(value);
+        };
+        // SAFETY: freshly allocated, properly aligned for RcBox<T>.
+        unsafe {
+            ptr.as_ptr().write(RcBox {
+                refcount: AtomicU64::new(STRONG_ONE | WEAK_ONE),
+                value,
+            })
+        };
+        Ok(IntrusivePtr {
+            ptr,
+            _owns: PhantomData,
+        })
+    }
+
+    pub fn rc_box(&self) -> &RcBox<T> {
+        // SAFETY: we hold a strong reference, so the box is alive.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    pub fn as_ptr(&self) -> *const RcBox<T> {
+        self.ptr.as_ptr()
+    }
+
+    /// Gives up ownership of this strong reference as a raw pointer (the C handle).
+    pub fn into_raw(self) -> *mut RcBox<T> {
+        let p = self.ptr.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+
+    /// Takes back a strong reference produced by [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `p` must come from `into_raw` (or [`retain_raw`](Self::retain_raw)'s count) and own
+    /// one strong reference that the caller gives up.
+    pub unsafe fn from_raw(p: *mut RcBox<T>) -> Self {
+        IntrusivePtr {
+            ptr: NonNull::new_unchecked(p),
+            _owns: PhantomData,
+        }
+    }
+
+    /// A new strong reference to the object behind a borrowed raw handle.
+    ///
+    /// # Safety
+    /// `p` must point to a live `RcBox<T>` with strong count >= 1.
+    pub unsafe fn retain_raw(p: *const RcBox<T>) -> Self {
+        (*p).inc_strong();
+        IntrusivePtr::from_raw(p as *mut RcBox<T>)
+    }
+
+    pub fn use_count(&self) -> u64 {
+        self.rc_box().strong_count()
+    }
+
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.ptr == b.ptr
+    }
+
+    pub fn downgrade(&self) -> WeakIntrusivePtr<T> {
+        self.rc_box().inc_weak();
+        WeakIntrusivePtr { ptr: self.ptr }
+    }
+}
+
+impl<T: Intrusive> Clone for IntrusivePtr<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        self.rc_box().inc_strong();
+        IntrusivePtr {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<T: Intrusive> Deref for IntrusivePtr<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.rc_box().value
+    }
+}
+
+/// Frees the box. SAFETY: nobody references it any more.
+unsafe fn destroy<T>(p: NonNull<RcBox<T>>) {
+    std::ptr::drop_in_place(p.as_ptr());
+    dealloc(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
+}
+
+/// Drops one weak unit; frees the object when it was the last.
+unsafe fn release_weak<T>(p: NonNull<RcBox<T>>) {
+    let old = p.as_ref().refcount.fetch_sub(WEAK_ONE, Ordering::AcqRel);
+    if weak_of(old) == 1 {
+        destroy(p);
+    }
+}
+
+impl<T: Intrusive> Drop for IntrusivePtr<T> {
+    #[inline]
+    fn drop(&mut self) {
+        let old = self
+            .rc_box()
+            .refcount
+            .fetch_sub(STRONG_ONE, Ordering::AcqRel);
+        if strong_of(old) != 1 {
+            return;
+        }
+        // SAFETY: strong just reached 0; the weak unit that the strong references shared
+        // is now ours to give back.
+        unsafe {
+            if weak_of(old) == 1 {
+                // No weak reference exists and none can be created any more: one step.
+                destroy(self.ptr);
+            } else {
+                self.ptr.as_ref().value.release_resources();
+                release_weak(self.ptr);
+            }
+        }
+    }
+}
+
+/// A weak reference: keeps the object (not its resources) alive; `lock` upgrades.
+pub struct WeakIntrusivePtr<T: Intrusive> {
+    ptr: NonNull<RcBox<T>>,
+}
+
+unsafe impl<T: Intrusive + Send + Sync> Send for WeakIntrusivePtr<T> {}
+unsafe impl<T: Intrusive + Send + Sync> Sync for WeakIntrusivePtr<T> {}
+
+impl<T: Intrusive> WeakIntrusivePtr<T> {
+    fn rc_box(&self) -> &RcBox<T> {
+        // SAFETY: a weak reference keeps the box allocated.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// A new strong reference, or `None` once the strong count has reached 0.
+    pub fn lock(&self) -> Option<IntrusivePtr<T>> {
+        let rc = &self.rc_box().refcount;
+        let mut cur = rc.load(Ordering::Relaxed);
+        loop {
+            if strong_of(cur) == 0 {
+                return None;
+            }
+            if strong_of(cur) >= STRONG_MAX - 1 {
+                refcount_overflow("strong");
+            }
+            match rc.compare_exchange_weak(
+                cur,
+                cur + STRONG_ONE,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Some(IntrusivePtr {
+                        ptr: self.ptr,
+                        _owns: PhantomData,
+                    })
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    pub fn expired(&self) -> bool {
+        self.rc_box().strong_count() == 0
+    }
+
+    pub fn into_raw(self) -> *mut RcBox<T> {
+        let p = self.ptr.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+
+    /// # Safety
+    /// `p` must come from [`into_raw`](Self::into_raw) and own one weak reference.
+    pub unsafe fn from_raw(p: *mut RcBox<T>) -> Self {
+        WeakIntrusivePtr {
+            ptr: NonNull::new_unchecked(p),
+        }
+    }
+}
+
+impl<T: Intrusive> Clone for WeakIntrusivePtr<T> {
+    fn clone(&self) -> Self {
+        self.rc_box().inc_weak();
+        WeakIntrusivePtr { ptr: self.ptr }
+    }
+}
+
+impl<T: Intrusive> Drop for WeakIntrusivePtr<T> {
+    fn drop(&mut self) {
+        // SAFETY: we own one weak unit.
+        unsafe { release_weak(self.ptr) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    struct Probe {
+        released: Arc<AtomicUsize>,
+        dropped: Arc<AtomicUsize>,
+    }
+    impl Intrusive for Probe {
+        fn release_resources(&self) {
+            self.released.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn probe() -> (IntrusivePtr<Probe>, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let r = Arc::new(AtomicUsize::new(0));
+        let d = Arc::new(AtomicUsize::new(0));
+        let p = IntrusivePtr::try_new(Probe {
+            released: r.clone(),
+            dropped: d.clone(),
+        })
+        .ok()
+        .unwrap();
+        (p, r, d)
+    }
+
+    #[test]
+    fn strong_transitions() {
+        let (p, r, d) = probe();
+        assert_eq!(p.use_count(), 1);
+        assert_eq!(p.rc_box().weak_count(), 1);
+        let q = p.clone();
+        assert_eq!(p.use_count(), 2);
+        assert_eq!(
+            p.rc_box().weak_count(),
+            1,
+            "strong refs share one weak unit"
+        );
+        drop(p);
+        assert_eq!(q.use_count(), 1);
+        assert_eq!(d.load(Ordering::SeqCst), 0);
+        drop(q);
+        // no weak refs: freed in one step without a separate release_resources call
+        assert_eq!(d.load(Ordering::SeqCst), 1);
+        assert_eq!(r.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn weak_outlives_strong() {
+        let (p, r, d) = probe();
+        let w = p.downgrade();
+        assert_eq!(p.rc_box().weak_count(), 2);
+        assert!(!w.expired());
+        let locked = w.lock().expect("alive");
+        assert_eq!(p.use_count(), 2);
+        drop(locked);
+        drop(p);
+        assert_eq!(
+            r.load(Ordering::SeqCst),
+            1,
+            "resources released at strong 0"
+        );
+        assert_eq!(d.load(Ordering::SeqCst), 0, "object kept for the weak ref");
+        assert!(w.expired());
+        assert!(w.lock().is_none(), "lock fails after expiry");
+        let w2 = w.clone();
+        drop(w);
+        assert_eq!(d.load(Ordering::SeqCst), 0);
+        drop(w2);
+        assert_eq!(d.load(Ordering::SeqCst), 1);
+        assert_eq!(r.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn raw_roundtrip() {
+        let (p, _r, d) = probe();
+        let raw = p.into_raw();
+        let again = unsafe { IntrusivePtr::retain_raw(raw) };
+        assert_eq!(again.use_count(), 2);
+        drop(unsafe { IntrusivePtr::from_raw(raw) });
+        assert_eq!(again.use_count(), 1);
+        drop(again);
+        assert_eq!(d.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn concurrent_retain_release_and_lock() {
+        let (p, r, d) = probe();
+        let w = p.downgrade();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let p = p.clone();
+                let w = w.clone();
+                s.spawn(move || {
+                    for _ in 0..10_000 {
+                        let q = p.clone();
+                        let l = w.lock().unwrap();
+                        drop(q);
+                        drop(l);
+                    }
+                });
+            }
+        });
+        assert_eq!(p.use_count(), 1);
+        assert_eq!(p.rc_box().weak_count(), 2);
+        drop(p);
+        assert_eq!(r.load(Ordering::SeqCst), 1);
+        drop(w);
+        assert_eq!(d.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,463 @@
+//! Shape arithmetic: checked integer math, dim wrapping, `-1` inference, `compute_stride`
+//! (view on non-contiguous tensors), broadcasting, and the storage extent of a strided
+//! layout. Every rule here is a pure function over plain slices; the rest of the crate calls
+//! these and never re-derives them.
+
+use crate::error::{Error, Result, Status};
+use smallvec::SmallVec;
+
+/// Maximum number of dims (`TENSOR_MAX_DIMS`).
+pub const MAX_DIMS: usize = 64;
+
+/// A list of sizes or strides; inline for the common <= 5 dims.
+pub type Dims = SmallVec<[i64; 5]>;
+
+/// `[3, 5]`, the way PyTorch prints an `IntArrayRef`.
+pub fn fmt_dims(d: &[i64]) -> String {
+    let mut s = String::from("[");
+    for (i, v) in d.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push_str(&v.to_string());
+    }
+    s.push(']');
+    s
+}
+
+fn overflow(what: &str) -> Error {
+    Error::new(Status::Overflow, format!("{what} overflows int64"))
+}
+
+pub fn mul(a: i64, b: i64, what: &str) -> Result<i64> {
+    a.checked_mul(b).ok_or_else(|| overflow(what))
+}
+
+pub fn add(a: i64, b: i64, what: &str) -> Result<i64> {
+    a.checked_add(b).ok_or_else(|| overflow(what))
+}
+
+/// Product of `sizes`, checked.
+pub fn numel(sizes: &[i64]) -> Result<i64> {
+    sizes.iter().try_fold(1i64, |acc, &n| mul(acc, n, "numel"))
+}
+
+/// Rejects more than [`MAX_DIMS`] dims and negative sizes.
+pub fn check_sizes(sizes: &[i64]) -> Result<()> {
+    check_ndim(sizes.len())?;
+    if let Some(n) = sizes.iter().find(|&&n| n < 0) {
+        bail!(
+            InvalidArgument,
+            "negative dimension {n} in size {}",
+            fmt_dims(sizes)
+        );
+    }
+    Ok(())
+}
+
+/// Rejects negative strides (PyTorch does not support them).
+pub fn check_strides(strides: &[i64]) -> Result<()> {
+    if let Some(s) = strides.iter().find(|&&s| s < 0) {
+        bail!(
+            InvalidArgument,
+            "negative strides are not supported (got stride {s} in {})",
+            fmt_dims(strides)
+        );
+    }
+    Ok(())
+}
+
+pub fn check_ndim(ndim: usize) -> Result<()> {
+    ensure!(
+        ndim <= MAX_DIMS,
+        InvalidArgument,
+        "number of dims {ndim} exceeds the maximum of {MAX_DIMS}"
+    );
+    Ok(())
+}
+
+/// Wraps a possibly negative `dim` into `[0, ndim)`. A 0-dim tensor wraps as if it had one
+/// dim, as in PyTorch (`maybe_wrap_dim` with `wrap_scalar`).
+pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
+    let n = ndim.max(1) as i64;
+    let (lo, hi) = (-n, n - 1);
+    ensure!(
+        dim >= lo && dim <= hi,
+        Index,
+        "Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})"
+    );
+    Ok(if dim < 0 { dim + n } else { dim } as usize)
+}
+
+/// Row-major strides; size-0 and size-1 dims count as 1 (`st[d] = st[d+1]·max(n[d+1], 1)`).
+pub fn contiguous_strides(sizes: &[i64]) -> Result<Dims> {
+    let mut st: Dims = SmallVec::from_elem(1, sizes.len());
+    let mut acc = 1i64;
+    for d in (0..sizes.len()).rev() {
+        st[d] = acc;
+        acc = mul(acc, sizes[d].max(1), "contiguous stride")?;
+    }
+    Ok(st)
+}
+
+/// Strides that visit dims in `order` (innermost first), treating sizes as max(n, 1).
+fn strides_in_order(sizes: &[i64], order: &[usize]) -> Result<Dims> {
+    let mut st: Dims = SmallVec::from_elem(0, sizes.len());
+    let mut acc = 1i64;
+    for &d in order {
+        st[d] = acc;
+        acc = mul(acc, sizes[d].max(1), "channels-last stride")?;
+    }
+    Ok(st)
+}
+
+/// Innermost-first dim order of channels-last (NHWC) for 4-D sizes.
+pub const CHANNELS_LAST_ORDER: [usize; 4] = [1, 3, 2, 0];
+/// Innermost-first dim order of channels-last-3d (NDHWC) for 5-D sizes.
+pub const CHANNELS_LAST_3D_ORDER: [usize; 5] = [1, 4, 3, 2, 0];
+
+pub fn channels_last_strides(sizes: &[i64]) -> Result<Dims> {
+    ensure!(
+        sizes.len() == 4,
+        InvalidArgument,
+        "required rank 4 tensor to use channels_last format (got {} dims)",
+        sizes.len()
+    );
+    strides_in_order(sizes, &CHANNELS_LAST_ORDER)
+}
+
+pub fn channels_last_3d_strides(sizes: &[i64]) -> Result<Dims> {
+    ensure!(
+        sizes.len() == 5,
+        InvalidArgument,
+        "required rank 5 tensor to use channels_last_3d format (got {} dims)",
+        sizes.len()
+    );
+    strides_in_order(sizes, &CHANNELS_LAST_3D_ORDER)
+}
+
+/// Number of elements (from the storage start) a layout reaches: 0 if any size is 0, else
+/// `off + 1 + Σ st[d]·(n[d]-1)`. Multiply by the itemsize for bytes.
+pub fn extent_elems(sizes: &[i64], strides: &[i64], offset: i64) -> Result<i64> {
+    if sizes.contains(&0) {
+        return Ok(0);
+    }
+    let mut end = add(offset, 1, "storage extent")?;
+    for (&n, &s) in sizes.iter().zip(strides) {
+        end = add(end, mul(s, n - 1, "storage extent")?, "storage extent")?;
+    }
+    Ok(end)
+}
+
+/// Bytes of storage a layout needs (`storage_nbytes_needed` of semantics.md).
+pub fn storage_nbytes_needed(
+    sizes: &[i64],
+    strides: &[i64],
+    offset: i64,
+    itemsize: usize,
+) -> Result<i64> {
+    mul(
+        extent_elems(sizes, strides, offset)?,
+        itemsize as i64,
+        "storage size in bytes",
+    )
+}
+
+/// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`).
+pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
+    check_ndim(shape.len())?;
+    let mut infer: Option<usize> = None;
+    let mut p = 1i64;
+    for (i, &n) in shape.iter().enumerate() {
+        if n == -1 {
+            ensure!(
+                infer.is_none(),
+                InvalidArgument,
+                "only one dimension can be inferred"
+            );
+            infer = Some(i);
+        } else if n >= 0 {
+            // An overflowing product can never match numel: saturate and let the check fail.
+            p = p.saturating_mul(n);
+        } else {
+            bail!(InvalidArgument, "invalid shape dimension {n}");
+        }
+    }
+    let mut out: Dims = shape.iter().copied().collect();
+    if numel == p {
+        if let Some(i) = infer {
+            // p == numel with a -1 present: -1 becomes 1 unless numel is 0 (ambiguous).
+            if p == 0 {
+                bail!(
+                    Shape,
+                    "cannot reshape tensor of 0 elements into shape {} because the unspecified dimension size -1 can be any value and is ambiguous",
+                    fmt_dims(shape)
+                );
+            }
+            out[i] = 1;
+        }
+        return Ok(out);
+    }
+    if let Some(i) = infer {
+        if p > 0 && numel % p == 0 {
+            out[i] = numel / p;
+            return Ok(out);
+        }
+    }
+    bail!(
+        Shape,
+        "shape '{}' is invalid for input of size {numel}",
+        fmt_dims(shape)
+    )
+}
+
+/// Strides that let `new_n` view memory laid out as (`old_n`, `old_st`), or `None` when some
+/// group of new dims would span two non-contiguous chunks of old dims (PyTorch's
+/// `computeStride`). `new_n` must already have the same numel as `old_n`.
+pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Dims> {
+    if old_n.is_empty() {
+        return Some(SmallVec::from_elem(1, new_n.len()));
+    }
+    let numel: i64 = old_n.iter().product();
+    if numel == 0 {
+        return if old_n == new_n {
+            Some(old_st.iter().copied().collect())
+        } else {
+            contiguous_strides(new_n).ok()
+        };
+    }
+    let mut out: Dims = SmallVec::from_elem(0, new_n.len());
+    let mut vd = new_n.len() as isize - 1;
+    let mut base = old_st[old_n.len() - 1];
+    let mut tn: i64 = 1;
+    let mut vn: i64 = 1;
+    for td in (0..old_n.len()).rev() {
+        tn *= old_n[td];
+        let chunk_end = td == 0 || (old_n[td - 1] != 1 && old_st[td - 1] != tn * base);
+        if chunk_end {
+            while vd >= 0 && (vn < tn || new_n[vd as usize] == 1) {
+                out[vd as usize] = vn * base;
+                vn *= new_n[vd as usize];
+                vd -= 1;
+            }
+            if vn != tn {
+                return None;
+            }
+            if td > 0 {
+                base = old_st[td - 1];
+                tn = 1;
+                vn = 1;
+            }
+        }
+    }
+    if vd == -1 {
+        Some(out)
+    } else {
+        None
+    }
+}
+
+/// Broadcast shape of `a` and `b` (numpy rules), or a Shape error.
+pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Dims> {
+    let n = a.len().max(b.len());
+    let mut out: Dims = SmallVec::from_elem(1, n);
+    for i in 0..n {
+        let da = if i < n - a.len() {
+            1
+        } else {
+            a[i - (n - a.len())]
+        };
+        let db = if i < n - b.len() {
+            1
+        } else {
+            b[i - (n - b.len())]
+        };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            bail!(
+                Shape,
+                "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
+            );
+        };
+    }
+    Ok(out)
+}
+
+/// Storage offset (in elements) of the element at `index`; each index may be negative.
+pub fn element_offset(sizes: &[i64], strides: &[i64], offset: i64, index: &[i64]) -> Result<i64> {
+    ensure!(
+        index.len() == sizes.len(),
+        Index,
+        "expected {} indices for a tensor of size {}, got {}",
+        sizes.len(),
+        fmt_dims(sizes),
+        index.len()
+    );
+    let mut off = offset;
+    for (d, ((&i, &n), &s)) in index.iter().zip(sizes).zip(strides).enumerate() {
+        ensure!(
+            i >= -n && i < n,
+            Index,
+            "index {i} is out of bounds for dimension {d} with size {n}"
+        );
+        let i = if i < 0 { i + n } else { i };
+        off += i * s; // in bounds of an already validated layout: cannot overflow
+    }
+    Ok(off)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_dim_matches_pytorch() {
+        assert_eq!(wrap_dim(-1, 3).unwrap(), 2);
+        assert_eq!(wrap_dim(-3, 3).unwrap(), 0);
+        assert_eq!(wrap_dim(0, 0).unwrap(), 0);
+        assert_eq!(wrap_dim(-1, 0).unwrap(), 0);
+        let e = wrap_dim(2, 2).unwrap_err();
+        assert_eq!(e.status, Status::Index);
+        assert_eq!(
+            e.message,
+            "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
+        );
+        assert!(wrap_dim(1, 0).is_err());
+        assert!(wrap_dim(-3, 2).is_err());
+    }
+
+    #[test]
+    fn contiguous_and_channels_last_strides() {
+        assert_eq!(&contiguous_strides(&[2, 3, 4]).unwrap()[..], &[12, 4, 1]);
+        assert_eq!(&contiguous_strides(&[2, 0, 4]).unwrap()[..], &[4, 4, 1]);
+        assert!(contiguous_strides(&[]).unwrap().is_empty());
+        assert_eq!(
+            &channels_last_strides(&[2, 3, 4, 5]).unwrap()[..],
+            &[60, 1, 15, 3]
+        );
+        assert_eq!(
+            &channels_last_3d_strides(&[2, 3, 4, 5, 6]).unwrap()[..],
+            &[360, 1, 90, 18, 3]
+        );
+        assert!(channels_last_strides(&[2, 3]).is_err());
+        assert_eq!(
+            contiguous_strides(&[i64::MAX, 2, 2]).unwrap_err().status,
+            Status::Overflow
+        );
+    }
+
+    #[test]
+    fn extent() {
+        assert_eq!(extent_elems(&[2, 3], &[3, 1], 0).unwrap(), 6);
+        assert_eq!(extent_elems(&[2, 3], &[3, 1], 4).unwrap(), 10);
+        assert_eq!(extent_elems(&[2, 0], &[3, 1], 100).unwrap(), 0);
+        assert_eq!(extent_elems(&[], &[], 5).unwrap(), 6);
+        assert_eq!(extent_elems(&[4, 3], &[0, 1], 0).unwrap(), 3);
+        assert_eq!(storage_nbytes_needed(&[2, 3], &[3, 1], 0, 4).unwrap(), 24);
+        assert_eq!(
+            extent_elems(&[i64::MAX], &[2], 0).unwrap_err().status,
+            Status::Overflow
+        );
+    }
+
+    #[test]
+    fn infer_size_rules() {
+        assert_eq!(&infer_size(&[-1, 4], 12).unwrap()[..], &[3, 4]);
+        assert_eq!(&infer_size(&[3, 4], 12).unwrap()[..], &[3, 4]);
+        assert_eq!(&infer_size(&[-1], 0).unwrap()[..], &[0]);
+        assert_eq!(&infer_size(&[-1, 3], 0).unwrap()[..], &[0, 3]);
+        assert_eq!(&infer_size(&[-1, 1], 1).unwrap()[..], &[1, 1]);
+        let e = infer_size(&[3, 5], 12).unwrap_err();
+        assert_eq!(e.message, "shape '[3, 5]' is invalid for input of size 12");
+        assert_eq!(e.status, Status::Shape);
+        let e = infer_size(&[-1, 0], 0).unwrap_err();
+        assert!(e.message.contains("ambiguous"), "{}", e.message);
+        assert_eq!(
+            infer_size(&[-1, -1], 4).unwrap_err().message,
+            "only one dimension can be inferred"
+        );
+        assert_eq!(
+            infer_size(&[-2, 2], 4).unwrap_err().status,
+            Status::InvalidArgument
+        );
+        assert_eq!(infer_size(&[5, -1], 12).unwrap_err().status, Status::Shape);
+        // products that overflow never match
+        assert_eq!(
+            infer_size(&[i64::MAX, 4], 12).unwrap_err().status,
+            Status::Shape
+        );
+    }
+
+    #[test]
+    fn compute_stride_cases() {
+        // contiguous [2,3,4] -> [6,4]
+        assert_eq!(
+            &compute_stride(&[2, 3, 4], &[12, 4, 1], &[6, 4]).unwrap()[..],
+            &[4, 1]
+        );
+        // transposed [3,2] strides [1,3] cannot flatten
+        assert!(compute_stride(&[3, 2], &[1, 3], &[6]).is_none());
+        // transposed can add size-1 dims
+        assert_eq!(
+            &compute_stride(&[3, 2], &[1, 3], &[3, 1, 2]).unwrap()[..],
+            &[1, 6, 3]
+        );
+        // sliced rows [2,4] of [4,4] (stride 8,1): split last dim ok
+        assert_eq!(
+            &compute_stride(&[2, 4], &[8, 1], &[2, 2, 2]).unwrap()[..],
+            &[8, 2, 1]
+        );
+        assert!(compute_stride(&[2, 4], &[8, 1], &[8]).is_none());
+        // 0-dim
+        assert_eq!(&compute_stride(&[], &[], &[1, 1]).unwrap()[..], &[1, 1]);
+        // numel 0
+        assert_eq!(
+            &compute_stride(&[0, 3], &[3, 1], &[3, 0]).unwrap()[..],
+            &[1, 1]
+        );
+        assert_eq!(
+            &compute_stride(&[0, 3], &[7, 2], &[0, 3]).unwrap()[..],
+            &[7, 2]
+        );
+        // expanded dim (stride 0)
+        assert_eq!(
+            &compute_stride(&[3, 4], &[0, 1], &[3, 2, 2]).unwrap()[..],
+            &[0, 2, 1]
+        );
+        assert!(compute_stride(&[3, 4], &[0, 1], &[12]).is_none());
+    }
+
+    #[test]
+    fn broadcasting() {
+        assert_eq!(&broadcast_shapes(&[3], &[2, 3]).unwrap()[..], &[2, 3]);
+        assert_eq!(&broadcast_shapes(&[2, 1], &[1, 3]).unwrap()[..], &[2, 3]);
+        assert_eq!(&broadcast_shapes(&[], &[4]).unwrap()[..], &[4]);
+        assert_eq!(&broadcast_shapes(&[0], &[1]).unwrap()[..], &[0]);
+        assert_eq!(
+            broadcast_shapes(&[2], &[3]).unwrap_err().status,
+            Status::Shape
+        );
+    }
+
+    #[test]
+    fn element_offsets() {
+        assert_eq!(element_offset(&[2, 3], &[3, 1], 1, &[1, 2]).unwrap(), 6);
+        assert_eq!(element_offset(&[2, 3], &[3, 1], 0, &[-1, -1]).unwrap(), 5);
+        assert_eq!(element_offset(&[], &[], 7, &[]).unwrap(), 7);
+        assert_eq!(
+            element_offset(&[2, 3], &[3, 1], 0, &[2, 0])
+                .unwrap_err()
+                .status,
+            Status::Index
+        );
+        assert_eq!(
+            element_offset(&[2, 3], &[3, 1], 0, &[0])
+                .unwrap_err()
+                .status,
+            Status::Index
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! StorageImpl: untyped bytes. A data pointer plus who frees it (an allocator, or a
+//! caller's deleter for wrapped memory), the byte count, the device, and a one-way
+//! read-only flag. The data is released exactly once, when the last strong reference dies
+//! (see `refcount.rs`), on whichever thread that happens.
+
+use crate::allocator::{stats_storage_born, stats_storage_died, Allocator};
+use crate::device::Device;
+use crate::error::{Error, Result, Status};
+use crate::refcount::{Intrusive, IntrusivePtr, WeakIntrusivePtr};
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
+pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
+
+enum Owner {
+    /// Allocated by us; resizable.
+    Allocated(Allocator),
+    /// Wrapped caller memory; the deleter (if any) runs once.
+    External {
+        deleter: Option<DeleterFn>,
+        ctx: *mut c_void,
+    },
+    /// Data already released.
+    Released,
+}
+
+struct Data {
+    ptr: *mut u8,
+    nbytes: usize,
+    owner: Owner,
+}
+
+pub struct StorageImpl {
+    // Mutated only by `resize` (the caller synchronises, as with PyTorch's resize_) and by
+    // the release path (strong count 0: nobody else can look).
+    data: UnsafeCell<Data>,
+    device: Device,
+    read_only: AtomicBool,
+}
+
+// SAFETY: see the comment on `data`; the raw pointers are plain addresses.
+unsafe impl Send for StorageImpl {}
+unsafe impl Sync for StorageImpl {}
+
+pub type Storage = IntrusivePtr<StorageImpl>;
+pub type WeakStorage = WeakIntrusivePtr<StorageImpl>;
+
+fn oom(what: &str) -> Error {
+    Error::new(
+        Status::OutOfMemory,
+        format!("failed to allocate the {what} object"),
+    )
+}
+
+impl StorageImpl {
+    fn data(&self) -> &Data {
+        // SAFETY: see the comment on the field.
+        unsafe { &*self.data.get() }
+    }
+
+    /// A resizable storage of `nbytes` from `allocator` (uninitialised bytes).
+    pub fn allocate(nbytes: usize, allocator: Allocator) -> Result<Storage> {
+        ensure!(
+            nbytes <= isize::MAX as usize,
+            Overflow,
+            "storage of {nbytes} bytes exceeds the address space"
+        );
+        let ptr = allocator.allocate(nbytes)?;
+        let s = StorageImpl {
+            data: UnsafeCell::new(Data {
+                ptr,
+                nbytes,
+                owner: Owner::Allocated(allocator),
+            }),
+            device: Device::CPU,
+            read_only: AtomicBool::new(false),
+        };
+        stats_storage_born(false);
+        // On failure the StorageImpl drops here and frees the block.
+        IntrusivePtr::try_new(s).map_err(|_| oom("storage"))
+    }
+
+    /// Wraps caller memory. On success the storage owns it and calls `deleter(data, ctx)`
+    /// once when the last strong reference dies; on failure nothing is called.
+    pub fn from_blob(
+        data: *mut c_void,
+        nbytes: usize,
+        device: Device,
+        deleter: Option<DeleterFn>,
+        ctx: *mut c_void,
+    ) -> Result<Storage> {
+        ensure!(
+            device.is_known(),
+            InvalidArgument,
+            "unknown device (device_type {}, device_id {})",
+            device.device_type,
+            device.device_id
+        );
+        ensure!(
+            !data.is_null() || nbytes == 0,
+            NullPointer,
+            "data is NULL but nbytes is {nbytes}"
+        );
+        ensure!(
+            nbytes <= isize::MAX as usize,
+            Overflow,
+            "storage of {nbytes} bytes exceeds the address space"
+        );
+        let s = StorageImpl {
+            data: UnsafeCell::new(Data {
+                ptr: data as *mut u8,
+                nbytes,
+                owner: Owner::External { deleter, ctx },
+            }),
+            device,
+            read_only: AtomicBool::new(false),
+        };
+        stats_storage_born(true);
+        match IntrusivePtr::try_new(s) {
+            Ok(p) => Ok(p),
+            Err(s) => {
+                s.disarm();
+                Err(oom("storage"))
+            }
+        }
+    }
+
+    /// Forgets the deleter of wrapped memory, so that dropping this storage gives ownership
+    /// back to the caller. Used when a call that was to take ownership fails after the
+    /// storage was made. Must only be called while the caller holds the sole reference.
+    pub fn disarm(&self) {
+        // SAFETY: sole reference (documented precondition).
+        let d = unsafe { &mut *self.data.get() };
+        if let Owner::External { deleter, .. } = &mut d.owner {
+            *deleter = None;
+        }
+    }
+
+    pub fn data_ptr(&self) -> *mut u8 {
+        self.data().ptr
+    }
+
+    pub fn nbytes(&self) -> usize {
+        self.data().nbytes
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    pub fn is_resizable(&self) -> bool {
+        matches!(self.data().owner, Owner::Allocated(_))
+    }
+
+    pub fn is_external(&self) -> bool {
+        matches!(self.data().owner, Owner::External { .. })
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only.load(Ordering::Acquire)
+    }
+
+    /// One-way: every later write through any tensor on this storage fails.
+    pub fn mark_read_only(&self) {
+        self.read_only.store(true, Ordering::Release);
+    }
+
+    /// Fails with ReadOnly when writes are refused.
+    pub fn check_writable(&self) -> Result<()> {
+        ensure!(
+            !self.is_read_only(),
+            ReadOnly,
+            "cannot write into a read-only storage"
+        );
+        Ok(())
+    }
+
+    /// Reallocates to `nbytes`, keeping the common prefix. Not thread-safe against
+    /// concurrent users of the same storage (as PyTorch's `resize_`).
+    pub fn resize(&self, nbytes: usize) -> Result<()> {
+        let Owner::Allocated(alloc) = self.data().owner else {
+            bail!(
+                NotResizable,
+                "trying to resize storage that is not resizable (it wraps external memory)"
+            );
+        };
+        self.check_writable()?;
+        ensure!(
+            nbytes <= isize::MAX as usize,
+            Overflow,
+            "storage of {nbytes} bytes exceeds the address space"
+        );
+        let old = self.data();
+        if nbytes == old.nbytes {
+            return Ok(());
+        }
+        let new_ptr = alloc.allocate(nbytes)?;
+        let keep = nbytes.min(old.nbytes);
+        // SAFETY: both blocks hold at least `keep` bytes and are distinct; the old block is
+        // freed once, by the allocator that made it; then the new one is published.
+        unsafe {
+            if keep > 0 {
+                std::ptr::copy_nonoverlapping(old.ptr, new_ptr, keep);
+            }
+            alloc.deallocate(old.ptr, old.nbytes);
+            let d = &mut *self.data.get();
+            d.ptr = new_ptr;
+            d.nbytes = nbytes;
+        }
+        Ok(())
+    }
+
+    fn release_data(&self) {
+        // SAFETY: called when the strong count is 0 (release_resources) or from Drop: no one
+        // else can reach the data.
+        let d = unsafe { &mut *self.data.get() };
+        match std::mem::replace(&mut d.owner, Owner::Released) {
+            Owner::Allocated(a) => {
+                // SAFETY: the block came from `a` with this size.
+                unsafe { a.deallocate(d.ptr, d.nbytes) };
+                stats_storage_died(false);
+            }
+            Owner::External { deleter, ctx } => {
+                stats_storage_died(true);
+                if let Some(f) = deleter {
+                    // SAFETY: the caller's deleter, called exactly once (owner is now
+                    // Released).
+                    unsafe { f(d.ptr as *mut c_void, ctx) };
+                }
+            }
+            Owner::Released => return,
+        }
+        d.ptr = std::ptr::null_mut();
+        d.nbytes = 0;
+    }
+}
+
+impl Intrusive for StorageImpl {
+    fn release_resources(&self) {
+        self.release_data();
+    }
+}
+
+impl Drop for StorageImpl {
+    fn drop(&mut self) {
+        self.release_data();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    unsafe extern "C" fn count_deleter(_data: *mut c_void, ctx: *mut c_void) {
+        (*(ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn allocate_aligned_resizable() {
+        let s = StorageImpl::allocate(100, Allocator::Builtin).unwrap();
+        assert_eq!(s.nbytes(), 100);
+        assert_eq!(s.data_ptr() as usize % 64, 0);
+        assert!(s.is_resizable() && !s.is_external());
+        unsafe { s.data_ptr().write_bytes(7, 100) };
+        s.resize(200).unwrap();
+        assert_eq!(s.nbytes(), 200);
+        assert_eq!(unsafe { *s.data_ptr().add(99) }, 7, "prefix kept");
+        s.resize(0).unwrap();
+        assert!(s.data_ptr().is_null());
+        let z = StorageImpl::allocate(0, Allocator::Builtin).unwrap();
+        assert!(z.data_ptr().is_null());
+    }
+
+    #[test]
+    fn blob_deleter_runs_once_at_last_strong() {
+        let hits = AtomicUsize::new(0);
+        let mut buf = [0u8; 16];
+        let s = StorageImpl::from_blob(
+            buf.as_mut_ptr() as *mut c_void,
+            16,
+            Device::CPU,
+            Some(count_deleter),
+            &hits as *const _ as *mut c_void,
+        )
+        .unwrap();
+        assert!(!s.is_resizable());
+        assert_eq!(s.resize(8).unwrap_err().status, Status::NotResizable);
+        let w = s.downgrade();
+        let s2 = s.clone();
+        drop(s);
+        assert_eq!(hits.load(Ordering::SeqCst), 0);
+        drop(s2);
+        assert_eq!(hits.load(Ordering::SeqCst), 1, "deleter at strong 0");
+        assert!(w.lock().is_none());
+        drop(w);
+        assert_eq!(hits.load(Ordering::SeqCst), 1, "never twice");
+    }
+
+    #[test]
+    fn disarmed_blob_does_not_call_deleter() {
+        let hits = AtomicUsize::new(0);
+        let s = StorageImpl::from_blob(
+            8 as *mut c_void,
+            4,
+            Device::CPU,
+            Some(count_deleter),
+            &hits as *const _ as *mut c_void,
+        )
+        .unwrap();
+        s.disarm();
+        drop(s);
+        assert_eq!(hits.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn blob_validation() {
+        let e = StorageImpl::from_blob(
+            std::ptr::null_mut(),
+            4,
+            Device::CPU,
+            None,
+            std::ptr::null_mut(),
+        );
+        assert_eq!(e.err().unwrap().status, Status::NullPointer);
+        let bad = Device {
+            device_type: 99,
+            device_id: 0,
+        };
+        let e = StorageImpl::from_blob(8 as *mut c_void, 4, bad, None, std::ptr::null_mut());
+        assert_eq!(e.err().unwrap().status, Status::InvalidArgument);
+    }
+
+    #[test]
+    fn read_only_is_one_way() {
+        let s = StorageImpl::allocate(8, Allocator::Builtin).unwrap();
+        assert!(s.check_writable().is_ok());
+        s.mark_read_only();
+        assert_eq!(s.check_writable().unwrap_err().status, Status::ReadOnly);
+        assert_eq!(s.resize(16).unwrap_err().status, Status::ReadOnly);
+    }
+}

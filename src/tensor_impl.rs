@@ -1,0 +1,659 @@
+//! TensorImpl: one strided view of a storage. Invariants, checked by the one constructor
+//! [`Tensor::from_parts`] and never changed afterwards:
+//!
+//! * `sizes.len() == strides.len() <= 64`, sizes >= 0, strides >= 0, offset >= 0;
+//! * `numel` is the product of sizes and fits in i64;
+//! * every element lies inside the storage as it was at construction (bytes needed <=
+//!   storage nbytes); data access re-checks this, since a storage may be resized later;
+//! * `flags` are the cached contiguity bits of exactly these sizes and strides.
+//!
+//! Views share the storage *and* the version counter of their base.
+
+use crate::allocator::Allocator;
+use crate::device::Device;
+use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
+use crate::error::{Error, Result, Status};
+use crate::layout::{Flags, SizesAndStrides};
+use crate::refcount::{Intrusive, IntrusivePtr};
+use crate::shape::{self, fmt_dims, Dims};
+use crate::storage::{DeleterFn, Storage, StorageImpl};
+use std::ffi::c_void;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The version counter shared by a tensor and all its views (bumped by in-place writes).
+pub struct VersionCounter(AtomicU64);
+impl Intrusive for VersionCounter {}
+pub type VersionPtr = IntrusivePtr<VersionCounter>;
+
+/// Memory formats (codes equal `c10::MemoryFormat`'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum MemoryFormat {
+    Contiguous = 0,
+    Preserve = 1,
+    ChannelsLast = 2,
+    ChannelsLast3d = 3,
+}
+
+impl MemoryFormat {
+    pub fn from_code(c: i32) -> Option<MemoryFormat> {
+        Some(match c {
+            0 => MemoryFormat::Contiguous,
+            1 => MemoryFormat::Preserve,
+            2 => MemoryFormat::ChannelsLast,
+            3 => MemoryFormat::ChannelsLast3d,
+            _ => return None,
+        })
+    }
+
+    /// The strides this format gives `sizes` (Preserve is not a layout: an error).
+    pub fn strides_for(self, sizes: &[i64]) -> Result<Dims> {
+        match self {
+            MemoryFormat::Contiguous => shape::contiguous_strides(sizes),
+            MemoryFormat::ChannelsLast => shape::channels_last_strides(sizes),
+            MemoryFormat::ChannelsLast3d => shape::channels_last_3d_strides(sizes),
+            MemoryFormat::Preserve => bail!(
+                InvalidArgument,
+                "preserve memory format does not name a layout"
+            ),
+        }
+    }
+}
+
+pub struct TensorImpl {
+    storage: Storage,
+    geometry: SizesAndStrides,
+    storage_offset: i64,
+    numel: i64,
+    version: VersionPtr,
+    dtype: DType,
+    flags: Flags,
+}
+
+impl Intrusive for TensorImpl {}
+
+/// A strong reference to a TensorImpl (`Clone` = retain, `Drop` = release); the C handle
+/// `tensor_t*` is the same pointer.
+#[derive(Clone)]
+pub struct Tensor(pub(crate) IntrusivePtr<TensorImpl>);
+
+impl Deref for Tensor {
+    type Target = TensorImpl;
+    #[inline]
+    fn deref(&self) -> &TensorImpl {
+        &self.0
+    }
+}
+
+fn oom(what: &str) -> Error {
+    Error::new(
+        Status::OutOfMemory,
+        format!("failed to allocate the {what} object"),
+    )
+}
+
+fn new_version_counter() -> Result<VersionPtr> {
+    IntrusivePtr::try_new(VersionCounter(AtomicU64::new(0))).map_err(|_| oom("version counter"))
+}
+
+impl Tensor {
+    /// The one constructor. Validates the layout against `storage`, computes numel and the
+    /// cached flags, and shares `version` when given (views) or starts a new counter.
+    pub fn from_parts(
+        storage: &Storage,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: i64,
+        dtype: DType,
+        version: Option<&VersionPtr>,
+    ) -> Result<Tensor> {
+        ensure!(
+            sizes.len() == strides.len(),
+            InvalidArgument,
+            "mismatch in length of strides and shape ({} sizes, {} strides)",
+            sizes.len(),
+            strides.len()
+        );
+        shape::check_sizes(sizes)?;
+        shape::check_strides(strides)?;
+        ensure!(
+            storage_offset >= 0,
+            InvalidArgument,
+            "negative storage offset {storage_offset}"
+        );
+        let numel = shape::numel(sizes)?;
+        let needed =
+            shape::storage_nbytes_needed(sizes, strides, storage_offset, dtype.itemsize())?;
+        ensure!(
+            needed as u64 <= storage.nbytes() as u64,
+            OutOfBounds,
+            "setStorage: sizes {}, strides {}, storage offset {storage_offset}, and itemsize {} requiring a storage size of {needed} are out of bounds for storage of size {}",
+            fmt_dims(sizes),
+            fmt_dims(strides),
+            dtype.itemsize(),
+            storage.nbytes()
+        );
+        let flags = Flags::compute(sizes, strides, numel);
+        let version = match version {
+            Some(v) => v.clone(),
+            None => new_version_counter()?,
+        };
+        let imp = TensorImpl {
+            storage: storage.clone(),
+            geometry: SizesAndStrides::new(sizes, strides)?,
+            storage_offset,
+            numel,
+            version,
+            dtype,
+            flags,
+        };
+        IntrusivePtr::try_new(imp)
+            .map(Tensor)
+            .map_err(|_| oom("tensor"))
+    }
+
+    /// A view of `self`'s storage with new geometry (same dtype unless given, same version
+    /// counter).
+    pub fn make_view(&self, sizes: &[i64], strides: &[i64], offset: i64) -> Result<Tensor> {
+        Tensor::from_parts(
+            &self.storage,
+            sizes,
+            strides,
+            offset,
+            self.dtype,
+            Some(&self.version),
+        )
+    }
+
+    /// Like [`make_view`](Self::make_view) with another dtype (view_dtype).
+    pub fn make_view_dtype(
+        &self,
+        sizes: &[i64],
+        strides: &[i64],
+        offset: i64,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        Tensor::from_parts(
+            &self.storage,
+            sizes,
+            strides,
+            offset,
+            dtype,
+            Some(&self.version),
+        )
+    }
+
+    /// Uninitialised tensor with the given strides, on a new storage of exactly the bytes
+    /// they reach, from the default allocator.
+    pub fn empty_strided(sizes: &[i64], strides: &[i64], dtype: DType) -> Result<Tensor> {
+        ensure!(
+            sizes.len() == strides.len(),
+            InvalidArgument,
+            "mismatch in length of strides and shape ({} sizes, {} strides)",
+            sizes.len(),
+            strides.len()
+        );
+        shape::check_sizes(sizes)?;
+        shape::check_strides(strides)?;
+        let nbytes = shape::storage_nbytes_needed(sizes, strides, 0, dtype.itemsize())?;
+        let storage = StorageImpl::allocate(nbytes as usize, Allocator::default_allocator())?;
+        Tensor::from_parts(&storage, sizes, strides, 0, dtype, None)
+    }
+
+    /// Uninitialised contiguous tensor.
+    pub fn empty(sizes: &[i64], dtype: DType) -> Result<Tensor> {
+        shape::check_sizes(sizes)?;
+        Tensor::empty_strided(sizes, &shape::contiguous_strides(sizes)?, dtype)
+    }
+
+    /// Uninitialised tensor laid out in `fmt` (not Preserve).
+    pub fn empty_with_format(sizes: &[i64], dtype: DType, fmt: MemoryFormat) -> Result<Tensor> {
+        shape::check_sizes(sizes)?;
+        Tensor::empty_strided(sizes, &fmt.strides_for(sizes)?, dtype)
+    }
+
+    pub fn zeros(sizes: &[i64], dtype: DType) -> Result<Tensor> {
+        let t = Tensor::empty(sizes, dtype)?;
+        // All-zero bytes are 0 in every dtype (including f16, bf16, bool, complex).
+        // SAFETY: a fresh contiguous tensor owns nbytes() bytes at data_ptr().
+        unsafe { std::ptr::write_bytes(t.data_ptr(), 0, t.nbytes()) };
+        Ok(t)
+    }
+
+    pub fn full(sizes: &[i64], dtype: DType, value: Scalar) -> Result<Tensor> {
+        let t = Tensor::empty(sizes, dtype)?;
+        t.fill_fresh(value);
+        Ok(t)
+    }
+
+    /// `0, 1, ..., n-1` converted to `dtype`.
+    pub fn arange(n: i64, dtype: DType) -> Result<Tensor> {
+        ensure!(
+            n >= 0,
+            InvalidArgument,
+            "arange: upper bound {n} must be >= 0"
+        );
+        let t = Tensor::empty(&[n], dtype)?;
+        let p = t.data_ptr();
+        let isz = dtype.itemsize();
+        crate::with_dtype!(dtype, T => {
+            use crate::dtype::Element;
+            for i in 0..n as usize {
+                // SAFETY: i < n elements of a fresh contiguous buffer.
+                unsafe { (p.add(i * isz) as *mut T).write_unaligned(T::from_scalar(Scalar::Int(i as i64))) };
+            }
+        });
+        Ok(t)
+    }
+
+    /// Fills a freshly allocated contiguous tensor (no version bump, no checks).
+    fn fill_fresh(&self, value: Scalar) {
+        let p = self.data_ptr();
+        let n = self.numel as usize;
+        crate::with_dtype!(self.dtype, T => {
+            use crate::dtype::Element;
+            let v = T::from_scalar(value);
+            // SAFETY: fresh contiguous tensor: n elements at p, aligned by the allocator.
+            if n > 0 {
+                unsafe { std::slice::from_raw_parts_mut(p as *mut T, n).fill(v) };
+            }
+        });
+    }
+
+    /// Wraps caller memory; on failure the deleter is not called and the caller keeps
+    /// ownership. `strides = None` means contiguous.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_blob(
+        data: *mut c_void,
+        sizes: &[i64],
+        strides: Option<&[i64]>,
+        dtype: DType,
+        device: Device,
+        deleter: Option<DeleterFn>,
+        ctx: *mut c_void,
+    ) -> Result<Tensor> {
+        shape::check_sizes(sizes)?;
+        let contiguous;
+        let strides = match strides {
+            Some(s) => s,
+            None => {
+                contiguous = shape::contiguous_strides(sizes)?;
+                &contiguous
+            }
+        };
+        ensure!(
+            sizes.len() == strides.len(),
+            InvalidArgument,
+            "mismatch in length of strides and shape"
+        );
+        shape::check_strides(strides)?;
+        let nbytes = shape::storage_nbytes_needed(sizes, strides, 0, dtype.itemsize())?;
+        let storage = StorageImpl::from_blob(data, nbytes as usize, device, deleter, ctx)?;
+        Tensor::from_parts(&storage, sizes, strides, 0, dtype, None).inspect_err(|_| {
+            // We hold the only reference: give ownership back to the caller.
+            storage.disarm();
+        })
+    }
+
+    /// A tensor over an existing storage (bounds-checked). `strides = None`: contiguous.
+    pub fn from_storage(
+        storage: &Storage,
+        offset: i64,
+        sizes: &[i64],
+        strides: Option<&[i64]>,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        shape::check_sizes(sizes)?;
+        match strides {
+            Some(s) => Tensor::from_parts(storage, sizes, s, offset, dtype, None),
+            None => Tensor::from_parts(
+                storage,
+                sizes,
+                &shape::contiguous_strides(sizes)?,
+                offset,
+                dtype,
+                None,
+            ),
+        }
+    }
+
+    /// Same handle? (pointer identity, as `at::Tensor::is_same`)
+    pub fn is_same(&self, other: &Tensor) -> bool {
+        IntrusivePtr::ptr_eq(&self.0, &other.0)
+    }
+
+    pub fn use_count(&self) -> u64 {
+        self.0.use_count()
+    }
+
+    pub fn into_raw(self) -> *mut c_void {
+        self.0.into_raw() as *mut c_void
+    }
+
+    /// # Safety
+    /// `p` must come from [`into_raw`](Self::into_raw) and own one strong reference.
+    pub unsafe fn from_raw(p: *mut c_void) -> Tensor {
+        Tensor(IntrusivePtr::from_raw(p as *mut _))
+    }
+
+    /// # Safety
+    /// `p` must be a live tensor handle.
+    pub unsafe fn retain_raw(p: *const c_void) -> Tensor {
+        Tensor(IntrusivePtr::retain_raw(p as *const _))
+    }
+
+    /// # Safety
+    /// `p` must be a live tensor handle; the reference must not outlive it.
+    pub unsafe fn borrow_raw<'a>(p: *const c_void) -> &'a TensorImpl {
+        &(*(p as *const crate::refcount::RcBox<TensorImpl>)).value
+    }
+}
+
+impl TensorImpl {
+    #[inline]
+    pub fn ndim(&self) -> usize {
+        self.geometry.ndim()
+    }
+    #[inline]
+    pub fn sizes(&self) -> &[i64] {
+        self.geometry.sizes()
+    }
+    #[inline]
+    pub fn strides(&self) -> &[i64] {
+        self.geometry.strides()
+    }
+    #[inline]
+    pub fn storage_offset(&self) -> i64 {
+        self.storage_offset
+    }
+    #[inline]
+    pub fn numel(&self) -> i64 {
+        self.numel
+    }
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    #[inline]
+    pub fn itemsize(&self) -> usize {
+        self.dtype.itemsize()
+    }
+    pub fn nbytes(&self) -> usize {
+        self.numel as usize * self.itemsize()
+    }
+    pub fn device(&self) -> Device {
+        self.storage.device()
+    }
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+    pub fn version_counter(&self) -> &VersionPtr {
+        &self.version
+    }
+    pub fn version(&self) -> u64 {
+        self.version.0.load(Ordering::Relaxed)
+    }
+    /// Called once by every in-place write.
+    pub fn bump_version(&self) {
+        self.version.0.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn flags(&self) -> Flags {
+        self.flags
+    }
+    pub fn shares_storage(&self, other: &TensorImpl) -> bool {
+        IntrusivePtr::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// Storage data + offset·itemsize (NULL for a storage without data).
+    pub fn data_ptr(&self) -> *mut u8 {
+        let base = self.storage.data_ptr();
+        if base.is_null() {
+            return base;
+        }
+        base.wrapping_add(self.storage_offset as usize * self.itemsize())
+    }
+
+    pub fn is_contiguous(&self, fmt: MemoryFormat) -> bool {
+        match fmt {
+            MemoryFormat::Contiguous => self.flags.has(Flags::CONTIGUOUS),
+            MemoryFormat::ChannelsLast => self.flags.has(Flags::CHANNELS_LAST_CONTIGUOUS),
+            MemoryFormat::ChannelsLast3d => self.flags.has(Flags::CHANNELS_LAST_3D_CONTIGUOUS),
+            MemoryFormat::Preserve => false,
+        }
+    }
+
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        self.flags.has(Flags::NON_OVERLAPPING_AND_DENSE)
+    }
+
+    /// The layout an op producing a tensor "like this one" should use.
+    pub fn suggest_memory_format(&self) -> MemoryFormat {
+        if self.flags.has(Flags::CHANNELS_LAST_STRIDES) {
+            MemoryFormat::ChannelsLast
+        } else if self.flags.has(Flags::CHANNELS_LAST_3D_STRIDES) {
+            MemoryFormat::ChannelsLast3d
+        } else {
+            MemoryFormat::Contiguous
+        }
+    }
+
+    /// Whether two elements of this tensor share memory (a dim of size > 1 with stride 0),
+    /// PyTorch's cheap `has_internal_overlap` test.
+    pub fn has_internal_overlap(&self) -> bool {
+        self.sizes()
+            .iter()
+            .zip(self.strides())
+            .any(|(&n, &s)| n > 1 && s == 0)
+    }
+
+    /// Checks that element data can be read: host-accessible device, and the layout still
+    /// inside the storage (which may have been resized since). Returns the data pointer.
+    pub fn data_for_read(&self) -> Result<*mut u8> {
+        let dev = self.device();
+        ensure!(
+            dev.is_host_accessible(),
+            Device,
+            "cannot access the data of a tensor on device type {} (id {}) from the host",
+            dev.device_type,
+            dev.device_id
+        );
+        if self.numel > 0 {
+            // Cannot overflow: checked at construction.
+            let needed = shape::storage_nbytes_needed(
+                self.sizes(),
+                self.strides(),
+                self.storage_offset,
+                self.itemsize(),
+            )?;
+            ensure!(
+                needed as u64 <= self.storage.nbytes() as u64,
+                OutOfBounds,
+                "the tensor needs {needed} bytes of storage but its storage was resized to {} bytes",
+                self.storage.nbytes()
+            );
+        }
+        Ok(self.data_ptr())
+    }
+
+    /// [`data_for_read`](Self::data_for_read) plus: the storage is writable and no two
+    /// elements alias (`allow_overlap` false).
+    pub fn data_for_write(&self, allow_overlap: bool) -> Result<*mut u8> {
+        let p = self.data_for_read()?;
+        self.storage.check_writable()?;
+        ensure!(
+            allow_overlap || !self.has_internal_overlap(),
+            Overlap,
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory location (sizes {}, strides {}); clone() it first",
+            fmt_dims(self.sizes()),
+            fmt_dims(self.strides())
+        );
+        Ok(p)
+    }
+
+    /// Element at `index` (negative indices wrap).
+    pub fn get(&self, index: &[i64]) -> Result<Scalar> {
+        let off = shape::element_offset(self.sizes(), self.strides(), self.storage_offset, index)?;
+        self.data_for_read()?;
+        let base = self.storage.data_ptr();
+        // SAFETY: off is inside the layout, which data_for_read checked against the storage.
+        Ok(unsafe { read_scalar(self.dtype, base.add(off as usize * self.itemsize())) })
+    }
+
+    /// Writes one element (converted to the dtype) and bumps the version.
+    pub fn set(&self, index: &[i64], value: Scalar) -> Result<()> {
+        let off = shape::element_offset(self.sizes(), self.strides(), self.storage_offset, index)?;
+        // One element is written: aliasing elsewhere in the tensor is harmless.
+        self.data_for_write(true)?;
+        let base = self.storage.data_ptr();
+        // SAFETY: as in get.
+        unsafe { write_scalar(self.dtype, base.add(off as usize * self.itemsize()), value) };
+        self.bump_version();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::refcount::RcBox;
+
+    #[test]
+    fn tensor_impl_is_small() {
+        // PyTorch's TensorImpl is 176 bytes; ours, with its refcount, must stay <= 144.
+        assert!(
+            std::mem::size_of::<RcBox<TensorImpl>>() <= 144,
+            "size {}",
+            std::mem::size_of::<RcBox<TensorImpl>>()
+        );
+    }
+
+    #[test]
+    fn create_and_read_back() {
+        let t = Tensor::arange(6, DType::F32).unwrap();
+        assert_eq!(t.sizes(), &[6]);
+        assert_eq!(t.strides(), &[1]);
+        assert_eq!(t.get(&[4]).unwrap().to_f64(), 4.0);
+        assert_eq!(t.get(&[-1]).unwrap().to_f64(), 5.0);
+        assert_eq!(t.version(), 0);
+        t.set(&[0], Scalar::Float(2.5)).unwrap();
+        assert_eq!(t.version(), 1);
+        assert_eq!(t.get(&[0]).unwrap().to_f64(), 2.5);
+        let z = Tensor::zeros(&[2, 3], DType::I32).unwrap();
+        assert_eq!(z.get(&[1, 2]).unwrap().to_i64(), 0);
+        let f = Tensor::full(&[2], DType::BF16, Scalar::Float(1.5)).unwrap();
+        assert_eq!(f.get(&[1]).unwrap().to_f64(), 1.5);
+        let s = Tensor::full(&[], DType::C64, Scalar::Int(3)).unwrap();
+        assert_eq!(s.numel(), 1);
+        assert_eq!(s.get(&[]).unwrap().to_f64(), 3.0);
+    }
+
+    #[test]
+    fn views_share_version_and_storage() {
+        let t = Tensor::zeros(&[2, 3], DType::F64).unwrap();
+        let v = t.make_view(&[3, 2], &[1, 3], 0).unwrap();
+        assert!(v.shares_storage(&t));
+        v.set(&[2, 1], Scalar::Float(7.0)).unwrap();
+        assert_eq!(t.version(), 1);
+        assert_eq!(t.get(&[1, 2]).unwrap().to_f64(), 7.0);
+        assert!(!v.is_contiguous(MemoryFormat::Contiguous));
+        assert!(v.is_non_overlapping_and_dense());
+    }
+
+    #[test]
+    fn constructor_validates() {
+        let t = Tensor::zeros(&[4], DType::F32).unwrap();
+        let e = t.make_view(&[5], &[1], 0).err().unwrap();
+        assert_eq!(e.status, Status::OutOfBounds);
+        assert!(
+            e.message.contains("20") && e.message.contains("16"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            t.make_view(&[2], &[-1], 0).err().unwrap().status,
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            t.make_view(&[-2], &[1], 0).err().unwrap().status,
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            t.make_view(&[1], &[1], -1).err().unwrap().status,
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            t.make_view(&[2, 2], &[1], 0).err().unwrap().status,
+            Status::InvalidArgument
+        );
+        assert!(
+            t.make_view(&[0, 100], &[1000, 1000], 1000).is_ok(),
+            "size 0 always fits"
+        );
+        let big = [1i64 << 40, 1 << 40];
+        assert_eq!(
+            t.make_view(&big, &[0, 0], 0).err().unwrap().status,
+            Status::Overflow
+        );
+        assert_eq!(
+            Tensor::empty(&[1; 65], DType::U8).err().unwrap().status,
+            Status::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn resize_shrink_is_caught_at_access() {
+        let t = Tensor::zeros(&[4], DType::F32).unwrap();
+        t.storage().resize(4).unwrap();
+        assert_eq!(t.get(&[3]).unwrap_err().status, Status::OutOfBounds);
+    }
+
+    #[test]
+    fn overlap_and_read_only() {
+        let t = Tensor::zeros(&[3], DType::F32).unwrap();
+        let e = t.make_view(&[4, 3], &[0, 1], 0).unwrap();
+        assert!(e.has_internal_overlap());
+        assert_eq!(e.data_for_write(false).unwrap_err().status, Status::Overlap);
+        t.storage().mark_read_only();
+        assert_eq!(
+            t.set(&[0], Scalar::Int(1)).unwrap_err().status,
+            Status::ReadOnly
+        );
+        assert_eq!(t.version(), 0);
+    }
+
+    #[test]
+    fn suggest_memory_format() {
+        let t = Tensor::empty_with_format(&[2, 3, 4, 5], DType::F32, MemoryFormat::ChannelsLast)
+            .unwrap();
+        assert_eq!(t.suggest_memory_format(), MemoryFormat::ChannelsLast);
+        assert!(t.is_contiguous(MemoryFormat::ChannelsLast));
+        let t =
+            Tensor::empty_with_format(&[2, 3, 4, 5, 6], DType::F32, MemoryFormat::ChannelsLast3d)
+                .unwrap();
+        assert_eq!(t.suggest_memory_format(), MemoryFormat::ChannelsLast3d);
+        let t = Tensor::empty(&[2, 3, 4, 5], DType::F32).unwrap();
+        assert_eq!(t.suggest_memory_format(), MemoryFormat::Contiguous);
+    }
+
+    #[test]
+    fn device_data_access_refused() {
+        let cuda = Device {
+            device_type: 2,
+            device_id: 0,
+        };
+        let t = Tensor::from_blob(
+            0x1000 as *mut c_void,
+            &[4],
+            None,
+            DType::F32,
+            cuda,
+            None,
+            std::ptr::null_mut(),
+        )
+        .unwrap();
+        assert_eq!(t.storage().nbytes(), 16);
+        assert_eq!(t.get(&[0]).unwrap_err().status, Status::Device);
+        assert_eq!(t.data_ptr() as usize, 0x1000);
+    }
+}
