@@ -8,6 +8,12 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
 
+    // The C test driver (tests/c_api.rs) compiles for the same target.
+    println!(
+        "cargo:rustc-env=TENSOR_TARGET={}",
+        std::env::var("TARGET").unwrap()
+    );
+
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libtensor.so.0");
     }

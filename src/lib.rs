@@ -36,6 +36,7 @@ pub mod refcount;
 pub mod shape;
 pub mod storage;
 pub mod tensor_impl;
+pub mod view;
 
 pub use dtype::{DType, Scalar};
 pub use error::{Error, Result, Status};
