@@ -74,7 +74,8 @@ pub fn view(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Option<Geo
 /// `view(dtype)`: reinterprets the bytes. Same itemsize: only the dtype changes. Otherwise
 /// the tensor needs >= 1 dim and last stride 1; shrinking by `r` multiplies the last size,
 /// the other strides and the offset by `r`; growing by `r` divides them (each must be
-/// divisible). Errors: Shape (with PyTorch's messages), Overflow.
+/// divisible; PyTorch checks the last size, the offset, the last stride, then the other
+/// strides). Errors: Shape (with PyTorch's messages), Overflow.
 pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Result<Geometry> {
     let (a, b) = (from.itemsize() as i64, to.itemsize() as i64);
     if a == b {
@@ -87,14 +88,18 @@ pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Re
     );
     ensure!(!n.is_empty(), Shape, "self.dim() cannot be 0 {what}");
     let last = n.len() - 1;
-    ensure!(
-        st[last] == 1,
-        Shape,
-        "self.stride(-1) must be 1 {what}, but got {}",
-        st[last]
-    );
+    let check_last_stride = || -> Result<()> {
+        ensure!(
+            st[last] == 1,
+            Shape,
+            "self.stride(-1) must be 1 {what}, but got {}",
+            st[last]
+        );
+        Ok(())
+    };
     let mut g = Geometry::new(n, st, off);
     if a > b {
+        check_last_stride()?;
         let r = a / b;
         g.sizes[last] = shape::mul(n[last], r, "view(dtype) size")?;
         for s in &mut g.strides[..last] {
@@ -114,6 +119,7 @@ pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Re
             Shape,
             "self.storage_offset() must be divisible by {r} {what}, but got {off}"
         );
+        check_last_stride()?;
         for (d, &s) in st[..last].iter().enumerate() {
             ensure!(
                 s % r == 0,
@@ -462,16 +468,19 @@ pub fn expand(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Geometry
 /// `unflatten(dim, sizes)`: splits `dim` into `sizes` (one `-1` allowed), then views.
 /// Errors: Index (0-dim, dim), InvalidArgument (empty or invalid sizes), Shape (product).
 pub fn unflatten(n: &[i64], st: &[i64], off: i64, dim: i64, sizes: &[i64]) -> Result<Geometry> {
-    ensure!(
-        !n.is_empty(),
-        Index,
-        "Dimension specified as {dim} but tensor has no dimensions"
-    );
+    // ATen's order (at::unflatten; Python's Tensor.unflatten checks the sizes first): the
+    // dim (wrapped as for a 1-D tensor when 0-dim), the sizes, then the size of that dim,
+    // which a 0-dim tensor does not have.
     let d = wrap_dim(dim, n.len())?;
     ensure!(
         !sizes.is_empty(),
         InvalidArgument,
         "unflatten: sizes must be non-empty"
+    );
+    ensure!(
+        !n.is_empty(),
+        Index,
+        "Dimension specified as {d} but tensor has no dimensions"
     );
     let inferred = shape::infer_size(sizes, n[d]).map_err(|e| {
         if e.status == Status::Shape && !e.message.contains("ambiguous") {

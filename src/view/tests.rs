@@ -274,3 +274,31 @@ fn geometry_is_inline_up_to_five_dims() {
     let g = unfold(&[2, 3, 4, 5, 6], &[360, 120, 30, 6, 1], 0, 1, 2, 1).unwrap();
     assert_eq!(g.sizes.len(), 6);
 }
+
+/// Divergences the conformance run (conformance/conformance.py) found, fixed, and pinned
+/// here with PyTorch's outputs.
+#[test]
+#[rustfmt::skip]
+fn conformance_findings() {
+    // view(dtype) growing: PyTorch checks the last size, the offset, the last stride, then
+    // the other strides.
+    let what = "to view Byte as Short (different element sizes)";
+    check_err(view_dtype(&[3, 4], &[5, 2], 0, DType::U8, DType::I16), Status::Shape, &format!("self.stride(-1) must be 1 {what}, but got 2"));
+    check_err(view_dtype(&[3, 4], &[6, 2], 1, DType::U8, DType::I16), Status::Shape, &format!("self.storage_offset() must be divisible by 2 {what}, but got 1"));
+    check_err(view_dtype(&[3, 3], &[6, 2], 0, DType::U8, DType::I16), Status::Shape, &format!("self.size(-1) must be divisible by 2 {what}, but got 3"));
+    check_err(view_dtype(&[3, 4], &[5, 1], 1, DType::U8, DType::I16), Status::Shape, &format!("self.storage_offset() must be divisible by 2 {what}, but got 1"));
+    check_err(view_dtype(&[3, 1], &[4, 2], 0, DType::U8, DType::I16), Status::Shape, &format!("self.size(-1) must be divisible by 2 {what}, but got 1"));
+    check_err(view_dtype(&[3, 2], &[4, 3], 0, DType::U8, DType::I16), Status::Shape, &format!("self.stride(-1) must be 1 {what}, but got 3"));
+    // unflatten, in ATen's order (torch.ops.aten.unflatten; the Python method checks the
+    // sizes first): the dim range (0-dim wraps as 1-D), empty sizes, then the missing dim
+    // of a 0-dim tensor.
+    check_err(unflatten(&[], &[], 0, -2, &[]), Status::Index, "Dimension out of range (expected to be in range of [-1, 0], but got -2)");
+    check_err(unflatten(&[3, 4], &[4, 1], 0, 5, &[]), Status::Index, "Dimension out of range (expected to be in range of [-2, 1], but got 5)");
+    check_err(unflatten(&[3, 4], &[4, 1], 0, 1, &[]), Status::InvalidArgument, "unflatten: sizes must be non-empty");
+    check_err(unflatten(&[], &[], 0, -1, &[]), Status::InvalidArgument, "unflatten: sizes must be non-empty");
+    check_err(unflatten(&[], &[], 0, -4, &[1]), Status::Index, "Dimension out of range (expected to be in range of [-1, 0], but got -4)");
+    check_err(unflatten(&[], &[], 0, -1, &[1]), Status::Index, "Dimension specified as 0 but tensor has no dimensions");
+    // infer_size names the offending index and shape
+    check_err(view(&[3, 4], &[4, 1], 0, &[3, -2, 4]).map(|g| g.unwrap()), Status::InvalidArgument, "invalid shape dimension -2 at index 1 of shape [3, -2, 4]");
+    check_err(unflatten(&[3, 4], &[4, 1], 0, 1, &[-2, -1, -1]), Status::InvalidArgument, "invalid shape dimension -2 at index 0 of shape [-2, -1, -1]");
+}
