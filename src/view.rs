@@ -81,18 +81,22 @@ pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Re
     if a == b {
         return Ok(Geometry::new(n, st, off));
     }
-    let what = format!(
-        "to view {} as {} (different element sizes)",
-        from.scalar_type_name(),
-        to.scalar_type_name()
-    );
-    ensure!(!n.is_empty(), Shape, "self.dim() cannot be 0 {what}");
+    // Formatted only on failure: the success path allocates nothing.
+    let what = || {
+        format!(
+            "to view {} as {} (different element sizes)",
+            from.scalar_type_name(),
+            to.scalar_type_name()
+        )
+    };
+    ensure!(!n.is_empty(), Shape, "self.dim() cannot be 0 {}", what());
     let last = n.len() - 1;
     let check_last_stride = || -> Result<()> {
         ensure!(
             st[last] == 1,
             Shape,
-            "self.stride(-1) must be 1 {what}, but got {}",
+            "self.stride(-1) must be 1 {}, but got {}",
+            what(),
             st[last]
         );
         Ok(())
@@ -111,20 +115,23 @@ pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Re
         ensure!(
             n[last] % r == 0,
             Shape,
-            "self.size(-1) must be divisible by {r} {what}, but got {}",
+            "self.size(-1) must be divisible by {r} {}, but got {}",
+            what(),
             n[last]
         );
         ensure!(
             off % r == 0,
             Shape,
-            "self.storage_offset() must be divisible by {r} {what}, but got {off}"
+            "self.storage_offset() must be divisible by {r} {}, but got {off}",
+            what()
         );
         check_last_stride()?;
         for (d, &s) in st[..last].iter().enumerate() {
             ensure!(
                 s % r == 0,
                 Shape,
-                "self.stride({d}) must be divisible by {r} {what}, but got {s}"
+                "self.stride({d}) must be divisible by {r} {}, but got {s}",
+                what()
             );
         }
         g.sizes[last] /= r;

@@ -302,3 +302,21 @@ fn conformance_findings() {
     check_err(view(&[3, 4], &[4, 1], 0, &[3, -2, 4]).map(|g| g.unwrap()), Status::InvalidArgument, "invalid shape dimension -2 at index 1 of shape [3, -2, 4]");
     check_err(unflatten(&[3, 4], &[4, 1], 0, 1, &[-2, -1, -1]), Status::InvalidArgument, "invalid shape dimension -2 at index 0 of shape [-2, -1, -1]");
 }
+
+/// Strides that overflow int64 (only reachable on tensors with 0 elements, whose strides
+/// are unconstrained): PyTorch wraps around and then fails elsewhere (e.g. "Found
+/// heap-allocated concrete SymInt ... -9223372036854775808"); we refuse with Overflow.
+#[test]
+#[rustfmt::skip]
+fn overflowing_strides_are_refused() {
+    let (n, st) = ([2, 0], [1i64 << 62, 1]);
+    check_err(unsqueeze(&n, &st, 0, 0), Status::Overflow, "unsqueeze stride");
+    check_err(slice(&[3, 0], &st, 0, 0, 0, 3, 4), Status::Overflow, "slice stride");
+    check_err(diagonal(&[2, 2, 0], &[1 << 62, 1 << 62, 1], 0, 0, 0, 1), Status::Overflow, "diagonal stride");
+    check_err(unfold(&n, &st, 0, 0, 1, 4), Status::Overflow, "unfold stride");
+    check_err(expand(&n, &st, 0, &[1, 2, 0]), Status::Overflow, "expand stride");
+    check_err(view_dtype(&[0, 2], &[1 << 62, 1], 0, DType::F32, DType::U8), Status::Overflow, "view(dtype) stride");
+    // A huge step on a small stride is fine, as in PyTorch: [3] stride 1, step 2^62.
+    check(slice(&[3], &[1], 0, 0, 0, 3, 1 << 62).unwrap(), &[1], &[1 << 62], 0);
+    check(slice(&[3], &[1], 0, 0, 1, i64::MAX, i64::MAX).unwrap(), &[1], &[i64::MAX], 1);
+}
