@@ -45,7 +45,8 @@ fn each_view_allocates_once() {
     let s = flat.view(&[]).err(); // errors may allocate their message; not measured
     assert!(s.is_some());
     let one = Tensor::arange(1, DType::F32).unwrap().view(&[]).unwrap();
-    let cases: Vec<(&str, Box<dyn Fn() -> Result<Tensor> + '_>)> = vec![
+    type Case<'a> = (&'static str, Box<dyn Fn() -> Result<Tensor> + 'a>);
+    let cases: Vec<Case> = vec![
         ("view", Box::new(|| t.view(&[6, -1, 5]))),
         ("view_dtype", Box::new(|| t.view_dtype(DType::F16))),
         (

@@ -318,5 +318,9 @@ fn overflowing_strides_are_refused() {
     check_err(view_dtype(&[0, 2], &[1 << 62, 1], 0, DType::F32, DType::U8), Status::Overflow, "view(dtype) stride");
     // A huge step on a small stride is fine, as in PyTorch: [3] stride 1, step 2^62.
     check(slice(&[3], &[1], 0, 0, 0, 3, 1 << 62).unwrap(), &[1], &[1 << 62], 0);
+    // Step INT64_MAX: PyTorch's size formula (len + step - 1) / step overflows, giving an
+    // error for len 2..3 ("Storage size calculation overflowed with sizes=[-1]") and a
+    // wrong size 0 for len >= 4. We give Python's answer: one element.
     check(slice(&[3], &[1], 0, 0, 1, i64::MAX, i64::MAX).unwrap(), &[1], &[i64::MAX], 1);
+    check(slice(&[8], &[1], 0, 0, 0, i64::MAX, i64::MAX).unwrap(), &[1], &[i64::MAX], 0);
 }
