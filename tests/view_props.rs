@@ -589,7 +589,7 @@ fn base_strategy() -> impl Strategy<Value = (Vec<i64>, Vec<usize>, Vec<i64>, i64
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
 
     #[test]
     fn random_view_chains_match_the_reference_model(
