@@ -5,11 +5,12 @@ PyTorch itself.
 Random bases (every dtype; contiguous, channels-last, channels-last-3d, permuted, gapped,
 offset, expanded, size-0 and 0-dim layouts) are built identically on both sides over the
 *same bytes*; then random chains of ops with random -- often invalid -- arguments are
-applied to both. After every op the two must agree on error-or-not (and a torch IndexError
-must be TENSOR_ERR_INDEX), and on success on sizes, strides, storage offset, dtype, the
-contiguity flags (contiguous / channels_last / channels_last_3d, non-overlapping-and-dense)
-suggest_memory_format, and the values of (a sample of) the elements. Any divergence prints the op chain that led
-to it and makes the run fail.
+applied to both. After every op the two must agree on error-or-not. On an error, a torch
+IndexError must be TENSOR_ERR_INDEX and torch's message must map to the status c-api.md
+section 2 gives it (STATUS_OF_MESSAGE). On success they must agree on sizes, strides,
+storage offset, dtype, the contiguity flags (contiguous / channels_last / channels_last_3d,
+non-overlapping-and-dense), suggest_memory_format, and the values of (a sample of) the
+elements. Any divergence prints the op chain that led to it and makes the run fail.
 
 Usage: conformance.py [--lib target/debug/libtensor.so] [--steps 3000] [--seed 0]
                       [--messages]   (also list ops whose error messages differ in wording)
@@ -343,6 +344,52 @@ OPS = [
 ]
 
 
+# ---- the status each torch refusal must map to (c-api.md section 2) ------------------------
+
+# (substring of torch's message, allowed libtensor statuses); the first match decides.
+STATUS_OF_MESSAGE = [
+    ("Dimension out of range", {INDEX}),
+    ("cannot be applied to a 0-dim tensor", {INDEX}),
+    ("select(): index", {INDEX}),
+    ("start out of range", {INDEX}),
+    ("exceeds dimension size", {INDEX}),
+    ("Dimension specified as", {INDEX}),
+    ("slice step must be positive", {INVALID_ARGUMENT}),
+    ("length must be non-negative", {INVALID_ARGUMENT}),
+    ("duplicate dims are not allowed", {INVALID_ARGUMENT}),
+    ("does not match the length of the desired ordering", {INVALID_ARGUMENT}),
+    ("t() expects a tensor with <= 2 dimensions", {SHAPE}),
+    ("must match the existing size", {SHAPE}),
+    ("isn't allowed in a leading, non-existing dimension", {INVALID_ARGUMENT}),
+    ("the number of sizes provided", {SHAPE}),
+    ("numel: integer multiplication overflow", {INVALID_ARGUMENT}),  # expand to a size < -1
+    ("sizes must be non-empty", {INVALID_ARGUMENT}),
+    ("don't multiply up to the size of dim", {SHAPE}),
+    ("only one dimension can be inferred", {INVALID_ARGUMENT}),
+    ("invalid shape dimension", {INVALID_ARGUMENT}),
+    ("is ambiguous", {SHAPE}),
+    ("is invalid for input of size", {SHAPE}),
+    ("view size is not compatible with input tensor's size and stride", {NOT_VIEWABLE}),
+    ("diagonal dimensions cannot be identical", {INVALID_ARGUMENT}),
+    ("maximum size for tensor at dimension", {SHAPE}),
+    ("but must be >= 0", {INVALID_ARGUMENT}),
+    ("but must be > 0", {INVALID_ARGUMENT}),
+    ("(different element sizes)", {SHAPE}),
+    ("Negative strides are not supported", {INVALID_ARGUMENT}),
+    ("invalid storage offset", {INVALID_ARGUMENT}),
+    # torch reports a negative size as an overflow or even as out of bounds
+    ("Storage size calculation overflowed", {OVERFLOW, INVALID_ARGUMENT}),
+    ("setStorage:", {OUT_OF_BOUNDS, INVALID_ARGUMENT}),
+]
+
+
+def expected_statuses(message):
+    for pattern, statuses in STATUS_OF_MESSAGE:
+        if pattern in message:
+            return statuses
+    return None
+
+
 # ---- bases --------------------------------------------------------------------------------
 
 def random_base(rng):
@@ -465,6 +512,7 @@ def main():
     op_counts = {op.name: [0, 0] for op in OPS}  # [ok, error] per op
     wording = {}
     known = {}
+    unmapped = set()
     while steps < opts.steps:
         dtype, sizes, strides, offset, n_elems, kind = random_base(rng)
         itemsize = torch.empty((), dtype=dtype).element_size()
@@ -511,6 +559,14 @@ def main():
                                          f"returns {STATUS_NAMES.get(status)} ({L.error()})")
                     lines = str(terr).splitlines()
                     tmsg = lines[1] if "unexpected error" in lines[0] and len(lines) > 1 else lines[0]
+                    allowed = expected_statuses(tmsg)
+                    if allowed is None:
+                        unmapped.add(tmsg)
+                    elif status not in allowed:
+                        raise Divergence(
+                            f"status: torch refuses with {tmsg!r}, which maps to "
+                            f"{sorted(STATUS_NAMES[a] for a in allowed)}, but libtensor returns "
+                            f"{STATUS_NAMES.get(status, status)} ({L.error()})")
                     ours = L.error().split(": ", 1)[-1]
                     if tmsg not in ours:
                         wording.setdefault((op.name, tmsg), ours)
@@ -536,6 +592,8 @@ def main():
     print(f"ops (ok/error): {summary}")
     for reason, count in known.items():
         print(f"known divergence ({count}x): {reason}")
+    for message in sorted(unmapped):
+        print(f"torch message with no status mapping (add it to STATUS_OF_MESSAGE): {message!r}")
     print(f"error messages worded differently from torch's: {len(wording)} (see --messages)")
     print(f"conformance: {passed} passed, {failed} failed")
     return 1 if failed or passed == 0 else 0
