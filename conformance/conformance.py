@@ -303,6 +303,7 @@ class Op:
     gen: Callable          # (rng, torch tensor) -> args tuple
     torch: Callable        # (torch tensor, *args) -> torch tensor
     lib: Callable          # (Lib, handle, *args) -> (status, handle)
+    view: bool = True      # the result shares the input's storage and version counter
 
 
 I = Lib.ints
@@ -448,7 +449,8 @@ def torch_value(t, idx):
 
 
 def compare(L, h, t, base_h, rng):
-    """Raises Divergence when the libtensor handle `h` differs from the torch tensor `t`."""
+    """Raises Divergence when the libtensor handle `h` differs from the torch tensor `t`
+    (and, with `base_h`, when `h` does not share base_h's storage and version counter)."""
     sizes, strides, off = L.geometry(h)
     if sizes != list(t.shape) or strides != list(t.stride()) or off != t.storage_offset():
         raise Divergence(f"geometry: libtensor sizes {sizes} strides {strides} offset {off}; "
@@ -474,7 +476,8 @@ def compare(L, h, t, base_h, rng):
     theirs = SUGGEST_CODE[suggest_memory_format(t)]
     if ours != theirs:
         raise Divergence(f"suggest_memory_format: libtensor {ours}, torch {theirs}")
-    if not L.shares_storage(h, base_h) or L.version(h) != L.version(base_h):
+    if base_h is not None and (not L.shares_storage(h, base_h)
+                               or L.version(h) != L.version(base_h)):
         raise Divergence("the view does not share its base's storage and version counter")
     numel = t.numel()
     if numel:
@@ -526,8 +529,9 @@ def main():
         chain = [f"base {kind} {dtype} sizes {sizes} strides {strides} offset {offset} "
                  f"(storage of {n_elems})"]
         h = L.call(L.alias, base)[1]
+        shares_with = base
         try:
-            compare(L, h, t, base, rng)
+            compare(L, h, t, shares_with, rng)
             for _ in range(rng.randint(1, opts.max_chain)):
                 if steps >= opts.steps:
                     break
@@ -575,7 +579,9 @@ def main():
                 op_counts[op.name][0] += 1
                 L.release(h)
                 h, t = h2, t2
-                compare(L, h, t, base, rng)
+                if not op.view:
+                    shares_with = None  # a copy: later results need not share the base
+                compare(L, h, t, shares_with, rng)
                 passed += 1
         except Divergence as d:
             failed += 1
