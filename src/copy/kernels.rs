@@ -1,0 +1,341 @@
+//! Typed inner loops for the engine. Each op picks one kernel per call (dtype dispatch
+//! happens once, in `copy/mod.rs`); the loops here are monomorphised per element type so
+//! the compiler vectorises the contiguous cases.
+//!
+//! All element reads and writes are unaligned-tolerant (`read_unaligned` /
+//! `write_unaligned`, plain moves on x86): wrapped foreign memory need not be aligned.
+
+use super::engine::Kernel;
+use crate::dtype::Element;
+use half::{bf16, f16};
+use std::any::TypeId;
+use std::mem::size_of;
+
+/// Same-dtype copy (and fill, with a stride-0 source), moving `T`-sized items; `T` is an
+/// integer of the element's size, so every dtype of one size shares the code.
+pub(crate) struct CopySame<T>(std::marker::PhantomData<T>);
+
+impl<T> CopySame<T> {
+    pub fn new() -> Self {
+        CopySame(std::marker::PhantomData)
+    }
+}
+
+/// 16-byte items (complex128) as a plain pair of words.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) struct Bytes16([u64; 2]);
+
+impl<T: Copy> Kernel for CopySame<T> {
+    #[inline]
+    unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
+        let sz = size_of::<T>() as isize;
+        if ds == sz && ss == sz {
+            // SAFETY: both runs are n items inside their layouts; the op guarantees that
+            // dst and src do not overlap (it snapshots src first when they might).
+            std::ptr::copy_nonoverlapping(s, d, n * sz as usize);
+        } else if ss == 0 {
+            let v = (s as *const T).read_unaligned();
+            if ds == sz {
+                let d = d as *mut T;
+                for i in 0..n {
+                    d.add(i).write_unaligned(v);
+                }
+            } else {
+                for i in 0..n {
+                    (d.offset(i as isize * ds) as *mut T).write_unaligned(v);
+                }
+            }
+        } else if ds == sz {
+            let d = d as *mut T;
+            for i in 0..n {
+                d.add(i)
+                    .write_unaligned((s.offset(i as isize * ss) as *const T).read_unaligned());
+            }
+        } else {
+            for i in 0..n {
+                (d.offset(i as isize * ds) as *mut T)
+                    .write_unaligned((s.offset(i as isize * ss) as *const T).read_unaligned());
+            }
+        }
+        true
+    }
+
+    #[inline]
+    unsafe fn tile(
+        &mut self,
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        cols: usize,
+        dr: isize,
+        dc: isize,
+        sr: isize,
+        sc: isize,
+    ) -> bool {
+        // The engine tiles only when dst is contiguous along columns and src along rows.
+        debug_assert!(dc == size_of::<T>() as isize && sr == size_of::<T>() as isize);
+        if cols >= rows {
+            // Contiguous writes, strided reads; the tile's src lines stay in L1.
+            for r in 0..rows {
+                let drow = d.offset(r as isize * dr) as *mut T;
+                let srow = (s as *const T).add(r) as *const u8;
+                for c in 0..cols {
+                    drow.add(c).write_unaligned(
+                        (srow.offset(c as isize * sc) as *const T).read_unaligned(),
+                    );
+                }
+            }
+        } else {
+            // Short rows (e.g. 3 channels): contiguous reads down each column.
+            for c in 0..cols {
+                let dcol = (d as *mut T).add(c) as *mut u8;
+                let scol = s.offset(c as isize * sc) as *const T;
+                for r in 0..rows {
+                    (dcol.offset(r as isize * dr) as *mut T)
+                        .write_unaligned(scol.add(r).read_unaligned());
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Converting copy `S -> D` through dtype.rs's rule (`D::from_scalar(s.to_scalar())`),
+/// with vectorised slice paths for f32 <-> f16 / bf16 that tests check bit-for-bit against
+/// the rule.
+pub(crate) struct Convert<S, D>(std::marker::PhantomData<(S, D)>);
+
+impl<S, D> Convert<S, D> {
+    pub fn new() -> Self {
+        Convert(std::marker::PhantomData)
+    }
+}
+
+#[inline(always)]
+fn convert<S: Element, D: Element>(x: S) -> D {
+    D::from_scalar(x.to_scalar())
+}
+
+fn is<A: 'static, B: 'static>() -> bool {
+    TypeId::of::<A>() == TypeId::of::<B>()
+}
+
+/// f32 -> bf16, round to nearest even, NaN kept quiet with its top payload bits: the same
+/// bits as `bf16::from_f32` (the dtype.rs rule), written branch-free so it vectorises.
+#[inline(always)]
+pub(crate) fn f32_to_bf16_bits(f: f32) -> u16 {
+    let x = f.to_bits();
+    let rounded = x.wrapping_add(0x7FFF + ((x >> 16) & 1)) >> 16;
+    let nan = (x >> 16) | 0x0040;
+    if x & 0x7FFF_FFFF > 0x7F80_0000 {
+        nan as u16
+    } else {
+        rounded as u16
+    }
+}
+
+/// Contiguous, aligned runs of the fast pairs. Returns false when `S -> D` has no fast path.
+unsafe fn fast_contiguous<S: Element, D: Element>(d: *mut u8, s: *const u8, n: usize) -> bool {
+    use half::slice::HalfFloatSliceExt;
+    let aligned = (d as usize) % std::mem::align_of::<D>() == 0
+        && (s as usize) % std::mem::align_of::<S>() == 0;
+    if !aligned {
+        return false;
+    }
+    if is::<S, f32>() && is::<D, f16>() {
+        let src = std::slice::from_raw_parts(s as *const f32, n);
+        std::slice::from_raw_parts_mut(d as *mut f16, n).convert_from_f32_slice(src);
+        true
+    } else if is::<S, f16>() && is::<D, f32>() {
+        let src = std::slice::from_raw_parts(s as *const f16, n);
+        src.convert_to_f32_slice(std::slice::from_raw_parts_mut(d as *mut f32, n));
+        true
+    } else if is::<S, f32>() && is::<D, bf16>() {
+        let src = std::slice::from_raw_parts(s as *const f32, n);
+        let dst = std::slice::from_raw_parts_mut(d as *mut u16, n);
+        for (o, &x) in dst.iter_mut().zip(src) {
+            *o = f32_to_bf16_bits(x);
+        }
+        true
+    } else if is::<S, bf16>() && is::<D, f32>() {
+        // Exact: bf16 is the top half of an f32.
+        let src = std::slice::from_raw_parts(s as *const u16, n);
+        let dst = std::slice::from_raw_parts_mut(d as *mut u32, n);
+        for (o, &x) in dst.iter_mut().zip(src) {
+            *o = (x as u32) << 16;
+        }
+        true
+    } else {
+        false
+    }
+}
+
+impl<S: Element, D: Element> Kernel for Convert<S, D> {
+    #[inline]
+    unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
+        let (szs, szd) = (size_of::<S>() as isize, size_of::<D>() as isize);
+        if ds == szd && ss == szs {
+            if fast_contiguous::<S, D>(d, s, n) {
+                return true;
+            }
+            let (d, s) = (d as *mut D, s as *const S);
+            for i in 0..n {
+                d.add(i)
+                    .write_unaligned(convert::<S, D>(s.add(i).read_unaligned()));
+            }
+        } else if ss == 0 {
+            let v: D = convert((s as *const S).read_unaligned());
+            for i in 0..n {
+                (d.offset(i as isize * ds) as *mut D).write_unaligned(v);
+            }
+        } else {
+            for i in 0..n {
+                let x = (s.offset(i as isize * ss) as *const S).read_unaligned();
+                (d.offset(i as isize * ds) as *mut D).write_unaligned(convert(x));
+            }
+        }
+        true
+    }
+}
+
+/// Element-wise equality of two same-dtype operands (IEEE: NaN != NaN, -0 == +0; bool by
+/// truth value). Stops at the first difference.
+pub(crate) struct Equal<T> {
+    pub equal: bool,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T> Equal<T> {
+    pub fn new() -> Self {
+        Equal {
+            equal: true,
+            _t: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: Element> Kernel for Equal<T> {
+    #[inline]
+    unsafe fn run(&mut self, a: *mut u8, b: *const u8, n: usize, sa: isize, sb: isize) -> bool {
+        for i in 0..n {
+            let x = (a.offset(i as isize * sa) as *const T).read_unaligned();
+            let y = (b.offset(i as isize * sb) as *const T).read_unaligned();
+            if x.to_scalar() != y.to_scalar() {
+                self.equal = false;
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Scalar;
+
+    /// Every exponent, sign, NaN/inf, round-half cases and pseudo-random mantissas.
+    fn interesting_f32() -> Vec<f32> {
+        let mut v: Vec<f32> = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::MAX,
+            f32::MIN,
+            f32::MIN_POSITIVE,
+            1e-40,
+            -1e-45,
+            65504.0,
+            65519.0,
+            65520.0,
+            6.0e-8,
+            3.0e-8,
+            2.9e-8,
+        ];
+        let mut x: u32 = 0x1234_5678;
+        for _ in 0..200_000 {
+            // xorshift32
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            v.push(f32::from_bits(x));
+            // halfway patterns for bf16 and f16
+            v.push(f32::from_bits((x & 0xFFFF_0000) | 0x8000));
+            v.push(f32::from_bits((x & 0xFFFF_E000) | 0x1000));
+            v.push(f32::from_bits(0x7F80_0001 | (x & 0x807F_FFFF)));
+        }
+        v
+    }
+
+    fn run_fast<S: Element, D: Element + Default>(src: &[S]) -> Vec<D> {
+        let mut out = vec![D::default(); src.len()];
+        let mut k = Convert::<S, D>::new();
+        unsafe {
+            k.run(
+                out.as_mut_ptr() as *mut u8,
+                src.as_ptr() as *const u8,
+                src.len(),
+                size_of::<D>() as isize,
+                size_of::<S>() as isize,
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn fast_paths_equal_the_dtype_rule_bit_for_bit() {
+        let src = interesting_f32();
+        let h: Vec<f16> = run_fast(&src);
+        let b: Vec<bf16> = run_fast(&src);
+        for (i, &x) in src.iter().enumerate() {
+            let gh: f16 = f16::from_scalar(Scalar::Float(x as f64));
+            let gb: bf16 = bf16::from_scalar(Scalar::Float(x as f64));
+            assert_eq!(
+                h[i].to_bits(),
+                gh.to_bits(),
+                "f16 of {x:e} ({:#x})",
+                x.to_bits()
+            );
+            assert_eq!(
+                b[i].to_bits(),
+                gb.to_bits(),
+                "bf16 of {x:e} ({:#x})",
+                x.to_bits()
+            );
+        }
+        // and back: every 16-bit pattern
+        let hs: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+        let bs: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+        let hf: Vec<f32> = run_fast(&hs);
+        let bf: Vec<f32> = run_fast(&bs);
+        for i in 0..hs.len() {
+            let gh: f32 = f32::from_scalar(hs[i].to_scalar());
+            let gb: f32 = f32::from_scalar(bs[i].to_scalar());
+            assert!(
+                hf[i].to_bits() == gh.to_bits() || (hf[i].is_nan() && gh.is_nan()),
+                "{i:#x}"
+            );
+            assert!(
+                bf[i].to_bits() == gb.to_bits() || (bf[i].is_nan() && gb.is_nan()),
+                "{i:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn bf16_rounds_f32_to_nearest_even() {
+        // 1 + 2^-8 is exactly halfway between two bf16 values: ties to even (down).
+        assert_eq!(f32_to_bf16_bits(1.0 + 2f32.powi(-8)), 0x3F80);
+        // Slightly above halfway: up (the sticky bit is in f32's lowest mantissa bits,
+        // which rounding through f64 with truncation would lose).
+        assert_eq!(f32_to_bf16_bits(f32::from_bits(0x3F80_8001)), 0x3F81);
+        let g: bf16 = bf16::from_scalar(Scalar::Float(f32::from_bits(0x3F80_8001) as f64));
+        assert_eq!(g.to_bits(), 0x3F81);
+    }
+}
