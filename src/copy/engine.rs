@@ -25,7 +25,7 @@ use smallvec::SmallVec;
 type Strides = SmallVec<[isize; 6]>;
 
 /// Elements per tile side for blocked transposes (32 x 32 f32 = 4 KiB per operand).
-pub(crate) const TILE: usize = 32;
+pub(crate) const TILE: usize = 128;
 /// Elements a tile may hold when one side is short (e.g. 3 channels): keeps tiles
 /// `TILE_ELEMS` big so the per-tile overhead stays small.
 const TILE_ELEMS: usize = 2048;

@@ -75,29 +75,191 @@ impl<T: Copy> Kernel for CopySame<T> {
     ) -> bool {
         // The engine tiles only when dst is contiguous along columns and src along rows.
         debug_assert!(dc == size_of::<T>() as isize && sr == size_of::<T>() as isize);
-        if cols >= rows {
-            // Contiguous writes, strided reads; the tile's src lines stay in L1.
-            for r in 0..rows {
-                let drow = d.offset(r as isize * dr) as *mut T;
-                let srow = (s as *const T).add(r) as *const u8;
-                for c in 0..cols {
-                    drow.add(c).write_unaligned(
-                        (srow.offset(c as isize * sc) as *const T).read_unaligned(),
-                    );
-                }
+        #[cfg(target_arch = "x86_64")]
+        if simd::has_avx2() {
+            if size_of::<T>() == 4 && rows >= 8 && cols >= 8 {
+                simd::tile_u32(d, s, rows, cols, dr, sc);
+                return true;
             }
-        } else {
-            // Short rows (e.g. 3 channels): contiguous reads down each column.
-            for c in 0..cols {
-                let dcol = (d as *mut T).add(c) as *mut u8;
-                let scol = s.offset(c as isize * sc) as *const T;
-                for r in 0..rows {
-                    (dcol.offset(r as isize * dr) as *mut T)
-                        .write_unaligned(scol.add(r).read_unaligned());
+            // A few planes interleaved into dense rows (NCHW -> NHWC with 2-4 channels).
+            if dr == cols as isize * size_of::<T>() as isize {
+                let done = match cols {
+                    2 => simd::interleave::<T, 2>(d, s, rows, sc),
+                    3 => simd::interleave::<T, 3>(d, s, rows, sc),
+                    4 => simd::interleave::<T, 4>(d, s, rows, sc),
+                    _ => false,
+                };
+                if done {
+                    return true;
                 }
             }
         }
+        scalar_tile::<T>(d, s, rows, cols, dr, sc);
         true
+    }
+}
+
+/// A transposing tile with plain moves (any item size; ragged edges of the SIMD tiles).
+///
+/// # Safety
+/// As [`Kernel::tile`], with `dc == sr == size_of::<T>()`.
+#[inline]
+unsafe fn scalar_tile<T: Copy>(
+    d: *mut u8,
+    s: *const u8,
+    rows: usize,
+    cols: usize,
+    dr: isize,
+    sc: isize,
+) {
+    if cols >= rows {
+        // Contiguous writes, strided reads; the tile's src lines stay in L1.
+        for r in 0..rows {
+            let drow = d.offset(r as isize * dr) as *mut T;
+            let srow = (s as *const T).add(r) as *const u8;
+            for c in 0..cols {
+                drow.add(c)
+                    .write_unaligned((srow.offset(c as isize * sc) as *const T).read_unaligned());
+            }
+        }
+    } else {
+        // Short rows (e.g. 3 channels): contiguous reads down each column.
+        for c in 0..cols {
+            let dcol = (d as *mut T).add(c) as *mut u8;
+            let scol = s.offset(c as isize * sc) as *const T;
+            for r in 0..rows {
+                (dcol.offset(r as isize * dr) as *mut T)
+                    .write_unaligned(scol.add(r).read_unaligned());
+            }
+        }
+    }
+}
+
+/// x86-64 SIMD transposes, chosen at run time (the library is built for baseline x86-64).
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::*;
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    static AVX2: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 no, 2 yes
+
+    #[inline]
+    pub(super) fn has_avx2() -> bool {
+        match AVX2.load(Ordering::Relaxed) {
+            0 => {
+                let yes = is_x86_feature_detected!("avx2");
+                AVX2.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+                yes
+            }
+            v => v == 2,
+        }
+    }
+
+    /// Transposes a `rows x cols` tile of 4-byte items: element (r, c) goes from
+    /// `s + 4r + c·sc` to `d + r·dr + 4c`. 8x8 blocks in AVX registers (eight 32-byte
+    /// loads, 24 shuffles, eight 32-byte stores); ragged edges with plain moves.
+    ///
+    /// # Safety
+    /// As `Kernel::tile`; the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn tile_u32(
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        cols: usize,
+        dr: isize,
+        sc: isize,
+    ) {
+        let (r8, c8) = (rows & !7, cols & !7);
+        let mut r = 0;
+        while r < r8 {
+            let mut c = 0;
+            while c < c8 {
+                let src = s.offset(4 * r as isize + c as isize * sc);
+                let dst = d.offset(r as isize * dr + 4 * c as isize);
+                block8(dst, dr, src, sc);
+                c += 8;
+            }
+            r += 8;
+        }
+        if c8 < cols {
+            super::scalar_tile::<u32>(
+                d.offset(4 * c8 as isize),
+                s.offset(c8 as isize * sc),
+                r8,
+                cols - c8,
+                dr,
+                sc,
+            );
+        }
+        if r8 < rows {
+            super::scalar_tile::<u32>(
+                d.offset(r8 as isize * dr),
+                s.offset(4 * r8 as isize),
+                rows - r8,
+                cols,
+                dr,
+                sc,
+            );
+        }
+    }
+
+    /// `C` planes (`sc` bytes apart, each `rows` contiguous items) interleaved into `rows`
+    /// dense rows of `C` items at `d`. Plain loops compiled for AVX2, which LLVM turns
+    /// into shuffles over whole vectors. Returns true (always handles the tile).
+    ///
+    /// # Safety
+    /// As `Kernel::tile` with `dr == C·size_of::<T>()`; the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn interleave<T: Copy, const C: usize>(
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        sc: isize,
+    ) -> bool {
+        let planes: [*const T; C] = std::array::from_fn(|c| s.offset(c as isize * sc) as *const T);
+        let d = d as *mut T;
+        for r in 0..rows {
+            for (c, p) in planes.iter().enumerate() {
+                d.add(r * C + c).write_unaligned(p.add(r).read_unaligned());
+            }
+        }
+        true
+    }
+
+    /// One 8x8 block: the eight source columns (each 8 items contiguous in `s`, `sc`
+    /// apart) become the eight destination rows (`dr` apart).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn block8(d: *mut u8, dr: isize, s: *const u8, sc: isize) {
+        let ld = |c: isize| _mm256_loadu_ps(s.offset(c * sc) as *const f32);
+        let (v0, v1, v2, v3) = (ld(0), ld(1), ld(2), ld(3));
+        let (v4, v5, v6, v7) = (ld(4), ld(5), ld(6), ld(7));
+        let t0 = _mm256_unpacklo_ps(v0, v1);
+        let t1 = _mm256_unpackhi_ps(v0, v1);
+        let t2 = _mm256_unpacklo_ps(v2, v3);
+        let t3 = _mm256_unpackhi_ps(v2, v3);
+        let t4 = _mm256_unpacklo_ps(v4, v5);
+        let t5 = _mm256_unpackhi_ps(v4, v5);
+        let t6 = _mm256_unpacklo_ps(v6, v7);
+        let t7 = _mm256_unpackhi_ps(v6, v7);
+        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        let st = |r: isize, v: __m256| _mm256_storeu_ps(d.offset(r * dr) as *mut f32, v);
+        st(0, _mm256_permute2f128_ps::<0x20>(u0, u4));
+        st(1, _mm256_permute2f128_ps::<0x20>(u1, u5));
+        st(2, _mm256_permute2f128_ps::<0x20>(u2, u6));
+        st(3, _mm256_permute2f128_ps::<0x20>(u3, u7));
+        st(4, _mm256_permute2f128_ps::<0x31>(u0, u4));
+        st(5, _mm256_permute2f128_ps::<0x31>(u1, u5));
+        st(6, _mm256_permute2f128_ps::<0x31>(u2, u6));
+        st(7, _mm256_permute2f128_ps::<0x31>(u3, u7));
     }
 }
 
