@@ -56,6 +56,7 @@ unsafe fn copy_raw(
 ) {
     let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
     if dst_dtype == src_dtype {
+        let out_bytes = sizes.iter().product::<i64>().max(0) as usize * i0;
         match i0 {
             1 => run_engine(
                 sizes,
@@ -65,7 +66,7 @@ unsafe fn copy_raw(
                 src,
                 src_st,
                 i1,
-                &mut CopySame::<u8>::new(),
+                &mut CopySame::<u8>::new(out_bytes),
             ),
             2 => run_engine(
                 sizes,
@@ -75,7 +76,7 @@ unsafe fn copy_raw(
                 src,
                 src_st,
                 i1,
-                &mut CopySame::<u16>::new(),
+                &mut CopySame::<u16>::new(out_bytes),
             ),
             4 => run_engine(
                 sizes,
@@ -85,7 +86,7 @@ unsafe fn copy_raw(
                 src,
                 src_st,
                 i1,
-                &mut CopySame::<u32>::new(),
+                &mut CopySame::<u32>::new(out_bytes),
             ),
             8 => run_engine(
                 sizes,
@@ -95,7 +96,7 @@ unsafe fn copy_raw(
                 src,
                 src_st,
                 i1,
-                &mut CopySame::<u64>::new(),
+                &mut CopySame::<u64>::new(out_bytes),
             ),
             _ => run_engine(
                 sizes,
@@ -105,7 +106,7 @@ unsafe fn copy_raw(
                 src,
                 src_st,
                 i1,
-                &mut CopySame::<Bytes16>::new(),
+                &mut CopySame::<Bytes16>::new(out_bytes),
             ),
         };
     } else {

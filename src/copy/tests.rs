@@ -753,3 +753,40 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn big_transposes_use_streaming_stores_correctly() {
+    // 2048 x 2048 f32 = 16 MiB of output: the SIMD transposer streams its stores. Checked
+    // against the converting path (a different kernel) and at sampled points.
+    let n = 2048i64;
+    let a = Tensor::arange(n * n, DType::F32).unwrap();
+    let t = a.make_view(&[n, n], &[1, n], 0).unwrap();
+    let c = t.contiguous(MemoryFormat::Contiguous).unwrap();
+    let wide = t
+        .to_dtype(DType::F64)
+        .unwrap()
+        .contiguous(MemoryFormat::Contiguous)
+        .unwrap();
+    assert!(c.equal(&wide).unwrap());
+    for (i, j) in [
+        (0, 0),
+        (1, 0),
+        (7, 9),
+        (2047, 3),
+        (1000, 2047),
+        (2047, 2047),
+    ] {
+        assert_eq!(c.get(&[i, j]).unwrap(), Scalar::Float((i + j * n) as f64));
+    }
+    // NCHW -> NHWC of 16 MiB as well
+    let x = Tensor::arange(16 * 64 * 64 * 64, DType::I32)
+        .unwrap()
+        .view(&[16, 64, 64, 64])
+        .unwrap();
+    let cl = x.contiguous(MemoryFormat::ChannelsLast).unwrap();
+    assert!(cl.equal(&x).unwrap());
+    assert_eq!(
+        cl.get(&[3, 17, 40, 5]).unwrap(),
+        x.get(&[3, 17, 40, 5]).unwrap()
+    );
+}
