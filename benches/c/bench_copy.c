@@ -121,6 +121,19 @@ int main(void) {
   tensor_release(tr);
   tensor_release(a);
 
+  { /* not a target row: 8-byte items */
+    int64_t sd[2] = {2896, 2896}, st[2] = {1, 2896};
+    tensor_t *d = NULL;
+    if (tensor_full(sd, 2, TENSOR_FLOAT64, 1.5, &d) != TENSOR_OK) die("tensor_full");
+    if (tensor_from_storage(tensor_storage(d), 0, sd, st, 2, TENSOR_FLOAT64, &tr) != TENSOR_OK)
+      die("transpose");
+    bytes = (size_t)tensor_nbytes(d);
+    time_pair(CONTIGUOUS, tr, 0, bytes, &ms, &mc, &cold);
+    row("contiguous(), transposed 2896x2896 f64", ms, bytes, mc, cold);
+    tensor_release(tr);
+    tensor_release(d);
+  }
+
   b = ones(nchw, 4);
   bytes = (size_t)tensor_nbytes(b);
   time_pair(CONTIGUOUS_CL, b, 0, bytes, &ms, &mc, &cold);

@@ -88,10 +88,14 @@ impl<T: Copy> Kernel for CopySame<T> {
         debug_assert!(dc == size_of::<T>() as isize && sr == size_of::<T>() as isize);
         #[cfg(target_arch = "x86_64")]
         if simd::has_avx2() {
+            // Streaming stores need 32-byte aligned rows.
+            let stream = self.stream && (d as usize) % 32 == 0 && dr % 32 == 0;
             if size_of::<T>() == 4 && rows >= 8 && cols >= 8 {
-                // Streaming stores need 32-byte aligned rows.
-                let stream = self.stream && (d as usize) % 32 == 0 && dr % 32 == 0;
                 simd::tile_u32(stream, d, s, rows, cols, dr, sc);
+                return true;
+            }
+            if size_of::<T>() == 8 && rows >= 4 && cols >= 4 {
+                simd::tile_u64(stream, d, s, rows, cols, dr, sc);
                 return true;
             }
             // A few planes interleaved into dense rows (NCHW -> NHWC with 2-4 channels).
@@ -168,9 +172,47 @@ mod simd {
         }
     }
 
-    /// Transposes a `rows x cols` tile of 4-byte items: element (r, c) goes from
-    /// `s + 4r + c·sc` to `d + r·dr + 4c`. 8x8 blocks in AVX registers (eight 32-byte
-    /// loads, 24 shuffles, eight 32-byte stores); ragged edges with plain moves.
+    /// Walks a `rows x cols` transposing tile (element (r, c) from `s + r·size + c·sc` to
+    /// `d + r·dr + c·size`) in `B x B` blocks handed to `block(dst, src)`; the ragged
+    /// edges go through the scalar loop.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn blocked<T: Copy, const B: usize>(
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        cols: usize,
+        dr: isize,
+        sc: isize,
+        mut block: impl FnMut(*mut u8, *const u8),
+    ) {
+        let sz = std::mem::size_of::<T>() as isize;
+        let (rb, cb) = (rows / B * B, cols / B * B);
+        let mut r = 0;
+        while r < rb {
+            let mut c = 0;
+            while c < cb {
+                block(
+                    d.offset(r as isize * dr + c as isize * sz),
+                    s.offset(r as isize * sz + c as isize * sc),
+                );
+                c += B;
+            }
+            r += B;
+        }
+        if cb < cols {
+            let (dd, ss) = (d.offset(cb as isize * sz), s.offset(cb as isize * sc));
+            super::scalar_tile::<T>(dd, ss, rb, cols - cb, dr, sc);
+        }
+        if rb < rows {
+            let (dd, ss) = (d.offset(rb as isize * dr), s.offset(rb as isize * sz));
+            super::scalar_tile::<T>(dd, ss, rows - rb, cols, dr, sc);
+        }
+    }
+
+    /// Transposes a tile of 4-byte items in 8x8 register blocks (eight 32-byte loads, 24
+    /// shuffles, eight 32-byte stores). `stream`: non-temporal stores (32-byte aligned
+    /// rows required), fenced before returning.
     ///
     /// # Safety
     /// As `Kernel::tile`; the CPU must support AVX2.
@@ -184,45 +226,67 @@ mod simd {
         dr: isize,
         sc: isize,
     ) {
-        let (r8, c8) = (rows & !7, cols & !7);
-        let mut r = 0;
-        while r < r8 {
-            let mut c = 0;
-            while c < c8 {
-                let src = s.offset(4 * r as isize + c as isize * sc);
-                let dst = d.offset(r as isize * dr + 4 * c as isize);
-                if stream {
-                    block8::<true>(dst, dr, src, sc);
-                } else {
-                    block8::<false>(dst, dr, src, sc);
-                }
-                c += 8;
-            }
-            r += 8;
-        }
         if stream {
+            blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
+                block8::<true>(dd, dr, ss, sc)
+            });
             _mm_sfence();
+        } else {
+            blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
+                block8::<false>(dd, dr, ss, sc)
+            });
         }
-        if c8 < cols {
-            super::scalar_tile::<u32>(
-                d.offset(4 * c8 as isize),
-                s.offset(c8 as isize * sc),
-                r8,
-                cols - c8,
-                dr,
-                sc,
-            );
+    }
+
+    /// [`tile_u32`] for 8-byte items, in 4x4 register blocks.
+    ///
+    /// # Safety
+    /// As `Kernel::tile`; the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn tile_u64(
+        stream: bool,
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        cols: usize,
+        dr: isize,
+        sc: isize,
+    ) {
+        if stream {
+            blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
+                block4::<true>(dd, dr, ss, sc)
+            });
+            _mm_sfence();
+        } else {
+            blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
+                block4::<false>(dd, dr, ss, sc)
+            });
         }
-        if r8 < rows {
-            super::scalar_tile::<u32>(
-                d.offset(r8 as isize * dr),
-                s.offset(4 * r8 as isize),
-                rows - r8,
-                cols,
-                dr,
-                sc,
-            );
-        }
+    }
+
+    /// One 4x4 block of 8-byte items: four source columns (4 items contiguous each, `sc`
+    /// apart) become four destination rows (`dr` apart).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn block4<const STREAM: bool>(d: *mut u8, dr: isize, s: *const u8, sc: isize) {
+        let ld = |c: isize| _mm256_loadu_pd(s.offset(c * sc) as *const f64);
+        let (v0, v1, v2, v3) = (ld(0), ld(1), ld(2), ld(3));
+        let t0 = _mm256_unpacklo_pd(v0, v1);
+        let t1 = _mm256_unpackhi_pd(v0, v1);
+        let t2 = _mm256_unpacklo_pd(v2, v3);
+        let t3 = _mm256_unpackhi_pd(v2, v3);
+        let st = |r: isize, v: __m256d| {
+            let p = d.offset(r * dr) as *mut f64;
+            if STREAM {
+                _mm256_stream_pd(p, v)
+            } else {
+                _mm256_storeu_pd(p, v)
+            }
+        };
+        st(0, _mm256_permute2f128_pd::<0x20>(t0, t2));
+        st(1, _mm256_permute2f128_pd::<0x20>(t1, t3));
+        st(2, _mm256_permute2f128_pd::<0x31>(t0, t2));
+        st(3, _mm256_permute2f128_pd::<0x31>(t1, t3));
     }
 
     /// `C` planes (`sc` bytes apart, each `rows` contiguous items) interleaved into `rows`

@@ -778,6 +778,21 @@ fn big_transposes_use_streaming_stores_correctly() {
     ] {
         assert_eq!(c.get(&[i, j]).unwrap(), Scalar::Float((i + j * n) as f64));
     }
+    // 8-byte items (4x4 blocks), 18 MB of output, ragged 1500 = 4·375
+    let m = 1500i64;
+    let a = Tensor::arange(m * m, DType::F64).unwrap();
+    let t = a.make_view(&[m, m], &[1, m], 0).unwrap();
+    let c = t.contiguous(MemoryFormat::Contiguous).unwrap();
+    let other = t
+        .to_dtype(DType::I64)
+        .unwrap()
+        .contiguous(MemoryFormat::Contiguous)
+        .unwrap();
+    assert!(c.equal(&other).unwrap());
+    assert_eq!(
+        c.get(&[1499, 2]).unwrap(),
+        Scalar::Float((1499 + 2 * m) as f64)
+    );
     // NCHW -> NHWC of 16 MiB as well
     let x = Tensor::arange(16 * 64 * 64 * 64, DType::I32)
         .unwrap()
