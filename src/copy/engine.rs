@@ -195,7 +195,9 @@ unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kern
         if !k.run(d, s, n, ds, ss) {
             return false;
         }
-        // Advance the odometer (innermost outer dim first).
+        // Advance the odometer (innermost outer dim first). Stepping may pass the end of a
+        // dim before carrying back, so the pointers move with wrapping arithmetic and are
+        // only dereferenced (by the kernel) at in-layout positions.
         let mut dim = last;
         loop {
             if dim == 0 {
@@ -203,15 +205,15 @@ unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kern
             }
             dim -= 1;
             idx[dim] += 1;
-            d = d.offset(plan.strides[0][dim]);
-            s = s.offset(plan.strides[1][dim]);
+            d = d.wrapping_offset(plan.strides[0][dim]);
+            s = s.wrapping_offset(plan.strides[1][dim]);
             if idx[dim] < outer[dim] {
                 break;
             }
             // Wrap this dim back to 0 and carry.
             let back = outer[dim] as isize;
-            d = d.offset(-back * plan.strides[0][dim]);
-            s = s.offset(-back * plan.strides[1][dim]);
+            d = d.wrapping_offset(-back * plan.strides[0][dim]);
+            s = s.wrapping_offset(-back * plan.strides[1][dim]);
             idx[dim] = 0;
         }
     }
@@ -248,8 +250,8 @@ unsafe fn execute_tiled(
             let mut c0 = 0;
             while c0 < nc {
                 let cols = bc.min(nc - c0);
-                let td = d.offset(r0 as isize * dr + c0 as isize * dc);
-                let ts = s.offset(r0 as isize * sr + c0 as isize * sc);
+                let td = d.wrapping_offset(r0 as isize * dr + c0 as isize * dc);
+                let ts = s.wrapping_offset(r0 as isize * sr + c0 as isize * sc);
                 if !k.tile(td, ts, rows, cols, dr, dc, sr, sc) {
                     return false;
                 }
@@ -265,14 +267,14 @@ unsafe fn execute_tiled(
             j -= 1;
             let dim = others[j];
             idx[j] += 1;
-            d = d.offset(plan.strides[0][dim]);
-            s = s.offset(plan.strides[1][dim]);
+            d = d.wrapping_offset(plan.strides[0][dim]);
+            s = s.wrapping_offset(plan.strides[1][dim]);
             if idx[j] < plan.sizes[dim] {
                 break;
             }
             let back = plan.sizes[dim] as isize;
-            d = d.offset(-back * plan.strides[0][dim]);
-            s = s.offset(-back * plan.strides[1][dim]);
+            d = d.wrapping_offset(-back * plan.strides[0][dim]);
+            s = s.wrapping_offset(-back * plan.strides[1][dim]);
             idx[j] = 0;
         }
     }

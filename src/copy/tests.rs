@@ -805,3 +805,49 @@ fn big_transposes_use_streaming_stores_correctly() {
         x.get(&[3, 17, 40, 5]).unwrap()
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn prop_fill_writes_exactly_the_view(l in layout(), d in dtype(), v in -300.0f64..300.0) {
+        let t = materialise(d, &l);
+        let base = Tensor::from_storage(t.storage(), 0, &[t.storage().nbytes() as i64 / d.itemsize() as i64], None, d).unwrap();
+        let mut expect = reference_values(&base);
+        let v0 = t.version();
+        let r = t.fill_(Scalar::Float(v));
+        if t.has_internal_overlap() {
+            prop_assert_eq!(r.err().unwrap().status, Status::Overlap);
+            prop_assert_eq!(t.version(), v0);
+            return Ok(());
+        }
+        r.unwrap();
+        prop_assert_eq!(t.version(), v0 + 1);
+        let probe = Tensor::empty(&[1], d).unwrap();
+        probe.set(&[0], Scalar::Float(v)).unwrap();
+        let want = probe.get(&[0]).unwrap();
+        for idx in indices(t.sizes()) {
+            let off = shape::element_offset(t.sizes(), t.strides(), t.storage_offset(), &idx).unwrap();
+            expect[off as usize] = want;
+        }
+        prop_assert!(same(&reference_values(&base), &expect));
+    }
+
+    #[test]
+    fn prop_equal_detects_one_changed_element(l in layout(), d in dtype(), pick in 0usize..1000) {
+        let t = materialise(d, &l);
+        let c = t.clone_tensor(MemoryFormat::Contiguous).unwrap();
+        prop_assert!(t.equal(&c).unwrap());
+        prop_assert!(c.equal(&t).unwrap());
+        let all = indices(t.sizes());
+        if !all.is_empty() {
+            let idx = &all[pick % all.len()];
+            // Overwrite one element; whether that changed it depends on the dtype (a bool
+            // that was already true stays true), and equal must say exactly that.
+            let old = c.get(idx).unwrap();
+            c.set(idx, Scalar::Float(-1000.5)).unwrap();
+            let changed = !same(&[c.get(idx).unwrap()], &[old]);
+            prop_assert_eq!(t.equal(&c).unwrap(), !changed);
+        }
+    }
+}
