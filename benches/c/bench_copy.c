@@ -37,7 +37,9 @@ static void die(const char *what) {
   exit(1);
 }
 
-enum op { CLONE, CONTIGUOUS_CL, CONTIGUOUS, TO_DTYPE, FILL };
+enum op { CLONE, CONTIGUOUS_CL, CONTIGUOUS, TO_DTYPE, FILL, EQUAL };
+
+static tensor_t *equal_other = NULL; /* the right-hand side of EQUAL rows */
 
 /* One op call as a user makes it: the call (output allocation included) and the release
  * of its output. */
@@ -50,6 +52,12 @@ static void run_op(enum op op, tensor_t *x, tensor_dtype_t dtype, int i) {
     case CONTIGUOUS: st = tensor_contiguous(x, TENSOR_CONTIGUOUS_FORMAT, &out); break;
     case TO_DTYPE: st = tensor_to_dtype(x, dtype, &out); break;
     case FILL: st = tensor_fill_f64(x, (double)i); break;
+    case EQUAL: {
+      bool eq = false;
+      st = tensor_equal(x, equal_other, &eq);
+      if (!eq) die("equal");
+      break;
+    }
   }
   if (st != TENSOR_OK) die("op");
   tensor_release(out);
@@ -154,6 +162,11 @@ int main(void) {
   row("to_dtype f16, 16M (vs memcpy of f32 bytes)", ms, bytes, mc, cold);
   time_pair(FILL, f, 0, bytes, &ms, &mc, &cold);
   row("fill_f64 in place, 16M", ms, bytes, mc, cold);
+  /* not a target row: equal reads two tensors */
+  if (tensor_clone(f, TENSOR_PRESERVE_FORMAT, &equal_other) != TENSOR_OK) die("clone");
+  time_pair(EQUAL, f, 0, bytes, &ms, &mc, &cold);
+  row("equal, 16M (reads 2 x the memcpy bytes)", ms, bytes, mc, cold);
+  tensor_release(equal_other);
   tensor_release(f);
   return 0;
 }

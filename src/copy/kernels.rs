@@ -474,13 +474,32 @@ impl<T> Equal<T> {
 impl<T: Element> Kernel for Equal<T> {
     #[inline]
     unsafe fn run(&mut self, a: *mut u8, b: *const u8, n: usize, sa: isize, sb: isize) -> bool {
-        for i in 0..n {
-            let x = (a.offset(i as isize * sa) as *const T).read_unaligned();
-            let y = (b.offset(i as isize * sb) as *const T).read_unaligned();
-            if x.to_scalar() != y.to_scalar() {
+        // Chunks without an early exit inside, so the contiguous case vectorises; the
+        // answer is checked after each chunk.
+        const CHUNK: usize = 256;
+        let sz = size_of::<T>() as isize;
+        let same = |x: T, y: T| x.to_scalar() == y.to_scalar();
+        let mut i = 0;
+        while i < n {
+            let end = n.min(i + CHUNK);
+            let mut all = true;
+            if sa == sz && sb == sz {
+                let (pa, pb) = (a as *const T, b as *const T);
+                for j in i..end {
+                    all &= same(pa.add(j).read_unaligned(), pb.add(j).read_unaligned());
+                }
+            } else {
+                for j in i..end {
+                    let x = (a.offset(j as isize * sa) as *const T).read_unaligned();
+                    let y = (b.offset(j as isize * sb) as *const T).read_unaligned();
+                    all &= same(x, y);
+                }
+            }
+            if !all {
                 self.equal = false;
                 return false;
             }
+            i = end;
         }
         true
     }
