@@ -102,6 +102,7 @@ impl<T: Copy> Kernel for CopySame<T> {
             if dr == cols as isize * size_of::<T>() as isize {
                 let done = match cols {
                     2 => simd::interleave::<T, 2>(d, s, rows, sc),
+                    3 if size_of::<T>() == 4 => simd::interleave3_u32(d, s, rows, sc),
                     3 => simd::interleave::<T, 3>(d, s, rows, sc),
                     4 => simd::interleave::<T, 4>(d, s, rows, sc),
                     _ => false,
@@ -308,6 +309,61 @@ mod simd {
             for (c, p) in planes.iter().enumerate() {
                 d.add(r * C + c).write_unaligned(p.add(r).read_unaligned());
             }
+        }
+        true
+    }
+
+    /// [`interleave`] of three 4-byte planes (RGB-like NCHW -> NHWC), 8 rows at a time:
+    /// each of the three output vectors gathers its items from the three planes with one
+    /// lane permutation per plane and two blends.
+    ///
+    /// # Safety
+    /// As `Kernel::tile` with `dr == 12`; the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn interleave3_u32(d: *mut u8, s: *const u8, rows: usize, sc: isize) -> bool {
+        let (pa, pb, pc) = (
+            s as *const f32,
+            s.offset(sc) as *const f32,
+            s.offset(2 * sc) as *const f32,
+        );
+        let out = d as *mut f32;
+        // Output vector k holds rows 8i + (8k + p) / 3 at lane p; the plane is (8k + p) % 3.
+        let i0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2);
+        let i1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5);
+        let i2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
+        let r8 = rows & !7;
+        let mut r = 0;
+        while r < r8 {
+            let a = _mm256_loadu_ps(pa.add(r));
+            let b = _mm256_loadu_ps(pb.add(r));
+            let c = _mm256_loadu_ps(pc.add(r));
+            let pick = |i: __m256i| {
+                (
+                    _mm256_permutevar8x32_ps(a, i),
+                    _mm256_permutevar8x32_ps(b, i),
+                    _mm256_permutevar8x32_ps(c, i),
+                )
+            };
+            let (xa, xb, xc) = pick(i0);
+            // lanes from b: 1, 4, 7 (0x92); from c: 2, 5 (0x24)
+            let o0 = _mm256_blend_ps::<0x24>(_mm256_blend_ps::<0x92>(xa, xb), xc);
+            let (xa, xb, xc) = pick(i1);
+            // from b: 2, 5; from c: 0, 3, 6
+            let o1 = _mm256_blend_ps::<0x49>(_mm256_blend_ps::<0x24>(xa, xb), xc);
+            let (xa, xb, xc) = pick(i2);
+            // from b: 0, 3, 6; from c: 1, 4, 7
+            let o2 = _mm256_blend_ps::<0x92>(_mm256_blend_ps::<0x49>(xa, xb), xc);
+            let o = out.add(3 * r);
+            _mm256_storeu_ps(o, o0);
+            _mm256_storeu_ps(o.add(8), o1);
+            _mm256_storeu_ps(o.add(16), o2);
+            r += 8;
+        }
+        for r in r8..rows {
+            let o = out.add(3 * r);
+            o.write_unaligned(pa.add(r).read_unaligned());
+            o.add(1).write_unaligned(pb.add(r).read_unaligned());
+            o.add(2).write_unaligned(pc.add(r).read_unaligned());
         }
         true
     }
