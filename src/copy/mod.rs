@@ -1,7 +1,7 @@
 //! Operations that move element data in bulk: copy_, fill_, contiguous, clone, empty_like,
 //! to_dtype, repeat, reshape/flatten (when a view is impossible) and equal. Each one
 //! validates, allocates its output, picks a typed kernel once (dtype dispatch), and hands
-//! the layouts to the one strided-iteration [`engine`]; none has loops of its own.
+//! the layouts to the one strided-iteration engine (`engine.rs`); none has loops of its own.
 //!
 //! In-place ops (`copy_`, `fill_`) write through `data_for_write` (device, bounds,
 //! read-only, internal-overlap checks) and bump the shared version counter exactly once;
@@ -249,7 +249,7 @@ impl TensorImpl {
     }
 
     /// An uninitialised tensor with `self`'s sizes, dtype and the layout of `fmt` (see
-    /// [`like_strides`](Self::like_strides)). Errors: InvalidArgument (channels-last on the
+    /// `like_strides`). Errors: InvalidArgument (channels-last on the
     /// wrong rank), OutOfMemory.
     pub fn empty_like(&self, fmt: MemoryFormat) -> Result<Tensor> {
         Tensor::empty_strided(self.sizes(), &self.like_strides(fmt)?, self.dtype())
