@@ -1,6 +1,6 @@
 //! Where storage bytes come from: the built-in allocator (64-byte aligned; big blocks
-//! page-aligned with transparent-huge-page advice) or a caller's C vtable, plus the
-//! library-wide memory statistics.
+//! 2 MiB-aligned with transparent-huge-page advice, and reused through a small cache of
+//! freed big blocks) or a caller's C vtable, plus the library-wide memory statistics.
 
 use crate::error::{Error, Result, Status};
 use std::ffi::c_void;
@@ -72,7 +72,7 @@ impl Allocator {
         }
         stats_free(nbytes);
         match *self {
-            Allocator::Builtin => libc::free(p as *mut c_void),
+            Allocator::Builtin => builtin_free(p, nbytes),
             Allocator::Custom {
                 ctx, deallocate, ..
             } => deallocate(ctx, p as *mut c_void, nbytes),
@@ -80,7 +80,90 @@ impl Allocator {
     }
 }
 
+/// Freed big blocks kept for reuse: a fresh 64 MiB buffer costs tens of milliseconds of
+/// page faults (or of zeroing huge pages), more than the copy that fills it, so an op run
+/// in a loop (clone, contiguous, to_dtype) reuses the block its previous result freed.
+/// Blocks are keyed by capacity (size rounded up to 2 MiB) and matched exactly; the cache
+/// holds at most [`CACHE_MAX_BYTES`], evicting the oldest blocks first. Cached blocks are
+/// not live: `live_bytes` never counts them (spec section 9).
+struct BlockCache {
+    blocks: Vec<(usize, *mut u8)>,
+    bytes: usize,
+}
+
+// SAFETY: the cache owns the blocks it holds; access is serialised by the mutex.
+unsafe impl Send for BlockCache {}
+
+static CACHE: std::sync::Mutex<BlockCache> = std::sync::Mutex::new(BlockCache {
+    blocks: Vec::new(),
+    bytes: 0,
+});
+const CACHE_MAX_BYTES: usize = 256 << 20;
+const CACHE_MAX_BLOCKS: usize = 16;
+
+/// Capacity actually allocated for a big request (a whole number of huge pages).
+fn big_capacity(nbytes: usize) -> usize {
+    nbytes.div_ceil(HUGE_ALIGN).saturating_mul(HUGE_ALIGN)
+}
+
+fn cache_take(cap: usize) -> Option<*mut u8> {
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    // Most recently freed first: its pages are the likeliest to still be in cache.
+    let i = c.blocks.iter().rposition(|&(n, _)| n == cap)?;
+    let (_, p) = c.blocks.remove(i);
+    c.bytes -= cap;
+    Some(p)
+}
+
+/// Keeps a freed big block, or frees it when it cannot fit.
+unsafe fn cache_put(cap: usize, p: *mut u8) {
+    if cap > CACHE_MAX_BYTES {
+        libc::free(p as *mut c_void);
+        return;
+    }
+    let mut evicted: Vec<*mut u8> = Vec::new();
+    {
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        while !c.blocks.is_empty()
+            && (c.bytes + cap > CACHE_MAX_BYTES || c.blocks.len() >= CACHE_MAX_BLOCKS)
+        {
+            let (n, q) = c.blocks.remove(0);
+            c.bytes -= n;
+            evicted.push(q);
+        }
+        if c.blocks.try_reserve(1).is_ok() {
+            c.blocks.push((cap, p));
+            c.bytes += cap;
+        } else {
+            evicted.push(p);
+        }
+    }
+    for q in evicted {
+        libc::free(q as *mut c_void);
+    }
+}
+
+/// Frees a block from [`builtin_alloc`]: big ones go to the reuse cache.
+unsafe fn builtin_free(p: *mut u8, nbytes: usize) {
+    if nbytes >= HUGE_THRESHOLD {
+        cache_put(big_capacity(nbytes), p);
+    } else {
+        libc::free(p as *mut c_void);
+    }
+}
+
 fn builtin_alloc(nbytes: usize) -> *mut u8 {
+    if nbytes >= HUGE_THRESHOLD {
+        let cap = big_capacity(nbytes);
+        if let Some(p) = cache_take(cap) {
+            return p;
+        }
+        return fresh_alloc(cap);
+    }
+    fresh_alloc(nbytes)
+}
+
+fn fresh_alloc(nbytes: usize) -> *mut u8 {
     let align = if nbytes >= HUGE_THRESHOLD {
         HUGE_ALIGN
     } else {
@@ -153,5 +236,45 @@ pub fn memory_stats() -> MemoryStats {
         peak_bytes: PEAK_BYTES.load(Ordering::Relaxed),
         total_allocations: TOTAL_ALLOCATIONS.load(Ordering::Relaxed),
         live_external_storages: LIVE_EXTERNAL.load(Ordering::Relaxed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_blocks_are_reused_and_the_cache_is_bounded() {
+        // An odd size no other test uses, so the block we free is the one we get back.
+        let n = (37 << 20) + 5;
+        let a = Allocator::Builtin;
+        let p = a.allocate(n).unwrap();
+        // SAFETY: the block has n bytes.
+        unsafe {
+            std::ptr::write_bytes(p, 7, n);
+            a.deallocate(p, n);
+        }
+        let q = a.allocate(n).unwrap();
+        assert_eq!(p, q, "the freed block is reused");
+        assert_eq!(q as usize % HUGE_ALIGN, 0);
+        unsafe { a.deallocate(q, n) };
+        // Filling the cache past its bound evicts: it never holds more than the limit.
+        let blocks: Vec<*mut u8> = (0..20).map(|_| a.allocate(3 << 20).unwrap()).collect();
+        for b in blocks {
+            unsafe { a.deallocate(b, 3 << 20) };
+        }
+        let c = CACHE.lock().unwrap();
+        assert!(c.bytes <= CACHE_MAX_BYTES && c.blocks.len() <= CACHE_MAX_BLOCKS);
+        assert_eq!(c.bytes, c.blocks.iter().map(|b| b.0).sum::<usize>());
+    }
+
+    #[test]
+    fn small_blocks_are_aligned() {
+        let a = Allocator::Builtin;
+        for n in [1usize, 63, 4096, (2 << 20) - 1] {
+            let p = a.allocate(n).unwrap();
+            assert_eq!(p as usize % ALIGNMENT, 0);
+            unsafe { a.deallocate(p, n) };
+        }
     }
 }

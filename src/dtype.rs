@@ -122,6 +122,72 @@ impl DType {
     }
 }
 
+impl DType {
+    /// PyTorch's `promote_types`: the dtype both operands of a mixed-dtype comparison or
+    /// arithmetic are converted to. uint16/32/64 promote only with themselves, bool and
+    /// floating types, as in PyTorch (otherwise a DType error).
+    pub fn promote(self, other: DType) -> crate::error::Result<DType> {
+        use DType::*;
+        if self == other {
+            return Ok(self);
+        }
+        let big_unsigned = |d: DType| matches!(d, U16 | U32 | U64);
+        let (a, b) = (self, other);
+        // Rank inside a category: bool < ints < floats < complex.
+        let kind = |d: DType| match d {
+            Bool => 0,
+            U8 | I8 | I16 | I32 | I64 | U16 | U32 | U64 => 1,
+            F16 | BF16 | F32 | F64 => 2,
+            C64 | C128 => 3,
+        };
+        let unsupported = |x: DType, y: DType| {
+            crate::error::Error::new(
+                crate::error::Status::DType,
+                format!(
+                    "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote {} and {}",
+                    x.name(),
+                    y.name()
+                ),
+            )
+        };
+        let (ka, kb) = (kind(a), kind(b));
+        if (big_unsigned(a) && kb != 2) || (big_unsigned(b) && ka != 2) {
+            return Err(unsupported(a, b));
+        }
+        if ka != kb {
+            let (lo, hi) = if ka < kb { (a, b) } else { (b, a) };
+            return Ok(match hi {
+                // A float beats any int or bool; a complex must hold the float's precision.
+                C64 if lo == F64 => C128,
+                _ => hi,
+            });
+        }
+        Ok(match ka {
+            1 => {
+                let rank = |d: DType| match d {
+                    U8 | I8 => 1,
+                    I16 => 2,
+                    I32 => 3,
+                    _ => 4,
+                };
+                // u8 with i8 needs i16; otherwise the wider signed type.
+                if rank(a) == 1 && rank(b) == 1 {
+                    I16
+                } else if rank(a) >= rank(b) {
+                    a
+                } else {
+                    b
+                }
+            }
+            2 => match (a, b) {
+                (F64, _) | (_, F64) => F64,
+                _ => F32, // f16 with bf16, or either with f32
+            },
+            _ => C128,
+        })
+    }
+}
+
 /// One value of any dtype, the pivot every conversion goes through. Conversions are
 /// monomorphised and inlined, so the match on the variant disappears in kernels.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -286,7 +352,9 @@ float_element!(
     f16,
     F16,
     |v: f16| v.to_f64(),
-    f16::from_f64,
+    // Through f32, as c10::Half(double) does: the same result as converting an f32 source
+    // directly, so fast f32 -> f16 slice kernels agree with this rule bit for bit.
+    |v: f64| f16::from_f32(v as f32),
     |i: i64| f16::from_f32(i as f32),
     |u: u64| f16::from_f32(u as f32)
 );
@@ -294,7 +362,9 @@ float_element!(
     bf16,
     BF16,
     |v: bf16| v.to_f64(),
-    bf16::from_f64,
+    // Through f32 (round to nearest even), as c10::BFloat16(double) does. half's from_f64
+    // truncates the low mantissa bits first and can round an f32 source differently.
+    |v: f64| bf16::from_f32(v as f32),
     |i: i64| bf16::from_f32(i as f32),
     |u: u64| bf16::from_f32(u as f32)
 );

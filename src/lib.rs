@@ -20,13 +20,15 @@
 //! Module map: `refcount` (intrusive strong/weak counts), `dtype`, `device`, `allocator`
 //! (+ memory statistics), `storage`, `shape` (pure shape arithmetic), `layout` (sizes,
 //! strides, cached flags), `tensor_impl` (TensorImpl and the Rust `Tensor` handle),
-//! `format` (repr), `ffi` (the C boundary).
+//! `copy` (the strided-iteration engine and every op that moves element data), `format`
+//! (repr), `ffi` (the C boundary).
 
 #![allow(non_camel_case_types)]
 
 #[macro_use]
 pub mod error;
 pub mod allocator;
+pub mod copy;
 pub mod device;
 pub mod dtype;
 pub mod ffi;

@@ -104,13 +104,16 @@ pub fn contiguous_strides(sizes: &[i64]) -> Result<Dims> {
     Ok(st)
 }
 
-/// Strides that visit dims in `order` (innermost first), treating sizes as max(n, 1).
+/// Strides that visit dims in `order` (innermost first). Unlike contiguous strides, the
+/// sizes are used as they are (a size-0 dim zeroes the strides outside it), as c10's
+/// `get_channels_last_strides_2d/3d` do: `empty(0, 2, 0, 3, channels_last)` has strides
+/// `[0, 1, 6, 2]` in PyTorch.
 fn strides_in_order(sizes: &[i64], order: &[usize]) -> Result<Dims> {
     let mut st: Dims = SmallVec::from_elem(0, sizes.len());
     let mut acc = 1i64;
     for &d in order {
         st[d] = acc;
-        acc = mul(acc, sizes[d].max(1), "channels-last stride")?;
+        acc = mul(acc, sizes[d], "channels-last stride")?;
     }
     Ok(st)
 }
@@ -138,6 +141,53 @@ pub fn channels_last_3d_strides(sizes: &[i64]) -> Result<Dims> {
         sizes.len()
     );
     strides_in_order(sizes, &CHANNELS_LAST_3D_ORDER)
+}
+
+/// Dense strides that keep the dim order of (`sizes`, `strides`), PyTorch's
+/// `infer_dense_strides` (used by empty_like / clone with the preserve format when the
+/// input is not non-overlapping-and-dense). Dims are ordered innermost-first by increasing
+/// stride (equal strides: the smaller size inside); a stride-0 dim is never moved past
+/// another dim, so expanded dims keep their place. Then the strides are laid out densely.
+pub fn infer_dense_strides(sizes: &[i64], strides: &[i64]) -> Result<Dims> {
+    let nd = sizes.len();
+    // perm[0] is the innermost dim; start from row-major order.
+    let mut perm: SmallVec<[usize; 8]> = (0..nd).rev().collect();
+    // > 0: `b` belongs inside `a` (swap); < 0: already ordered; 0: not comparable.
+    let should_swap = |a: usize, b: usize| -> i32 {
+        let (sa, sb) = (strides[a], strides[b]);
+        if sa == 0 || sb == 0 {
+            0
+        } else if sa < sb {
+            -1
+        } else if sa > sb || sizes[a] > sizes[b] {
+            1
+        } else {
+            0
+        }
+    };
+    // Insertion sort that only moves a dim past dims it is comparable with.
+    for i in 1..nd {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match should_swap(perm[d0], perm[d1]) {
+                c if c > 0 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    let mut out: Dims = SmallVec::from_elem(0, nd);
+    let mut acc = 1i64;
+    for &d in &perm {
+        out[d] = acc;
+        if sizes[d] > 1 {
+            acc = mul(acc, sizes[d], "dense stride")?;
+        }
+    }
+    Ok(out)
 }
 
 /// Number of elements (from the storage start) a layout reaches: 0 if any size is 0, else
@@ -406,10 +456,54 @@ mod tests {
             &[360, 1, 90, 18, 3]
         );
         assert!(channels_last_strides(&[2, 3]).is_err());
+        // size-0 dims, from PyTorch 2.15's empty(..., memory_format=channels_last(_3d))
+        assert_eq!(
+            &channels_last_strides(&[0, 2, 0, 3]).unwrap()[..],
+            &[0, 1, 6, 2]
+        );
+        assert_eq!(
+            &channels_last_strides(&[2, 0, 3, 4]).unwrap()[..],
+            &[0, 1, 0, 0]
+        );
+        assert_eq!(
+            &channels_last_strides(&[1, 0, 1, 1]).unwrap()[..],
+            &[0, 1, 0, 0]
+        );
+        assert_eq!(
+            &channels_last_3d_strides(&[0, 2, 3, 0, 1]).unwrap()[..],
+            &[0, 1, 0, 2, 2]
+        );
         assert_eq!(
             contiguous_strides(&[i64::MAX, 2, 2]).unwrap_err().status,
             Status::Overflow
         );
+    }
+
+    #[test]
+    fn infer_dense_strides_matches_pytorch() {
+        // (sizes, strides) -> torch.empty_like(as_strided(...)).stride(), from PyTorch 2.15
+        let cases: &[(&[i64], &[i64], &[i64])] = &[
+            (&[3, 4], &[1, 0], &[4, 1]),
+            (&[3, 4], &[0, 1], &[4, 1]),
+            (&[2, 3, 4], &[1, 0, 2], &[1, 2, 6]),
+            (&[2, 3, 4], &[0, 0, 0], &[12, 4, 1]),
+            (&[8, 4, 3], &[1, 48, 16], &[1, 24, 8]),
+            (&[2, 2, 2], &[4, 4, 1], &[4, 2, 1]),
+            (&[3, 1, 4], &[8, 1, 2], &[4, 1, 1]),
+            (&[3, 1, 4], &[2, 1, 8], &[1, 1, 3]),
+            (&[2, 3], &[2, 2], &[1, 2]),
+            (&[2, 3, 4, 5], &[120, 1, 30, 6], &[60, 1, 15, 3]),
+            (&[2, 3, 4, 5], &[0, 1, 15, 3], &[60, 1, 15, 3]),
+            (&[5], &[2], &[1]),
+            (&[], &[], &[]),
+        ];
+        for (n, st, want) in cases {
+            assert_eq!(
+                &infer_dense_strides(n, st).unwrap()[..],
+                *want,
+                "{n:?} {st:?}"
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 // that non-NULL handles are live; NULL is checked everywhere.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod copy;
 pub mod core;
 pub mod storage;
 pub mod tensor;

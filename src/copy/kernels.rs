@@ -1,0 +1,672 @@
+//! Typed inner loops for the engine. Each op picks one kernel per call (dtype dispatch
+//! happens once, in `copy/mod.rs`); the loops here are monomorphised per element type so
+//! the compiler vectorises the contiguous cases.
+//!
+//! All element reads and writes are unaligned-tolerant (`read_unaligned` /
+//! `write_unaligned`, plain moves on x86): wrapped foreign memory need not be aligned.
+
+use super::engine::Kernel;
+use crate::dtype::Element;
+use half::{bf16, f16};
+use std::any::TypeId;
+use std::mem::size_of;
+
+/// Same-dtype copy (and fill, with a stride-0 source), moving `T`-sized items; `T` is an
+/// integer of the element's size, so every dtype of one size shares the code.
+pub(crate) struct CopySame<T> {
+    /// The output is far bigger than the caches: transposes may use streaming stores.
+    stream: bool,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T> CopySame<T> {
+    /// `out_bytes`: the size of the whole destination (picks streaming stores).
+    pub fn new(out_bytes: usize) -> Self {
+        CopySame {
+            stream: out_bytes >= STREAM_BYTES,
+            _t: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Outputs at least this big are written with streaming stores by the SIMD transposes.
+const STREAM_BYTES: usize = 16 << 20;
+
+/// 16-byte items (complex128) as a plain pair of words.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) struct Bytes16([u64; 2]);
+
+impl<T: Copy> Kernel for CopySame<T> {
+    #[inline]
+    unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
+        let sz = size_of::<T>() as isize;
+        if ds == sz && ss == sz {
+            // SAFETY: both runs are n items inside their layouts; the op guarantees that
+            // dst and src do not overlap (it snapshots src first when they might).
+            std::ptr::copy_nonoverlapping(s, d, n * sz as usize);
+        } else if ss == 0 {
+            let v = (s as *const T).read_unaligned();
+            if ds == sz {
+                let d = d as *mut T;
+                for i in 0..n {
+                    d.add(i).write_unaligned(v);
+                }
+            } else {
+                for i in 0..n {
+                    (d.offset(i as isize * ds) as *mut T).write_unaligned(v);
+                }
+            }
+        } else if ds == sz {
+            let d = d as *mut T;
+            for i in 0..n {
+                d.add(i)
+                    .write_unaligned((s.offset(i as isize * ss) as *const T).read_unaligned());
+            }
+        } else {
+            for i in 0..n {
+                (d.offset(i as isize * ds) as *mut T)
+                    .write_unaligned((s.offset(i as isize * ss) as *const T).read_unaligned());
+            }
+        }
+        true
+    }
+
+    #[inline]
+    unsafe fn tile(
+        &mut self,
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        cols: usize,
+        dr: isize,
+        dc: isize,
+        sr: isize,
+        sc: isize,
+    ) -> bool {
+        // The engine tiles only when dst is contiguous along columns and src along rows.
+        debug_assert!(dc == size_of::<T>() as isize && sr == size_of::<T>() as isize);
+        #[cfg(target_arch = "x86_64")]
+        if simd::has_avx2() {
+            // Streaming stores need 32-byte aligned rows.
+            let stream = self.stream && (d as usize) % 32 == 0 && dr % 32 == 0;
+            if size_of::<T>() == 4 && rows >= 8 && cols >= 8 {
+                simd::tile_u32(stream, d, s, rows, cols, dr, sc);
+                return true;
+            }
+            if size_of::<T>() == 8 && rows >= 4 && cols >= 4 {
+                simd::tile_u64(stream, d, s, rows, cols, dr, sc);
+                return true;
+            }
+            // A few planes interleaved into dense rows (NCHW -> NHWC with 2-4 channels).
+            if dr == cols as isize * size_of::<T>() as isize {
+                let done = match cols {
+                    2 => simd::interleave::<T, 2>(d, s, rows, sc),
+                    3 if size_of::<T>() == 4 => simd::interleave3_u32(d, s, rows, sc),
+                    3 => simd::interleave::<T, 3>(d, s, rows, sc),
+                    4 => simd::interleave::<T, 4>(d, s, rows, sc),
+                    _ => false,
+                };
+                if done {
+                    return true;
+                }
+            }
+        }
+        scalar_tile::<T>(d, s, rows, cols, dr, sc);
+        true
+    }
+}
+
+/// A transposing tile with plain moves (any item size; ragged edges of the SIMD tiles).
+///
+/// # Safety
+/// As [`Kernel::tile`], with `dc == sr == size_of::<T>()`.
+#[inline]
+unsafe fn scalar_tile<T: Copy>(
+    d: *mut u8,
+    s: *const u8,
+    rows: usize,
+    cols: usize,
+    dr: isize,
+    sc: isize,
+) {
+    if cols >= rows {
+        // Contiguous writes, strided reads; the tile's src lines stay in L1.
+        for r in 0..rows {
+            let drow = d.offset(r as isize * dr) as *mut T;
+            let srow = (s as *const T).add(r) as *const u8;
+            for c in 0..cols {
+                drow.add(c)
+                    .write_unaligned((srow.offset(c as isize * sc) as *const T).read_unaligned());
+            }
+        }
+    } else {
+        // Short rows (e.g. 3 channels): contiguous reads down each column.
+        for c in 0..cols {
+            let dcol = (d as *mut T).add(c) as *mut u8;
+            let scol = s.offset(c as isize * sc) as *const T;
+            for r in 0..rows {
+                (dcol.offset(r as isize * dr) as *mut T)
+                    .write_unaligned(scol.add(r).read_unaligned());
+            }
+        }
+    }
+}
+
+/// x86-64 SIMD transposes, chosen at run time (the library is built for baseline x86-64).
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::*;
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    static AVX2: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 no, 2 yes
+
+    #[inline]
+    pub(super) fn has_avx2() -> bool {
+        match AVX2.load(Ordering::Relaxed) {
+            0 => {
+                let yes = is_x86_feature_detected!("avx2");
+                AVX2.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+                yes
+            }
+            v => v == 2,
+        }
+    }
+
+    /// Walks a `rows x cols` transposing tile (element (r, c) from `s + r·size + c·sc` to
+    /// `d + r·dr + c·size`) in `B x B` blocks handed to `block(dst, src)`; the ragged
+    /// edges go through the scalar loop.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn blocked<T: Copy, const B: usize>(
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        cols: usize,
+        dr: isize,
+        sc: isize,
+        mut block: impl FnMut(*mut u8, *const u8),
+    ) {
+        let sz = std::mem::size_of::<T>() as isize;
+        let (rb, cb) = (rows / B * B, cols / B * B);
+        let mut r = 0;
+        while r < rb {
+            let mut c = 0;
+            while c < cb {
+                block(
+                    d.offset(r as isize * dr + c as isize * sz),
+                    s.offset(r as isize * sz + c as isize * sc),
+                );
+                c += B;
+            }
+            r += B;
+        }
+        if cb < cols {
+            let (dd, ss) = (d.offset(cb as isize * sz), s.offset(cb as isize * sc));
+            super::scalar_tile::<T>(dd, ss, rb, cols - cb, dr, sc);
+        }
+        if rb < rows {
+            let (dd, ss) = (d.offset(rb as isize * dr), s.offset(rb as isize * sz));
+            super::scalar_tile::<T>(dd, ss, rows - rb, cols, dr, sc);
+        }
+    }
+
+    /// Transposes a tile of 4-byte items in 8x8 register blocks (eight 32-byte loads, 24
+    /// shuffles, eight 32-byte stores). `stream`: non-temporal stores (32-byte aligned
+    /// rows required), fenced before returning.
+    ///
+    /// # Safety
+    /// As `Kernel::tile`; the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn tile_u32(
+        stream: bool,
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        cols: usize,
+        dr: isize,
+        sc: isize,
+    ) {
+        if stream {
+            blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
+                block8::<true>(dd, dr, ss, sc)
+            });
+            _mm_sfence();
+        } else {
+            blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
+                block8::<false>(dd, dr, ss, sc)
+            });
+        }
+    }
+
+    /// [`tile_u32`] for 8-byte items, in 4x4 register blocks.
+    ///
+    /// # Safety
+    /// As `Kernel::tile`; the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn tile_u64(
+        stream: bool,
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        cols: usize,
+        dr: isize,
+        sc: isize,
+    ) {
+        if stream {
+            blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
+                block4::<true>(dd, dr, ss, sc)
+            });
+            _mm_sfence();
+        } else {
+            blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
+                block4::<false>(dd, dr, ss, sc)
+            });
+        }
+    }
+
+    /// One 4x4 block of 8-byte items: four source columns (4 items contiguous each, `sc`
+    /// apart) become four destination rows (`dr` apart).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn block4<const STREAM: bool>(d: *mut u8, dr: isize, s: *const u8, sc: isize) {
+        let ld = |c: isize| _mm256_loadu_pd(s.offset(c * sc) as *const f64);
+        let (v0, v1, v2, v3) = (ld(0), ld(1), ld(2), ld(3));
+        let t0 = _mm256_unpacklo_pd(v0, v1);
+        let t1 = _mm256_unpackhi_pd(v0, v1);
+        let t2 = _mm256_unpacklo_pd(v2, v3);
+        let t3 = _mm256_unpackhi_pd(v2, v3);
+        let st = |r: isize, v: __m256d| {
+            let p = d.offset(r * dr) as *mut f64;
+            if STREAM {
+                _mm256_stream_pd(p, v)
+            } else {
+                _mm256_storeu_pd(p, v)
+            }
+        };
+        st(0, _mm256_permute2f128_pd::<0x20>(t0, t2));
+        st(1, _mm256_permute2f128_pd::<0x20>(t1, t3));
+        st(2, _mm256_permute2f128_pd::<0x31>(t0, t2));
+        st(3, _mm256_permute2f128_pd::<0x31>(t1, t3));
+    }
+
+    /// `C` planes (`sc` bytes apart, each `rows` contiguous items) interleaved into `rows`
+    /// dense rows of `C` items at `d`. Plain loops compiled for AVX2, which LLVM turns
+    /// into shuffles over whole vectors. Returns true (always handles the tile).
+    ///
+    /// # Safety
+    /// As `Kernel::tile` with `dr == C·size_of::<T>()`; the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn interleave<T: Copy, const C: usize>(
+        d: *mut u8,
+        s: *const u8,
+        rows: usize,
+        sc: isize,
+    ) -> bool {
+        let planes: [*const T; C] = std::array::from_fn(|c| s.offset(c as isize * sc) as *const T);
+        let d = d as *mut T;
+        for r in 0..rows {
+            for (c, p) in planes.iter().enumerate() {
+                d.add(r * C + c).write_unaligned(p.add(r).read_unaligned());
+            }
+        }
+        true
+    }
+
+    /// [`interleave`] of three 4-byte planes (RGB-like NCHW -> NHWC), 8 rows at a time:
+    /// each of the three output vectors gathers its items from the three planes with one
+    /// lane permutation per plane and two blends.
+    ///
+    /// # Safety
+    /// As `Kernel::tile` with `dr == 12`; the CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn interleave3_u32(d: *mut u8, s: *const u8, rows: usize, sc: isize) -> bool {
+        let (pa, pb, pc) = (
+            s as *const f32,
+            s.offset(sc) as *const f32,
+            s.offset(2 * sc) as *const f32,
+        );
+        let out = d as *mut f32;
+        // Output vector k holds rows 8i + (8k + p) / 3 at lane p; the plane is (8k + p) % 3.
+        let i0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2);
+        let i1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5);
+        let i2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
+        let r8 = rows & !7;
+        let mut r = 0;
+        while r < r8 {
+            let a = _mm256_loadu_ps(pa.add(r));
+            let b = _mm256_loadu_ps(pb.add(r));
+            let c = _mm256_loadu_ps(pc.add(r));
+            let pick = |i: __m256i| {
+                (
+                    _mm256_permutevar8x32_ps(a, i),
+                    _mm256_permutevar8x32_ps(b, i),
+                    _mm256_permutevar8x32_ps(c, i),
+                )
+            };
+            let (xa, xb, xc) = pick(i0);
+            // lanes from b: 1, 4, 7 (0x92); from c: 2, 5 (0x24)
+            let o0 = _mm256_blend_ps::<0x24>(_mm256_blend_ps::<0x92>(xa, xb), xc);
+            let (xa, xb, xc) = pick(i1);
+            // from b: 2, 5; from c: 0, 3, 6
+            let o1 = _mm256_blend_ps::<0x49>(_mm256_blend_ps::<0x24>(xa, xb), xc);
+            let (xa, xb, xc) = pick(i2);
+            // from b: 0, 3, 6; from c: 1, 4, 7
+            let o2 = _mm256_blend_ps::<0x92>(_mm256_blend_ps::<0x49>(xa, xb), xc);
+            let o = out.add(3 * r);
+            _mm256_storeu_ps(o, o0);
+            _mm256_storeu_ps(o.add(8), o1);
+            _mm256_storeu_ps(o.add(16), o2);
+            r += 8;
+        }
+        for r in r8..rows {
+            let o = out.add(3 * r);
+            o.write_unaligned(pa.add(r).read_unaligned());
+            o.add(1).write_unaligned(pb.add(r).read_unaligned());
+            o.add(2).write_unaligned(pc.add(r).read_unaligned());
+        }
+        true
+    }
+
+    /// One 8x8 block: the eight source columns (each 8 items contiguous in `s`, `sc`
+    /// apart) become the eight destination rows (`dr` apart).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn block8<const STREAM: bool>(d: *mut u8, dr: isize, s: *const u8, sc: isize) {
+        let ld = |c: isize| _mm256_loadu_ps(s.offset(c * sc) as *const f32);
+        let (v0, v1, v2, v3) = (ld(0), ld(1), ld(2), ld(3));
+        let (v4, v5, v6, v7) = (ld(4), ld(5), ld(6), ld(7));
+        let t0 = _mm256_unpacklo_ps(v0, v1);
+        let t1 = _mm256_unpackhi_ps(v0, v1);
+        let t2 = _mm256_unpacklo_ps(v2, v3);
+        let t3 = _mm256_unpackhi_ps(v2, v3);
+        let t4 = _mm256_unpacklo_ps(v4, v5);
+        let t5 = _mm256_unpackhi_ps(v4, v5);
+        let t6 = _mm256_unpacklo_ps(v6, v7);
+        let t7 = _mm256_unpackhi_ps(v6, v7);
+        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        // Streaming stores skip the read-for-ownership of destination lines that a big
+        // output (beyond the caches) would otherwise pay: 2 memory streams instead of 3.
+        let st = |r: isize, v: __m256| {
+            let p = d.offset(r * dr) as *mut f32;
+            if STREAM {
+                _mm256_stream_ps(p, v)
+            } else {
+                _mm256_storeu_ps(p, v)
+            }
+        };
+        st(0, _mm256_permute2f128_ps::<0x20>(u0, u4));
+        st(1, _mm256_permute2f128_ps::<0x20>(u1, u5));
+        st(2, _mm256_permute2f128_ps::<0x20>(u2, u6));
+        st(3, _mm256_permute2f128_ps::<0x20>(u3, u7));
+        st(4, _mm256_permute2f128_ps::<0x31>(u0, u4));
+        st(5, _mm256_permute2f128_ps::<0x31>(u1, u5));
+        st(6, _mm256_permute2f128_ps::<0x31>(u2, u6));
+        st(7, _mm256_permute2f128_ps::<0x31>(u3, u7));
+    }
+}
+
+/// Converting copy `S -> D` through dtype.rs's rule (`D::from_scalar(s.to_scalar())`),
+/// with vectorised slice paths for f32 <-> f16 / bf16 that tests check bit-for-bit against
+/// the rule.
+pub(crate) struct Convert<S, D>(std::marker::PhantomData<(S, D)>);
+
+impl<S, D> Convert<S, D> {
+    pub fn new() -> Self {
+        Convert(std::marker::PhantomData)
+    }
+}
+
+#[inline(always)]
+fn convert<S: Element, D: Element>(x: S) -> D {
+    D::from_scalar(x.to_scalar())
+}
+
+fn is<A: 'static, B: 'static>() -> bool {
+    TypeId::of::<A>() == TypeId::of::<B>()
+}
+
+/// f32 -> bf16, round to nearest even, NaN kept quiet with its top payload bits: the same
+/// bits as `bf16::from_f32` (the dtype.rs rule), written branch-free so it vectorises.
+#[inline(always)]
+pub(crate) fn f32_to_bf16_bits(f: f32) -> u16 {
+    let x = f.to_bits();
+    let rounded = x.wrapping_add(0x7FFF + ((x >> 16) & 1)) >> 16;
+    let nan = (x >> 16) | 0x0040;
+    if x & 0x7FFF_FFFF > 0x7F80_0000 {
+        nan as u16
+    } else {
+        rounded as u16
+    }
+}
+
+/// Contiguous, aligned runs of the fast pairs. Returns false when `S -> D` has no fast path.
+unsafe fn fast_contiguous<S: Element, D: Element>(d: *mut u8, s: *const u8, n: usize) -> bool {
+    use half::slice::HalfFloatSliceExt;
+    let aligned = (d as usize) % std::mem::align_of::<D>() == 0
+        && (s as usize) % std::mem::align_of::<S>() == 0;
+    if !aligned {
+        return false;
+    }
+    if is::<S, f32>() && is::<D, f16>() {
+        let src = std::slice::from_raw_parts(s as *const f32, n);
+        std::slice::from_raw_parts_mut(d as *mut f16, n).convert_from_f32_slice(src);
+        true
+    } else if is::<S, f16>() && is::<D, f32>() {
+        let src = std::slice::from_raw_parts(s as *const f16, n);
+        src.convert_to_f32_slice(std::slice::from_raw_parts_mut(d as *mut f32, n));
+        true
+    } else if is::<S, f32>() && is::<D, bf16>() {
+        let src = std::slice::from_raw_parts(s as *const f32, n);
+        let dst = std::slice::from_raw_parts_mut(d as *mut u16, n);
+        for (o, &x) in dst.iter_mut().zip(src) {
+            *o = f32_to_bf16_bits(x);
+        }
+        true
+    } else if is::<S, bf16>() && is::<D, f32>() {
+        // Exact: bf16 is the top half of an f32.
+        let src = std::slice::from_raw_parts(s as *const u16, n);
+        let dst = std::slice::from_raw_parts_mut(d as *mut u32, n);
+        for (o, &x) in dst.iter_mut().zip(src) {
+            *o = (x as u32) << 16;
+        }
+        true
+    } else {
+        false
+    }
+}
+
+impl<S: Element, D: Element> Kernel for Convert<S, D> {
+    #[inline]
+    unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
+        let (szs, szd) = (size_of::<S>() as isize, size_of::<D>() as isize);
+        if ds == szd && ss == szs {
+            if fast_contiguous::<S, D>(d, s, n) {
+                return true;
+            }
+            let (d, s) = (d as *mut D, s as *const S);
+            for i in 0..n {
+                d.add(i)
+                    .write_unaligned(convert::<S, D>(s.add(i).read_unaligned()));
+            }
+        } else if ss == 0 {
+            let v: D = convert((s as *const S).read_unaligned());
+            for i in 0..n {
+                (d.offset(i as isize * ds) as *mut D).write_unaligned(v);
+            }
+        } else {
+            for i in 0..n {
+                let x = (s.offset(i as isize * ss) as *const S).read_unaligned();
+                (d.offset(i as isize * ds) as *mut D).write_unaligned(convert(x));
+            }
+        }
+        true
+    }
+}
+
+/// Element-wise equality of two same-dtype operands (IEEE: NaN != NaN, -0 == +0; bool by
+/// truth value). Stops at the first difference.
+pub(crate) struct Equal<T> {
+    pub equal: bool,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T> Equal<T> {
+    pub fn new() -> Self {
+        Equal {
+            equal: true,
+            _t: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: Element> Kernel for Equal<T> {
+    #[inline]
+    unsafe fn run(&mut self, a: *mut u8, b: *const u8, n: usize, sa: isize, sb: isize) -> bool {
+        // Chunks without an early exit inside, so the contiguous case vectorises; the
+        // answer is checked after each chunk.
+        const CHUNK: usize = 256;
+        let sz = size_of::<T>() as isize;
+        let same = |x: T, y: T| x.to_scalar() == y.to_scalar();
+        let mut i = 0;
+        while i < n {
+            let end = n.min(i + CHUNK);
+            let mut all = true;
+            if sa == sz && sb == sz {
+                let (pa, pb) = (a as *const T, b as *const T);
+                for j in i..end {
+                    all &= same(pa.add(j).read_unaligned(), pb.add(j).read_unaligned());
+                }
+            } else {
+                for j in i..end {
+                    let x = (a.offset(j as isize * sa) as *const T).read_unaligned();
+                    let y = (b.offset(j as isize * sb) as *const T).read_unaligned();
+                    all &= same(x, y);
+                }
+            }
+            if !all {
+                self.equal = false;
+                return false;
+            }
+            i = end;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Scalar;
+
+    /// Every exponent, sign, NaN/inf, round-half cases and pseudo-random mantissas.
+    fn interesting_f32() -> Vec<f32> {
+        let mut v: Vec<f32> = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::MAX,
+            f32::MIN,
+            f32::MIN_POSITIVE,
+            1e-40,
+            -1e-45,
+            65504.0,
+            65519.0,
+            65520.0,
+            6.0e-8,
+            3.0e-8,
+            2.9e-8,
+        ];
+        let mut x: u32 = 0x1234_5678;
+        for _ in 0..200_000 {
+            // xorshift32
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            v.push(f32::from_bits(x));
+            // halfway patterns for bf16 and f16
+            v.push(f32::from_bits((x & 0xFFFF_0000) | 0x8000));
+            v.push(f32::from_bits((x & 0xFFFF_E000) | 0x1000));
+            v.push(f32::from_bits(0x7F80_0001 | (x & 0x807F_FFFF)));
+        }
+        v
+    }
+
+    fn run_fast<S: Element, D: Element + Default>(src: &[S]) -> Vec<D> {
+        let mut out = vec![D::default(); src.len()];
+        let mut k = Convert::<S, D>::new();
+        unsafe {
+            k.run(
+                out.as_mut_ptr() as *mut u8,
+                src.as_ptr() as *const u8,
+                src.len(),
+                size_of::<D>() as isize,
+                size_of::<S>() as isize,
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn fast_paths_equal_the_dtype_rule_bit_for_bit() {
+        let src = interesting_f32();
+        let h: Vec<f16> = run_fast(&src);
+        let b: Vec<bf16> = run_fast(&src);
+        for (i, &x) in src.iter().enumerate() {
+            let gh: f16 = f16::from_scalar(Scalar::Float(x as f64));
+            let gb: bf16 = bf16::from_scalar(Scalar::Float(x as f64));
+            assert_eq!(
+                h[i].to_bits(),
+                gh.to_bits(),
+                "f16 of {x:e} ({:#x})",
+                x.to_bits()
+            );
+            assert_eq!(
+                b[i].to_bits(),
+                gb.to_bits(),
+                "bf16 of {x:e} ({:#x})",
+                x.to_bits()
+            );
+        }
+        // and back: every 16-bit pattern
+        let hs: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+        let bs: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+        let hf: Vec<f32> = run_fast(&hs);
+        let bf: Vec<f32> = run_fast(&bs);
+        for i in 0..hs.len() {
+            let gh: f32 = f32::from_scalar(hs[i].to_scalar());
+            let gb: f32 = f32::from_scalar(bs[i].to_scalar());
+            assert!(
+                hf[i].to_bits() == gh.to_bits() || (hf[i].is_nan() && gh.is_nan()),
+                "{i:#x}"
+            );
+            assert!(
+                bf[i].to_bits() == gb.to_bits() || (bf[i].is_nan() && gb.is_nan()),
+                "{i:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn bf16_rounds_f32_to_nearest_even() {
+        // 1 + 2^-8 is exactly halfway between two bf16 values: ties to even (down).
+        assert_eq!(f32_to_bf16_bits(1.0 + 2f32.powi(-8)), 0x3F80);
+        // Slightly above halfway: up (the sticky bit is in f32's lowest mantissa bits,
+        // which rounding through f64 with truncation would lose).
+        assert_eq!(f32_to_bf16_bits(f32::from_bits(0x3F80_8001)), 0x3F81);
+        let g: bf16 = bf16::from_scalar(Scalar::Float(f32::from_bits(0x3F80_8001) as f64));
+        assert_eq!(g.to_bits(), 0x3F81);
+    }
+}

@@ -1,0 +1,454 @@
+//! Operations that move element data in bulk: copy_, fill_, contiguous, clone, empty_like,
+//! to_dtype, repeat, reshape/flatten (when a view is impossible) and equal. Each one
+//! validates, allocates its output, picks a typed kernel once (dtype dispatch), and hands
+//! the layouts to the one strided-iteration engine (`engine.rs`); none has loops of its own.
+//!
+//! In-place ops (`copy_`, `fill_`) write through `data_for_write` (device, bounds,
+//! read-only, internal-overlap checks) and bump the shared version counter exactly once;
+//! freshly made outputs are not bumped.
+
+pub(crate) mod engine;
+pub(crate) mod kernels;
+
+use crate::dtype::{write_scalar, DType, Scalar};
+use crate::error::Result;
+use crate::shape::{self, fmt_dims, Dims};
+use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
+use engine::{execute, Kernel, Plan};
+use kernels::{Bytes16, Convert, CopySame, Equal};
+
+/// Runs `k` over two operands laid out as (`sizes`, `st0`) and (`sizes`, `st1`).
+///
+/// # Safety
+/// Both layouts must be valid for their pointers (validated tensor layouts over live
+/// storages); `p0` must be writable when the kernel writes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_engine(
+    sizes: &[i64],
+    p0: *mut u8,
+    st0: &[i64],
+    isz0: usize,
+    p1: *const u8,
+    st1: &[i64],
+    isz1: usize,
+    k: &mut dyn Kernel,
+) -> bool {
+    match Plan::new(sizes, st0, isz0, st1, isz1) {
+        Some(plan) => execute(&plan, p0, p1, isz0, isz1, k),
+        None => true,
+    }
+}
+
+/// Copies (converting dtypes) `src` data, laid out with `src_st` over `sizes`, into `dst`
+/// data laid out with `dst_st`. The one dtype dispatch of every copying op.
+///
+/// # Safety
+/// As [`run_engine`]; the two regions must not overlap.
+#[allow(clippy::too_many_arguments)]
+unsafe fn copy_raw(
+    sizes: &[i64],
+    dst: *mut u8,
+    dst_st: &[i64],
+    dst_dtype: DType,
+    src: *const u8,
+    src_st: &[i64],
+    src_dtype: DType,
+) {
+    let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
+    if dst_dtype == src_dtype {
+        let out_bytes = sizes.iter().product::<i64>().max(0) as usize * i0;
+        match i0 {
+            1 => run_engine(
+                sizes,
+                dst,
+                dst_st,
+                i0,
+                src,
+                src_st,
+                i1,
+                &mut CopySame::<u8>::new(out_bytes),
+            ),
+            2 => run_engine(
+                sizes,
+                dst,
+                dst_st,
+                i0,
+                src,
+                src_st,
+                i1,
+                &mut CopySame::<u16>::new(out_bytes),
+            ),
+            4 => run_engine(
+                sizes,
+                dst,
+                dst_st,
+                i0,
+                src,
+                src_st,
+                i1,
+                &mut CopySame::<u32>::new(out_bytes),
+            ),
+            8 => run_engine(
+                sizes,
+                dst,
+                dst_st,
+                i0,
+                src,
+                src_st,
+                i1,
+                &mut CopySame::<u64>::new(out_bytes),
+            ),
+            _ => run_engine(
+                sizes,
+                dst,
+                dst_st,
+                i0,
+                src,
+                src_st,
+                i1,
+                &mut CopySame::<Bytes16>::new(out_bytes),
+            ),
+        };
+    } else {
+        crate::with_dtype!(src_dtype, S => crate::with_dtype!(dst_dtype, D => {
+            run_engine(sizes, dst, dst_st, i0, src, src_st, i1, &mut Convert::<S, D>::new());
+        }));
+    }
+}
+
+/// Strides of `src` broadcast to `sizes` (stride 0 on new and expanded dims), or PyTorch's
+/// error when `src` does not broadcast to exactly `sizes`.
+fn broadcast_strides(sizes: &[i64], src: &TensorImpl) -> Result<Dims> {
+    let b = shape::broadcast_shapes(sizes, src.sizes())?;
+    ensure!(
+        &b[..] == sizes,
+        Shape,
+        "output with shape {} doesn't match the broadcast shape {}",
+        fmt_dims(sizes),
+        fmt_dims(&b)
+    );
+    let lead = sizes.len() - src.ndim();
+    Ok((0..sizes.len())
+        .map(|d| {
+            if d < lead || src.sizes()[d - lead] != sizes[d] {
+                0
+            } else {
+                src.strides()[d - lead]
+            }
+        })
+        .collect())
+}
+
+/// Byte range `[start, end)` of the storage a tensor's elements occupy.
+fn byte_range(t: &TensorImpl) -> (usize, usize) {
+    let isz = t.itemsize();
+    let start = t.storage_offset() as usize * isz;
+    // Validated at construction: cannot overflow.
+    let end =
+        shape::extent_elems(t.sizes(), t.strides(), t.storage_offset()).unwrap_or(0) as usize * isz;
+    (start, end.max(start))
+}
+
+/// Whether writing `dst` may change elements `src` still has to read: same storage and
+/// intersecting byte ranges (conservative).
+fn may_overlap(dst: &TensorImpl, src: &TensorImpl) -> bool {
+    if !dst.shares_storage(src) || dst.numel() == 0 || src.numel() == 0 {
+        return false;
+    }
+    let (a0, a1) = byte_range(dst);
+    let (b0, b1) = byte_range(src);
+    a0 < b1 && b0 < a1
+}
+
+impl TensorImpl {
+    /// `dst.copy_(src)`: broadcasts `src` to `self`'s shape and converts its dtype; when
+    /// the two share memory the result is that of copying from a snapshot of `src`.
+    /// Errors: Shape (broadcast), Device, OutOfBounds, ReadOnly, Overlap (self has
+    /// internal overlap).
+    pub fn copy_(&self, src: &TensorImpl) -> Result<()> {
+        let src_st = broadcast_strides(self.sizes(), src)?;
+        let dst_ptr = self.data_for_write(false)?;
+        let src_ptr = src.data_for_read()?;
+        let same = std::ptr::eq(self, src)
+            || (dst_ptr == src_ptr
+                && self.dtype() == src.dtype()
+                && self.sizes() == src.sizes()
+                && self.strides() == src.strides());
+        if !same && self.numel() > 0 {
+            if may_overlap(self, src) {
+                // Snapshot: src into a fresh buffer first, then into dst.
+                let tmp = src.clone_tensor(MemoryFormat::Preserve)?;
+                let tmp_st = broadcast_strides(self.sizes(), &tmp)?;
+                // SAFETY: validated layouts (data_for_write/read above; tmp is fresh) and
+                // tmp does not share memory with self.
+                unsafe {
+                    copy_raw(
+                        self.sizes(),
+                        dst_ptr,
+                        self.strides(),
+                        self.dtype(),
+                        tmp.data_ptr(),
+                        &tmp_st,
+                        tmp.dtype(),
+                    )
+                };
+            } else {
+                // SAFETY: validated layouts that do not overlap.
+                unsafe {
+                    copy_raw(
+                        self.sizes(),
+                        dst_ptr,
+                        self.strides(),
+                        self.dtype(),
+                        src_ptr,
+                        &src_st,
+                        src.dtype(),
+                    )
+                };
+            }
+        }
+        self.bump_version();
+        Ok(())
+    }
+
+    /// Sets every element to `value` converted to the dtype (dtype.rs rules). Errors:
+    /// Device, OutOfBounds, ReadOnly, Overlap.
+    pub fn fill_(&self, value: Scalar) -> Result<()> {
+        let dst = self.data_for_write(false)?;
+        let mut item = [0u8; 16];
+        // SAFETY: 16 bytes hold any dtype's item.
+        unsafe { write_scalar(self.dtype(), item.as_mut_ptr(), value) };
+        let zeros: Dims = smallvec::SmallVec::from_elem(0, self.ndim());
+        // SAFETY: validated destination; the source is one item read with stride 0.
+        unsafe {
+            copy_raw(
+                self.sizes(),
+                dst,
+                self.strides(),
+                self.dtype(),
+                item.as_ptr(),
+                &zeros,
+                self.dtype(),
+            )
+        };
+        self.bump_version();
+        Ok(())
+    }
+
+    /// The strides `empty_like` / `clone` give a tensor like `self` in `fmt`: Preserve
+    /// keeps the exact strides of a non-overlapping-and-dense tensor, else dense strides
+    /// in `self`'s dim order (PyTorch's infer_dense_strides).
+    fn like_strides(&self, fmt: MemoryFormat) -> Result<Dims> {
+        match fmt {
+            MemoryFormat::Preserve if self.is_non_overlapping_and_dense() => {
+                Ok(self.strides().iter().copied().collect())
+            }
+            MemoryFormat::Preserve => shape::infer_dense_strides(self.sizes(), self.strides()),
+            f => f.strides_for(self.sizes()),
+        }
+    }
+
+    /// An uninitialised tensor with `self`'s sizes, dtype and the layout of `fmt` (see
+    /// `like_strides`). Errors: InvalidArgument (channels-last on the
+    /// wrong rank), OutOfMemory.
+    pub fn empty_like(&self, fmt: MemoryFormat) -> Result<Tensor> {
+        Tensor::empty_strided(self.sizes(), &self.like_strides(fmt)?, self.dtype())
+    }
+
+    /// A new tensor with `dtype` and `strides`, holding `self`'s values converted.
+    fn copy_to_new(&self, strides: &[i64], dtype: DType) -> Result<Tensor> {
+        let src = self.data_for_read()?;
+        let out = Tensor::empty_strided(self.sizes(), strides, dtype)?;
+        // SAFETY: self validated by data_for_read; out is fresh, private and laid out by
+        // `strides`.
+        unsafe {
+            copy_raw(
+                self.sizes(),
+                out.data_ptr(),
+                out.strides(),
+                dtype,
+                src,
+                self.strides(),
+                self.dtype(),
+            )
+        };
+        Ok(out)
+    }
+
+    /// `clone(memory_format)`: a copy in new memory. Errors: InvalidArgument (format on the
+    /// wrong rank), Device, OutOfBounds, OutOfMemory.
+    pub fn clone_tensor(&self, fmt: MemoryFormat) -> Result<Tensor> {
+        self.copy_to_new(&self.like_strides(fmt)?, self.dtype())
+    }
+
+    /// `repeat(repeats)`: tiles `self` `repeats[i]` times along dim i (leading extra
+    /// repeats add dims). Built as one engine copy from a stride-0 "expanded" view of the
+    /// source into the output seen as `[r0, n0, r1, n1, ...]`.
+    pub fn repeat(&self, repeats: &[i64]) -> Result<Tensor> {
+        ensure!(
+            repeats.len() >= self.ndim(),
+            InvalidArgument,
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+        );
+        shape::check_ndim(repeats.len())?;
+        let lead = repeats.len() - self.ndim();
+        let padded = |d: usize| {
+            if d < lead {
+                (1, 0)
+            } else {
+                (self.sizes()[d - lead], self.strides()[d - lead])
+            }
+        };
+        let mut out_sizes: Dims = Dims::new();
+        for (d, &r) in repeats.iter().enumerate() {
+            out_sizes.push(r.checked_mul(padded(d).0).ok_or_else(|| {
+                crate::error::Error::new(
+                    crate::error::Status::Overflow,
+                    "repeat: output size overflows int64",
+                )
+            })?);
+        }
+        if let Some(&n) = out_sizes.iter().find(|&&n| n < 0) {
+            bail!(
+                InvalidArgument,
+                "Trying to create tensor with negative dimension {n}: {}",
+                fmt_dims(&out_sizes)
+            );
+        }
+        let src = self.data_for_read()?;
+        let out = Tensor::empty(&out_sizes, self.dtype())?;
+        let (mut sizes, mut dst_st, mut src_st) = (Vec::new(), Vec::new(), Vec::new());
+        for (d, &r) in repeats.iter().enumerate() {
+            let (n, st) = padded(d);
+            let os = out.strides()[d];
+            sizes.extend([r, n]);
+            dst_st.extend([os * n, os]);
+            src_st.extend([0, st]);
+        }
+        // SAFETY: self validated; out fresh; the interleaved layout addresses exactly the
+        // contiguous output (repeat index r and source index i of dim d land on
+        // (r·n + i)·stride).
+        unsafe {
+            copy_raw(
+                &sizes,
+                out.data_ptr(),
+                &dst_st,
+                self.dtype(),
+                src,
+                &src_st,
+                self.dtype(),
+            )
+        };
+        Ok(out)
+    }
+
+    /// `torch.equal`: same sizes and equal values (NaN != NaN). Mixed dtypes are compared
+    /// after PyTorch's type promotion. Errors: DType (unsupported promotion), Device,
+    /// OutOfBounds.
+    pub fn equal(&self, other: &TensorImpl) -> Result<bool> {
+        let common = self.dtype().promote(other.dtype())?;
+        if self.sizes() != other.sizes() {
+            return Ok(false);
+        }
+        let (pa, pb) = (self.data_for_read()?, other.data_for_read()?);
+        if self.dtype() != common || other.dtype() != common {
+            let a = self.copy_to_new(&self.like_strides(MemoryFormat::Preserve)?, common)?;
+            let b = other.copy_to_new(&other.like_strides(MemoryFormat::Preserve)?, common)?;
+            return a.equal(&b);
+        }
+        let isz = self.itemsize();
+        Ok(crate::with_dtype!(common, T => {
+            let mut k = Equal::<T>::new();
+            // SAFETY: both layouts validated by data_for_read; the kernel only reads.
+            unsafe { run_engine(self.sizes(), pa, self.strides(), isz, pb, other.strides(), isz, &mut k) };
+            k.equal
+        }))
+    }
+}
+
+impl Tensor {
+    /// `contiguous(fmt)`: `self` (the same handle) when already contiguous in `fmt`, else a
+    /// copy laid out in `fmt`. Errors: InvalidArgument (Preserve; channels-last on the
+    /// wrong rank), Device, OutOfBounds, OutOfMemory.
+    pub fn contiguous(&self, fmt: MemoryFormat) -> Result<Tensor> {
+        ensure!(
+            fmt != MemoryFormat::Preserve,
+            InvalidArgument,
+            "preserve memory format is unsupported by the contiguous operator"
+        );
+        if self.is_contiguous(fmt) {
+            return Ok(self.clone());
+        }
+        self.copy_to_new(&fmt.strides_for(self.sizes())?, self.dtype())
+    }
+
+    /// `to(dtype)`: `self` (the same handle) when the dtype already matches, else a
+    /// converted copy with the preserve-format layout.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        self.copy_to_new(&self.like_strides(MemoryFormat::Preserve)?, dtype)
+    }
+
+    /// `reshape(sizes)`: a view when the strides allow it, else a contiguous copy viewed.
+    pub fn reshape(&self, sizes: &[i64]) -> Result<Tensor> {
+        match self.try_view(sizes)? {
+            Some(v) => Ok(v),
+            None => self.clone_tensor(MemoryFormat::Contiguous)?.view(sizes),
+        }
+    }
+
+    /// `flatten(start, end)`: dims start..=end merged (reshape semantics); a 0-dim tensor
+    /// becomes `[1]`; start == end gives an alias.
+    pub fn flatten(&self, start: i64, end: i64) -> Result<Tensor> {
+        let s = shape::wrap_dim(start, self.ndim())?;
+        let e = shape::wrap_dim(end, self.ndim())?;
+        ensure!(
+            s <= e,
+            InvalidArgument,
+            "flatten() has invalid args: start_dim cannot come after end_dim"
+        );
+        if self.ndim() == 0 {
+            return self.reshape(&[1]);
+        }
+        if s == e {
+            return self.make_view(self.sizes(), self.strides(), self.storage_offset());
+        }
+        let n = self.sizes();
+        let mut sizes: Dims = n[..s].iter().copied().collect();
+        sizes.push(shape::numel(&n[s..=e])?);
+        sizes.extend_from_slice(&n[e + 1..]);
+        self.reshape(&sizes)
+    }
+}
+
+/// Reads every element of `t` in row-major order through the checked per-element path
+/// (the reference the tests compare the engine against).
+#[cfg(test)]
+pub(crate) fn reference_values(t: &TensorImpl) -> Vec<Scalar> {
+    let mut out = Vec::new();
+    let n = t.sizes().to_vec();
+    if n.contains(&0) {
+        return out;
+    }
+    let mut idx = vec![0i64; n.len()];
+    loop {
+        out.push(t.get(&idx).unwrap());
+        let mut d = n.len();
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < n[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,166 @@
+//! Operations that may copy element data, and in-place writes (section 8), plus
+//! `tensor_empty_like` (section 5). Each converts its arguments and calls the core in
+//! `crate::copy`.
+
+use super::*;
+use crate::dtype::Scalar;
+
+/// An uninitialised tensor with `t`'s sizes and dtype in `*out` (owned). `fmt` PRESERVE
+/// keeps `t`'s strides when `t` is non-overlapping and dense, else uses dense strides in
+/// `t`'s dim order (as PyTorch); the other formats give their strides. Errors:
+/// NULL_POINTER, INVALID_ARGUMENT (unknown format, channels-last on a tensor that is not
+/// 4-D / 5-D), OVERFLOW, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_empty_like(
+    t: *const tensor_t,
+    fmt: tensor_memory_format_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_empty_like", out, || {
+        tensor_arg(t, "t")?.empty_like(format_arg(fmt)?)
+    })
+}
+
+/// `self` reshaped to `sizes` (one -1 allowed) in `*out` (owned): a view sharing `self`'s
+/// storage and version counter whenever `tensor_view` would succeed, else a contiguous
+/// copy. Errors: NULL_POINTER, INVALID_ARGUMENT, SHAPE (numel mismatch), DEVICE (a copy
+/// was needed of non-host data), OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_reshape(
+    self_: *const tensor_t,
+    sizes: *const i64,
+    ndim: i64,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_reshape", out, || {
+        let t = tensor_owned(self_, "self")?;
+        t.reshape(int_list(sizes, ndim, "sizes")?)
+    })
+}
+
+/// `self` with dims `start_dim..=end_dim` merged (negative dims wrap) in `*out` (owned),
+/// with reshape semantics: a view when possible, else a copy. A 0-dim tensor becomes
+/// `[1]`; `start_dim == end_dim` gives an alias. Errors: NULL_POINTER, INDEX (dim out of
+/// range), INVALID_ARGUMENT (start after end), DEVICE, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_flatten(
+    self_: *const tensor_t,
+    start_dim: i64,
+    end_dim: i64,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_flatten", out, || {
+        tensor_owned(self_, "self")?.flatten(start_dim, end_dim)
+    })
+}
+
+/// `self` laid out contiguously in `fmt`, in `*out` (owned). When `self` already is, `*out`
+/// is `self` itself with one more reference (the same pointer, as in PyTorch); otherwise a
+/// new tensor holding a copy. Errors: NULL_POINTER, INVALID_ARGUMENT (PRESERVE, unknown
+/// format, channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_contiguous(
+    self_: *const tensor_t,
+    fmt: tensor_memory_format_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_contiguous", out, || {
+        let fmt = format_arg(fmt)?;
+        tensor_owned(self_, "self")?.contiguous(fmt)
+    })
+}
+
+/// A copy of `self` in new memory, in `*out` (owned; its own version counter). `fmt`
+/// PRESERVE keeps the strides of a non-overlapping-and-dense `self`, else dense strides in
+/// `self`'s dim order. Errors: NULL_POINTER, INVALID_ARGUMENT (unknown format,
+/// channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_clone(
+    self_: *const tensor_t,
+    fmt: tensor_memory_format_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_clone", out, || {
+        tensor_arg(self_, "self")?.clone_tensor(format_arg(fmt)?)
+    })
+}
+
+/// `self` converted to `dtype`, in `*out` (owned). Same dtype: `self` itself with one more
+/// reference (as `Tensor.to(dtype)`); otherwise a new tensor with the preserve-format
+/// layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
+/// int wraps, -> bool is `!= 0`, complex -> real keeps the real part. Errors: NULL_POINTER,
+/// INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_to_dtype(
+    self_: *const tensor_t,
+    dtype: tensor_dtype_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_to_dtype", out, || {
+        let dtype = dtype_arg(dtype)?;
+        tensor_owned(self_, "self")?.to_dtype(dtype)
+    })
+}
+
+/// `self` tiled `repeats[i]` times along each dim (`n >= ndim`; extra leading repeats add
+/// dims), a new contiguous tensor in `*out` (owned). Errors: NULL_POINTER,
+/// INVALID_ARGUMENT (n < ndim, negative repeat), OVERFLOW, DEVICE, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_repeat(
+    self_: *const tensor_t,
+    repeats: *const i64,
+    n: i64,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_repeat", out, || {
+        let t = tensor_arg(self_, "self")?;
+        t.repeat(int_list(repeats, n, "repeats")?)
+    })
+}
+
+/// Copies `src` into `dst` in place: `src` broadcasts to `dst`'s shape and is converted to
+/// `dst`'s dtype (rules as tensor_to_dtype). When the two share memory the result is that
+/// of copying from a snapshot of `src`. Bumps `dst`'s version once. Errors: NULL_POINTER,
+/// SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
+/// READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
+#[no_mangle]
+pub extern "C" fn tensor_copy_(dst: *mut tensor_t, src: *const tensor_t) -> tensor_status_t {
+    call("tensor_copy_", || {
+        tensor_arg(dst, "dst")?.copy_(tensor_arg(src, "src")?)
+    })
+}
+
+/// Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
+/// Errors: NULL_POINTER, OVERLAP, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
+#[no_mangle]
+pub extern "C" fn tensor_fill_f64(dst: *mut tensor_t, value: f64) -> tensor_status_t {
+    call("tensor_fill_f64", || {
+        tensor_arg(dst, "dst")?.fill_(Scalar::Float(value))
+    })
+}
+
+/// Sets every element of `dst` to `value` converted to its dtype (exact for every int64
+/// in integer dtypes); bumps the version once. Errors: as tensor_fill_f64.
+#[no_mangle]
+pub extern "C" fn tensor_fill_i64(dst: *mut tensor_t, value: i64) -> tensor_status_t {
+    call("tensor_fill_i64", || {
+        tensor_arg(dst, "dst")?.fill_(Scalar::Int(value))
+    })
+}
+
+/// `torch.equal(a, b)` in `*out`: true when the sizes match and every element is equal
+/// (NaN is never equal; -0 equals +0). Different dtypes are compared after PyTorch's type
+/// promotion. Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
+/// int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_equal(
+    a: *const tensor_t,
+    b: *const tensor_t,
+    out: *mut bool,
+) -> tensor_status_t {
+    call("tensor_equal", || {
+        let out = out_arg(out)?;
+        *out = tensor_arg(a, "a")?.equal(tensor_arg(b, "b")?)?;
+        Ok(())
+    })
+}
