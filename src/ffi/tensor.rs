@@ -191,18 +191,23 @@ pub extern "C" fn tensor_strides(t: *const tensor_t) -> *const i64 {
     })
 }
 
+/// `values[wrap(dim)]` for tensor_size / tensor_stride (a 0-dim tensor has no dim).
+fn per_dim(t: &TensorImpl, values: &[i64], dim: i64) -> Result<i64> {
+    ensure!(
+        t.ndim() > 0,
+        Index,
+        "dimension specified as {dim} but tensor has no dimensions"
+    );
+    Ok(values[shape::wrap_dim(dim, t.ndim())?])
+}
+
 /// Size of dim `dim` (negative wraps) in `*out`. Errors: NULL_POINTER, INDEX.
 #[no_mangle]
 pub extern "C" fn tensor_size(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t {
     call("tensor_size", || {
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
-        ensure!(
-            t.ndim() > 0,
-            Index,
-            "dimension specified as {dim} but tensor has no dimensions"
-        );
-        *out = t.sizes()[shape::wrap_dim(dim, t.ndim())?];
+        *out = per_dim(t, t.sizes(), dim)?;
         Ok(())
     })
 }
@@ -213,12 +218,7 @@ pub extern "C" fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> 
     call("tensor_stride", || {
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
-        ensure!(
-            t.ndim() > 0,
-            Index,
-            "dimension specified as {dim} but tensor has no dimensions"
-        );
-        *out = t.strides()[shape::wrap_dim(dim, t.ndim())?];
+        *out = per_dim(t, t.strides(), dim)?;
         Ok(())
     })
 }
