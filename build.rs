@@ -21,16 +21,11 @@ fn main() {
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
         .expect("cbindgen.toml is valid");
     // Only src/ffi/ is the C API: the core's public Rust items stay out of the header.
-    let mut builder = cbindgen::Builder::new().with_config(config);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(crate_dir.join("src/ffi"))
-        .expect("src/ffi exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    files.sort_by_key(|p| (p.file_name().unwrap() != "mod.rs", p.clone()));
-    for f in files {
-        builder = builder.with_src(f);
-    }
+    // cbindgen follows the `mod` declarations of src/ffi/mod.rs, so that one file brings in
+    // every submodule (listing them too would declare each function twice).
+    let builder = cbindgen::Builder::new()
+        .with_config(config)
+        .with_src(crate_dir.join("src/ffi/mod.rs"));
     let bindings = builder
         .generate()
         .expect("cbindgen could not generate include/tensor.h");
