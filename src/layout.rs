@@ -12,8 +12,16 @@ pub struct SizesAndStrides(SmallVec<[i64; 10]>);
 
 impl SizesAndStrides {
     /// Fails only when the heap allocation for > 5 dims fails.
+    #[inline]
     pub fn new(sizes: &[i64], strides: &[i64]) -> Result<Self> {
         debug_assert_eq!(sizes.len(), strides.len());
+        let nd = sizes.len();
+        if nd <= 5 {
+            let mut buf = [0i64; 10];
+            buf[..nd].copy_from_slice(sizes);
+            buf[nd..2 * nd].copy_from_slice(strides);
+            return Ok(SizesAndStrides(SmallVec::from_buf_and_len(buf, 2 * nd)));
+        }
         let mut v: SmallVec<[i64; 10]> = SmallVec::new();
         v.try_reserve_exact(sizes.len() * 2)
             .map_err(|_| Error::new(Status::OutOfMemory, "failed to allocate sizes and strides"))?;
@@ -53,71 +61,63 @@ impl Flags {
     }
 
     /// The refresh: the combination rules of c10's `TensorImpl::_refresh_contiguous`.
+    #[inline]
     pub fn compute(sizes: &[i64], strides: &[i64], numel: i64) -> Flags {
         let contiguous = is_contiguous(sizes, strides, numel);
-        let mut f = 0u8;
-        let set = |f: &mut u8, bit: u8, v: bool| {
-            if v {
-                *f |= bit
-            }
-        };
-        set(&mut f, Self::CONTIGUOUS, contiguous);
-        let (cl, cl3, cl_like, cl3_like) = match sizes.len() {
-            4 => {
-                let cl = is_contiguous_in_order(sizes, strides, &CHANNELS_LAST_ORDER);
-                (
-                    cl,
-                    false,
-                    strides_like_order(sizes, strides, &CHANNELS_LAST_ORDER),
-                    false,
-                )
-            }
-            5 => {
-                let cl3 = is_contiguous_in_order(sizes, strides, &CHANNELS_LAST_3D_ORDER);
-                // c10: is_channels_last_3d_ = !is_channels_last_ && strides-like-3d, and
-                // is_channels_last_ is always false for 5 dims.
-                let cl3_like = strides_like_order(sizes, strides, &CHANNELS_LAST_3D_ORDER);
-                (false, cl3, false, cl3_like)
-            }
-            _ => (false, false, false, false),
-        };
-        set(&mut f, Self::CHANNELS_LAST_CONTIGUOUS, cl);
-        set(&mut f, Self::CHANNELS_LAST_3D_CONTIGUOUS, cl3);
-        set(&mut f, Self::CHANNELS_LAST_STRIDES, cl_like);
-        set(&mut f, Self::CHANNELS_LAST_3D_STRIDES, cl3_like);
-        let nod = contiguous || cl || cl3 || non_overlapping_and_dense(sizes, strides);
-        set(&mut f, Self::NON_OVERLAPPING_AND_DENSE, nod);
+        let mut f = contiguous as u8 * Self::CONTIGUOUS;
+        let mut dense_by_format = contiguous;
+        if let (Ok(n), Ok(st)) = (<&[i64; 4]>::try_from(sizes), <&[i64; 4]>::try_from(strides)) {
+            let cl = is_contiguous_in_order(n, st, &CHANNELS_LAST_ORDER);
+            f |= cl as u8 * Self::CHANNELS_LAST_CONTIGUOUS;
+            f |=
+                strides_like_order(n, st, &CHANNELS_LAST_ORDER) as u8 * Self::CHANNELS_LAST_STRIDES;
+            dense_by_format |= cl;
+        } else if let (Ok(n), Ok(st)) =
+            (<&[i64; 5]>::try_from(sizes), <&[i64; 5]>::try_from(strides))
+        {
+            // c10: for 5 dims the 2d bits are false and is_channels_last_3d_ is the plain
+            // strides-like test.
+            let cl3 = is_contiguous_in_order(n, st, &CHANNELS_LAST_3D_ORDER);
+            f |= cl3 as u8 * Self::CHANNELS_LAST_3D_CONTIGUOUS;
+            f |= strides_like_order(n, st, &CHANNELS_LAST_3D_ORDER) as u8
+                * Self::CHANNELS_LAST_3D_STRIDES;
+            dense_by_format |= cl3;
+        }
+        if dense_by_format || non_overlapping_and_dense(sizes, strides) {
+            f |= Self::NON_OVERLAPPING_AND_DENSE;
+        }
         Flags(f)
     }
 }
 
 /// Row-major contiguity; size-1 dims are skipped, numel 0 is contiguous.
+#[inline]
 pub fn is_contiguous(sizes: &[i64], strides: &[i64], numel: i64) -> bool {
     if numel == 0 {
         return true;
     }
     let mut expected = 1i64;
-    for d in (0..sizes.len()).rev() {
-        if sizes[d] == 1 {
-            continue;
+    for (&n, &s) in sizes.iter().zip(strides).rev() {
+        if n != 1 {
+            if s != expected {
+                return false;
+            }
+            expected = expected.wrapping_mul(n);
         }
-        if strides[d] != expected {
-            return false;
-        }
-        expected = expected.saturating_mul(sizes[d]);
     }
     true
 }
 
 /// Dense in the given innermost-first order; size-1 dims skipped, no numel shortcut.
-fn is_contiguous_in_order(sizes: &[i64], strides: &[i64], order: &[usize]) -> bool {
+#[inline]
+fn is_contiguous_in_order<const D: usize>(n: &[i64; D], st: &[i64; D], order: &[usize; D]) -> bool {
     let mut expected = 1i64;
     for &d in order {
-        if sizes[d] != 1 {
-            if strides[d] != expected {
+        if n[d] != 1 {
+            if st[d] != expected {
                 return false;
             }
-            expected = expected.saturating_mul(sizes[d]);
+            expected = expected.wrapping_mul(n[d]);
         }
     }
     true
@@ -125,23 +125,21 @@ fn is_contiguous_in_order(sizes: &[i64], strides: &[i64], order: &[usize]) -> bo
 
 /// c10's `is_channels_last_strides_2d_s4` / `_3d_s5` walk: are the strides ordered like
 /// the memory format (used by `suggest_memory_format`)?
-fn strides_like_order(sizes: &[i64], strides: &[i64], order: &[usize]) -> bool {
-    if strides[1] == 0 {
+#[inline]
+fn strides_like_order<const D: usize>(n: &[i64; D], st: &[i64; D], order: &[usize; D]) -> bool {
+    if st[1] == 0 {
         return false;
     }
     let mut min = 0i64;
     for &d in order {
-        if sizes[d] == 0 {
-            return false;
-        }
-        if strides[d] < min {
+        if n[d] == 0 || st[d] < min {
             return false;
         }
         // Ambiguous NC11 / N1HW-like cases: dim 0 must not tie with the channel stride.
-        if d == 0 && min == strides[1] {
+        if d == 0 && min == st[1] {
             return false;
         }
-        min = strides[d].saturating_mul(if sizes[d] > 1 { sizes[d] } else { 1 });
+        min = st[d].wrapping_mul(n[d].max(1));
     }
     true
 }

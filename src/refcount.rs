@@ -92,20 +92,27 @@ impl<T: Intrusive> IntrusivePtr<T> {
     /// Allocates the object with one strong reference. Allocation failure gives the value
     /// back instead of aborting.
     pub fn try_new(value: T) -> Result<Self, T> {
+        let mut slot = Some(value);
+        match Self::try_new_with(|| slot.take().unwrap()) {
+            Some(p) => Ok(p),
+            None => Err(slot.take().unwrap()),
+        }
+    }
+
+    /// Allocates, then builds the value in place with `make` (called only when the
+    /// allocation succeeded). `None` when out of memory.
+    #[inline]
+    pub fn try_new_with(make: impl FnOnce() -> T) -> Option<Self> {
         let layout = Layout::new::<RcBox<T>>();
         // SAFETY: RcBox<T> has non-zero size (it holds the counter).
-        let raw = unsafe { alloc(layout) } as *mut RcBox<T>;
-        let Some(ptr) = NonNull::new(raw) else {
-            return Err(value);
-        };
-        // SAFETY: freshly allocated, properly aligned for RcBox<T>.
+        let ptr = NonNull::new(unsafe { alloc(layout) } as *mut RcBox<T>)?;
+        // SAFETY: freshly allocated, properly aligned for RcBox<T>; fields written in place.
         unsafe {
-            ptr.as_ptr().write(RcBox {
-                refcount: AtomicU64::new(STRONG_ONE | WEAK_ONE),
-                value,
-            })
-        };
-        Ok(IntrusivePtr {
+            let p = ptr.as_ptr();
+            std::ptr::addr_of_mut!((*p).refcount).write(AtomicU64::new(STRONG_ONE | WEAK_ONE));
+            std::ptr::addr_of_mut!((*p).value).write(make());
+        }
+        Some(IntrusivePtr {
             ptr,
             _owns: PhantomData,
         })
@@ -198,10 +205,16 @@ unsafe fn release_weak<T>(p: NonNull<RcBox<T>>) {
 impl<T: Intrusive> Drop for IntrusivePtr<T> {
     #[inline]
     fn drop(&mut self) {
-        let old = self
-            .rc_box()
-            .refcount
-            .fetch_sub(STRONG_ONE, Ordering::AcqRel);
+        let rc = &self.rc_box().refcount;
+        // Sole owner, no weak refs: nobody else can reach the object, so no other thread
+        // can change the count (c10 takes the same shortcut). Skips one atomic RMW for the
+        // common short-lived view.
+        if rc.load(Ordering::Acquire) == STRONG_ONE | WEAK_ONE {
+            // SAFETY: see above.
+            unsafe { destroy(self.ptr) };
+            return;
+        }
+        let old = rc.fetch_sub(STRONG_ONE, Ordering::AcqRel);
         if strong_of(old) != 1 {
             return;
         }

@@ -25,20 +25,24 @@ pub fn fmt_dims(d: &[i64]) -> String {
     s
 }
 
-fn overflow(what: &str) -> Error {
+fn overflow_err(what: &str) -> Error {
     Error::new(Status::Overflow, format!("{what} overflows int64"))
 }
 
 pub fn mul(a: i64, b: i64, what: &str) -> Result<i64> {
-    a.checked_mul(b).ok_or_else(|| overflow(what))
+    a.checked_mul(b).ok_or_else(|| overflow_err(what))
 }
 
 pub fn add(a: i64, b: i64, what: &str) -> Result<i64> {
-    a.checked_add(b).ok_or_else(|| overflow(what))
+    a.checked_add(b).ok_or_else(|| overflow_err(what))
 }
 
 /// Product of `sizes`, checked.
 pub fn numel(sizes: &[i64]) -> Result<i64> {
+    numel_checked(sizes)
+}
+
+fn numel_checked(sizes: &[i64]) -> Result<i64> {
     sizes.iter().try_fold(1i64, |acc, &n| mul(acc, n, "numel"))
 }
 
@@ -161,6 +165,61 @@ pub fn storage_nbytes_needed(
         itemsize as i64,
         "storage size in bytes",
     )
+}
+
+/// Validates a strided layout in one pass (the hot path of every view): ndim <= 64,
+/// sizes >= 0, strides >= 0, offset >= 0, numel and extent free of int64 overflow.
+/// Returns `(numel, bytes of storage needed)`. Errors carry the offending values.
+#[inline]
+pub fn validate_layout(
+    sizes: &[i64],
+    strides: &[i64],
+    offset: i64,
+    itemsize: usize,
+) -> Result<(i64, i64)> {
+    let nd = sizes.len();
+    if nd != strides.len() || nd > MAX_DIMS {
+        bail!(
+            InvalidArgument,
+            "mismatch in length of strides and shape ({} sizes, {} strides) or more than {MAX_DIMS} dims",
+            nd,
+            strides.len()
+        );
+    }
+    // Accumulate without branching per dim; report precisely only on failure.
+    let mut numel: i64 = 1;
+    let mut reach: i64 = offset; // offset + Σ st·(n-1), valid when numel > 0
+    let mut neg = offset;
+    let mut overflow = false;
+    for (&n, &s) in sizes.iter().zip(strides) {
+        neg |= n | s;
+        let (m, o1) = numel.overflowing_mul(n);
+        let (step, o2) = s.overflowing_mul(n - 1);
+        let (r, o3) = reach.overflowing_add(step);
+        numel = m;
+        reach = r;
+        overflow |= o1 | o2 | o3;
+    }
+    if neg < 0 {
+        check_sizes(sizes)?;
+        check_strides(strides)?;
+        bail!(InvalidArgument, "negative storage offset {offset}");
+    }
+    if overflow {
+        // Recompute with the checked helpers for the precise error; a layout with a
+        // size-0 dim may still be fine (its extent is 0) if only the extent overflowed.
+        let numel = numel_checked(sizes)?;
+        let needed = storage_nbytes_needed(sizes, strides, offset, itemsize)?;
+        return Ok((numel, needed));
+    }
+    if numel == 0 {
+        return Ok((0, 0));
+    }
+    let needed = reach
+        .checked_add(1)
+        .and_then(|e| e.checked_mul(itemsize as i64))
+        .ok_or_else(|| overflow_err("storage size in bytes"))?;
+    Ok((numel, needed))
 }
 
 /// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`).
@@ -360,6 +419,53 @@ mod tests {
         assert_eq!(
             extent_elems(&[i64::MAX], &[2], 0).unwrap_err().status,
             Status::Overflow
+        );
+    }
+
+    #[test]
+    fn validate_layout_one_pass() {
+        assert_eq!(validate_layout(&[2, 3], &[3, 1], 0, 4).unwrap(), (6, 24));
+        assert_eq!(validate_layout(&[2, 3], &[3, 1], 2, 4).unwrap(), (6, 32));
+        assert_eq!(validate_layout(&[], &[], 3, 8).unwrap(), (1, 32));
+        assert_eq!(validate_layout(&[0, 5], &[9, 9], 100, 4).unwrap(), (0, 0));
+        assert_eq!(
+            validate_layout(&[2, -1], &[1, 1], 0, 4).unwrap_err().status,
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            validate_layout(&[2], &[-1], 0, 4).unwrap_err().status,
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            validate_layout(&[2], &[1], -1, 4).unwrap_err().status,
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            validate_layout(&[2], &[1, 1], 0, 4).unwrap_err().status,
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            validate_layout(&[1 << 40, 1 << 40], &[0, 0], 0, 4)
+                .unwrap_err()
+                .status,
+            Status::Overflow
+        );
+        assert_eq!(
+            validate_layout(&[4], &[i64::MAX / 2], 0, 1)
+                .unwrap_err()
+                .status,
+            Status::Overflow
+        );
+        assert_eq!(
+            validate_layout(&[i64::MAX / 2], &[1], 0, 4)
+                .unwrap_err()
+                .status,
+            Status::Overflow
+        );
+        // the extent overflows but a size-0 dim makes the layout empty
+        assert_eq!(
+            validate_layout(&[0, 3], &[1, i64::MAX], 0, 4).unwrap(),
+            (0, 0)
         );
     }
 

@@ -108,23 +108,8 @@ impl Tensor {
         dtype: DType,
         version: Option<&VersionPtr>,
     ) -> Result<Tensor> {
-        ensure!(
-            sizes.len() == strides.len(),
-            InvalidArgument,
-            "mismatch in length of strides and shape ({} sizes, {} strides)",
-            sizes.len(),
-            strides.len()
-        );
-        shape::check_sizes(sizes)?;
-        shape::check_strides(strides)?;
-        ensure!(
-            storage_offset >= 0,
-            InvalidArgument,
-            "negative storage offset {storage_offset}"
-        );
-        let numel = shape::numel(sizes)?;
-        let needed =
-            shape::storage_nbytes_needed(sizes, strides, storage_offset, dtype.itemsize())?;
+        let (numel, needed) =
+            shape::validate_layout(sizes, strides, storage_offset, dtype.itemsize())?;
         ensure!(
             needed as u64 <= storage.nbytes() as u64,
             OutOfBounds,
@@ -139,18 +124,20 @@ impl Tensor {
             Some(v) => v.clone(),
             None => new_version_counter()?,
         };
-        let imp = TensorImpl {
+        let geometry = SizesAndStrides::new(sizes, strides)?;
+        // Built in place once the block exists: no copy of the TensorImpl, and nothing to
+        // undo when the allocation fails.
+        IntrusivePtr::try_new_with(|| TensorImpl {
             storage: storage.clone(),
-            geometry: SizesAndStrides::new(sizes, strides)?,
+            geometry,
             storage_offset,
             numel,
             version,
             dtype,
             flags,
-        };
-        IntrusivePtr::try_new(imp)
-            .map(Tensor)
-            .map_err(|_| oom("tensor"))
+        })
+        .map(Tensor)
+        .ok_or_else(|| oom("tensor"))
     }
 
     /// A view of `self`'s storage with new geometry (same dtype unless given, same version
