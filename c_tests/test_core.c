@@ -340,6 +340,16 @@ static void test_error_codes(void) {
   CHECK_STATUS(tensor_empty(huge, 2, TENSOR_UINT8, &out), TENSOR_ERR_OVERFLOW);
   CHECK_ERROR_HAS("overflow");
   CHECK_STATUS(tensor_zeros(huge_bytes, 1, TENSOR_FLOAT64, &out), TENSOR_ERR_OVERFLOW);
+  {
+    storage_t *s8 = NULL, *ssent = (storage_t *)&v, *sout = ssent;
+    int64_t one[1] = {1};
+    CHECK_OK(storage_new(8, NULL, &s8));
+    CHECK_STATUS(tensor_from_storage(s8, INT64_MAX, one, NULL, 1, TENSOR_UINT8, &out), TENSOR_ERR_OVERFLOW);
+    CHECK_STATUS(tensor_from_storage(s8, 0, huge, NULL, 2, TENSOR_UINT8, &out), TENSOR_ERR_OVERFLOW);
+    storage_release(s8);
+    CHECK_STATUS(storage_new(SIZE_MAX, NULL, &sout), TENSOR_ERR_OVERFLOW);
+    CHECK(sout == ssent);
+  }
 
   /* OUT_OF_MEMORY: an absurd size that does not overflow */
   CHECK_STATUS(tensor_empty(absurd, 1, TENSOR_FLOAT32, &out), TENSOR_ERR_OUT_OF_MEMORY);
@@ -725,6 +735,19 @@ static void test_memory_stats(void) {
   CHECK(partial.live_storages == s0.live_storages);
   CHECK(partial.live_bytes == UINT64_C(0xABABABABABABABAB));
   CHECK(partial.live_external_storages == UINT64_C(0xABABABABABABABAB));
+  /* a newer, bigger struct: the fields this library knows are written, the rest kept */
+  {
+    struct {
+      tensor_memory_stats_t known;
+      uint64_t future_field;
+    } bigger;
+    memset(&bigger, 0xCD, sizeof bigger);
+    bigger.known.struct_size = sizeof bigger;
+    CHECK_OK(tensor_memory_stats(&bigger.known));
+    CHECK(bigger.known.struct_size == sizeof bigger);
+    CHECK(bigger.known.live_external_storages == s0.live_external_storages);
+    CHECK(bigger.future_field == UINT64_C(0xCDCDCDCDCDCDCDCD));
+  }
   partial.struct_size = 4;
   CHECK_STATUS(tensor_memory_stats(&partial), TENSOR_ERR_INVALID_ARGUMENT);
   CHECK_ERROR_HAS("struct_size");
