@@ -155,6 +155,7 @@ static void test_failed_calls_do_not_take_ownership(void) {
   CHECK_ERROR_HAS("99");
   CHECK_STATUS(storage_from_blob(NULL, 64, CPU, free_deleter, &log, &s), TENSOR_ERR_NULL_POINTER);
   CHECK_STATUS(storage_from_blob(buf, 64, CPU, free_deleter, &log, NULL), TENSOR_ERR_NULL_POINTER);
+  CHECK_STATUS(storage_from_blob(buf, SIZE_MAX, CPU, free_deleter, &log, &s), TENSOR_ERR_OVERFLOW);
   CHECK(s == ss);
 
   CHECK(log.calls == 0);
