@@ -885,9 +885,6 @@ static void test_format(void) {
   CHECK(tensor_format(m, small, 1) == strlen(want));
   CHECK(small[0] == '\0');
   tensor_release(m);
-
-  CHECK_OK(tensor_from_storage(tensor_storage(a), 0, s23, NULL, 2, TENSOR_FLOAT32, &m));
-  tensor_release(m);
   tensor_release(a);
 
   CHECK_OK(tensor_arange(6, TENSOR_INT32, &a));
