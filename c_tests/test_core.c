@@ -865,7 +865,7 @@ static void check_format(const tensor_t *t, const char *want) {
 static void test_format(void) {
   /* expected strings are repr() of the same tensors in PyTorch 2.x */
   static const char *want = "tensor([[0., 1., 2.],\n        [3., 4., 5.]])";
-  int64_t s23[2] = {2, 3}, s32[2] = {3, 2}, s3[1] = {3}, s2[1] = {2}, s0[1] = {0};
+  int64_t s23[2] = {2, 3}, s32[2] = {3, 2}, s3[1] = {3}, s2[1] = {2}, s0[1] = {0}, s25[1] = {25};
   int64_t i0[1] = {0}, i1[1] = {1}, i2[1] = {2};
   tensor_t *a = NULL, *m = NULL, *t = NULL;
   char small[10];
@@ -922,6 +922,35 @@ static void test_format(void) {
   CHECK_OK(tensor_empty(s0, 1, TENSOR_FLOAT32, &t));
   check_format(t, "tensor([])");
   tensor_release(t);
+  CHECK_OK(tensor_empty(s0, 1, TENSOR_INT64, &t));
+  check_format(t, "tensor([], dtype=torch.int64)");
+  tensor_release(t);
+
+  /* the column width comes from the nonzero finite values only */
+  CHECK_OK(tensor_zeros(s2, 1, TENSOR_FLOAT32, &t));
+  CHECK_OK(tensor_set_f64(t, i0, 1, -0.0));
+  CHECK_OK(tensor_set_f64(t, i1, 1, 1.0));
+  check_format(t, "tensor([-0., 1.])");
+  tensor_release(t);
+
+  /* complex: separate formats for the real and imaginary parts */
+  CHECK_OK(tensor_zeros(s2, 1, TENSOR_COMPLEX64, &t));
+  {
+    float *p = (float *)tensor_data_ptr(t);
+    p[0] = 1.0f, p[1] = 2.0f, p[2] = -0.0f, p[3] = -0.5f;
+  }
+  check_format(t, "tensor([1.+2.0000j, -0.-0.5000j])");
+  tensor_release(t);
+
+  /* a suffix that would pass 80 columns goes on its own line */
+  CHECK_OK(tensor_arange(125, TENSOR_UINT8, &a));
+  CHECK_OK(tensor_from_storage(tensor_storage(a), 100, s25, NULL, 1, TENSOR_UINT8, &m));
+  check_format(m,
+               "tensor([100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113,\n"
+               "        114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124],\n"
+               "       dtype=torch.uint8)");
+  tensor_release(m);
+  tensor_release(a);
 }
 
 int main(void) {
