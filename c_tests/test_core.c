@@ -140,6 +140,14 @@ static void test_failed_calls_do_not_take_ownership(void) {
                TENSOR_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(tensor_from_blob(buf, huge, NULL, 2, TENSOR_FLOAT32, CPU, free_deleter, &log, &t),
                TENSOR_ERR_OVERFLOW);
+  {
+    /* stride 0: the storage (4 bytes) is made before numel (2^65) overflows, so the
+       library must give the buffer back rather than free it */
+    int64_t zero_strides[2] = {0, 0};
+    CHECK_STATUS(tensor_from_blob(buf, huge, zero_strides, 2, TENSOR_FLOAT32, CPU, free_deleter, &log, &t),
+                 TENSOR_ERR_OVERFLOW);
+    CHECK_ERROR_HAS("numel");
+  }
   CHECK_STATUS(tensor_from_blob(buf, ok, NULL, 65, TENSOR_FLOAT32, CPU, free_deleter, &log, &t),
                TENSOR_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(tensor_from_blob(NULL, ok, NULL, 2, TENSOR_FLOAT32, CPU, free_deleter, &log, &t),
