@@ -649,6 +649,189 @@ tensor_status_t tensor_set_i64(struct tensor_t *t, const int64_t *index, int64_t
  */
 size_t tensor_format(const struct tensor_t *t, char *buf, size_t cap);
 
+/**
+ * `self.view(sizes)`: the same elements with a new shape (one size may be -1), whenever
+ * the strides can express it (non-contiguous inputs included).
+ * Errors: SHAPE (element count differs, or -1 ambiguous on 0 elements), INVALID_ARGUMENT
+ * (two -1, a size < -1, ndim outside [0, 64]), NOT_VIEWABLE (the strides cannot express
+ * the shape: use tensor_reshape).
+ */
+tensor_status_t tensor_view(const struct tensor_t *self_,
+                            const int64_t *sizes,
+                            int64_t ndim,
+                            struct tensor_t **out);
+
+/**
+ * `self.view(dtype)`: the same bytes as another element type. With a different itemsize
+ * the last dim is rescaled (and the other strides and the offset with it).
+ * Errors: INVALID_ARGUMENT (unknown dtype code), SHAPE (0-dim with a different itemsize,
+ * last stride != 1, last size / offset / a stride not divisible by the size ratio).
+ */
+tensor_status_t tensor_view_dtype(const struct tensor_t *self_,
+                                  tensor_dtype_t dtype,
+                                  struct tensor_t **out);
+
+/**
+ * `self.as_strided(sizes, strides, storage_offset)`: any layout (in elements) over
+ * `self`'s storage, bounds-checked against the storage's current size.
+ * Errors: INVALID_ARGUMENT (negative size, stride or offset; ndim outside [0, 64]),
+ * OVERFLOW, OUT_OF_BOUNDS (the layout reaches past the storage).
+ */
+tensor_status_t tensor_as_strided(const struct tensor_t *self_,
+                                  const int64_t *sizes,
+                                  const int64_t *strides,
+                                  int64_t ndim,
+                                  int64_t storage_offset,
+                                  struct tensor_t **out);
+
+/**
+ * `self.transpose(dim0, dim1)`: dims `dim0` and `dim1` swapped (equal dims: an alias).
+ * Errors: INDEX (a dim out of range).
+ */
+tensor_status_t tensor_transpose(const struct tensor_t *self_,
+                                 int64_t dim0,
+                                 int64_t dim1,
+                                 struct tensor_t **out);
+
+/**
+ * `self.t()`: the transpose of a tensor with <= 2 dims (0-D and 1-D: an alias).
+ * Errors: SHAPE (more than 2 dims).
+ */
+tensor_status_t tensor_transpose_2d(const struct tensor_t *self_, struct tensor_t **out);
+
+/**
+ * `self.permute(dims)`: dim `i` of the result is dim `dims[i]` of `self`; `ndim` must
+ * equal self's number of dims. Errors: INVALID_ARGUMENT (wrong count, repeated dim),
+ * INDEX (a dim out of range).
+ */
+tensor_status_t tensor_permute(const struct tensor_t *self_,
+                               const int64_t *dims,
+                               int64_t ndim,
+                               struct tensor_t **out);
+
+/**
+ * `self.movedim(source, destination)`: dim `source` moved to position `destination`, the
+ * others keeping their order. Errors: INDEX (a dim out of range).
+ */
+tensor_status_t tensor_movedim(const struct tensor_t *self_,
+                               int64_t source,
+                               int64_t destination,
+                               struct tensor_t **out);
+
+/**
+ * `self[..., start:end:step, ...]` along `dim`, with Python's rules: negative start/end
+ * count from the end, both are clamped to the dim (an empty range gives size 0), and
+ * INT64_MAX as `end` means "to the end". Errors: INDEX (0-dim tensor, dim out of range),
+ * INVALID_ARGUMENT (step <= 0), OVERFLOW.
+ */
+tensor_status_t tensor_slice(const struct tensor_t *self_,
+                             int64_t dim,
+                             int64_t start,
+                             int64_t end,
+                             int64_t step,
+                             struct tensor_t **out);
+
+/**
+ * `self.narrow(dim, start, length)`: elements `start .. start+length` of `dim`; `start`
+ * may be negative (counts from the end) or equal to the size. Errors: INDEX (0-dim
+ * tensor, dim or start out of range, start + length past the end), INVALID_ARGUMENT
+ * (length < 0).
+ */
+tensor_status_t tensor_narrow(const struct tensor_t *self_,
+                              int64_t dim,
+                              int64_t start,
+                              int64_t length,
+                              struct tensor_t **out);
+
+/**
+ * `self.select(dim, index)`: the slice at `index` of `dim`, with `dim` removed; `index`
+ * may be negative. Errors: INDEX (0-dim tensor, dim or index out of range).
+ */
+tensor_status_t tensor_select(const struct tensor_t *self_,
+                              int64_t dim,
+                              int64_t index,
+                              struct tensor_t **out);
+
+/**
+ * `self.squeeze()`: every size-1 dim removed. Errors: only NULL_POINTER, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_squeeze(const struct tensor_t *self_, struct tensor_t **out);
+
+/**
+ * `self.squeeze(dim)`: `dim` removed if its size is 1, else an alias.
+ * Errors: INDEX (dim out of range).
+ */
+tensor_status_t tensor_squeeze_dim(const struct tensor_t *self_,
+                                   int64_t dim,
+                                   struct tensor_t **out);
+
+/**
+ * `self.unsqueeze(dim)`: a size-1 dim inserted at `dim` (in [-ndim-1, ndim]).
+ * Errors: INDEX (dim out of range), INVALID_ARGUMENT (would exceed 64 dims), OVERFLOW.
+ */
+tensor_status_t tensor_unsqueeze(const struct tensor_t *self_, int64_t dim, struct tensor_t **out);
+
+/**
+ * `self.expand(sizes)`: size-1 dims repeated with stride 0, new leading dims added; -1
+ * keeps an existing size. The result's elements alias each other (writes into it fail
+ * with OVERLAP). Errors: SHAPE (fewer sizes than dims, a non-1 size that differs),
+ * INVALID_ARGUMENT (-1 in a new leading dim, a negative size, ndim outside [0, 64]),
+ * OVERFLOW.
+ */
+tensor_status_t tensor_expand(const struct tensor_t *self_,
+                              const int64_t *sizes,
+                              int64_t ndim,
+                              struct tensor_t **out);
+
+/**
+ * `self.unflatten(dim, sizes)`: `dim` split into `n` dims of `sizes` (one may be -1).
+ * Errors: INDEX (0-dim tensor, dim out of range), INVALID_ARGUMENT (n == 0, two -1, a size
+ * < -1), SHAPE (the sizes do not multiply to the dim's size).
+ */
+tensor_status_t tensor_unflatten(const struct tensor_t *self_,
+                                 int64_t dim,
+                                 const int64_t *sizes,
+                                 int64_t n,
+                                 struct tensor_t **out);
+
+/**
+ * `self.diagonal(offset, dim1, dim2)`: the diagonal of the (dim1, dim2) planes, `offset`
+ * above (> 0) or below (< 0) the main one, as a new last dim (size 0 when out of range);
+ * dim1 and dim2 are removed. Errors: INDEX (a dim out of range), INVALID_ARGUMENT
+ * (dim1 and dim2 are the same dim), OVERFLOW.
+ */
+tensor_status_t tensor_diagonal(const struct tensor_t *self_,
+                                int64_t offset,
+                                int64_t dim1,
+                                int64_t dim2,
+                                struct tensor_t **out);
+
+/**
+ * `self.unfold(dim, size, step)`: all windows of `size` elements along `dim`, `step`
+ * apart: `dim` becomes the window count, and a last dim of `size` walks one window.
+ * Errors: INDEX (dim out of range), SHAPE (size larger than the dim), INVALID_ARGUMENT
+ * (size < 0, step <= 0, would exceed 64 dims), OVERFLOW.
+ */
+tensor_status_t tensor_unfold(const struct tensor_t *self_,
+                              int64_t dim,
+                              int64_t size,
+                              int64_t step,
+                              struct tensor_t **out);
+
+/**
+ * `aten::alias(self)`: a new handle (a new TensorImpl, not `self` retained) with the same
+ * storage, sizes, strides, offset, dtype and version counter. Errors: only NULL_POINTER,
+ * OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_alias(const struct tensor_t *self_, struct tensor_t **out);
+
+/**
+ * `self.detach()`: like PyTorch's (there is no autograd here), a new TensorImpl sharing
+ * the storage and the version counter, with the same geometry. Errors: only
+ * NULL_POINTER, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_detach(const struct tensor_t *self_, struct tensor_t **out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -91,6 +91,28 @@ impl DType {
         }
     }
 
+    /// c10's `ScalarType` name ("Float", "Byte", ...), as PyTorch's error messages print
+    /// a dtype.
+    pub fn scalar_type_name(self) -> &'static str {
+        match self {
+            DType::U8 => "Byte",
+            DType::I8 => "Char",
+            DType::I16 => "Short",
+            DType::I32 => "Int",
+            DType::I64 => "Long",
+            DType::F16 => "Half",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+            DType::C64 => "ComplexFloat",
+            DType::C128 => "ComplexDouble",
+            DType::Bool => "Bool",
+            DType::BF16 => "BFloat16",
+            DType::U16 => "UInt16",
+            DType::U32 => "UInt32",
+            DType::U64 => "UInt64",
+        }
+    }
+
     pub fn is_floating_point(self) -> bool {
         matches!(self, DType::F16 | DType::F32 | DType::F64 | DType::BF16)
     }

@@ -239,7 +239,11 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
             // An overflowing product can never match numel: saturate and let the check fail.
             p = p.saturating_mul(n);
         } else {
-            bail!(InvalidArgument, "invalid shape dimension {n}");
+            bail!(
+                InvalidArgument,
+                "invalid shape dimension {n} at index {i} of shape {}",
+                fmt_dims(shape)
+            );
         }
     }
     let mut out: Dims = shape.iter().copied().collect();

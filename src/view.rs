@@ -1,57 +1,787 @@
-//! View operations: each rule is a pure function over (sizes, strides, offset), then one
-//! constructor (`Tensor::make_view`) builds the TensorImpl over the same storage, sharing
-//! the version counter. No view touches element data.
+//! View operations (c-api.md section 7). Each rule is a pure function over a tensor's
+//! geometry — (sizes, strides, storage offset) — returning the view's [`Geometry`] or
+//! PyTorch's error; then one `Tensor` method per operation hands that geometry to
+//! [`Tensor::make_view`] (or `make_view_dtype`), which builds the TensorImpl over the same
+//! storage, shares the version counter and computes the cached flags. No view touches
+//! element data, and for <= 5 dims the only heap allocation is the TensorImpl itself
+//! (`Dims` is inline).
+//!
+//! Status codes: a dim or element index out of range is `Index`; a size rule between the
+//! tensor and the request (expand, view(dtype), t() on > 2 dims, unfold size) is `Shape`;
+//! a bad argument value (step <= 0, negative length / size / stride / offset, duplicate or
+//! identical dims, wrong number of dims for permute) is `InvalidArgument`; a layout outside
+//! the storage is `OutOfBounds`; int64 overflow is `Overflow`.
 
+use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::shape;
-use crate::tensor_impl::Tensor;
+use crate::shape::{self, fmt_dims, wrap_dim, Dims};
+use crate::tensor_impl::{Tensor, TensorImpl};
+use smallvec::SmallVec;
+
+/// The geometry of a (view of a) tensor: sizes, strides (in elements), storage offset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub sizes: Dims,
+    pub strides: Dims,
+    pub offset: i64,
+}
+
+impl Geometry {
+    pub fn new(sizes: &[i64], strides: &[i64], offset: i64) -> Geometry {
+        Geometry {
+            sizes: SmallVec::from_slice(sizes),
+            strides: SmallVec::from_slice(strides),
+            offset,
+        }
+    }
+
+    /// The geometry of `t`.
+    pub fn of(t: &TensorImpl) -> Geometry {
+        Geometry::new(t.sizes(), t.strides(), t.storage_offset())
+    }
+
+    /// `self` without dim `d`.
+    fn without(mut self, d: usize) -> Geometry {
+        self.sizes.remove(d);
+        self.strides.remove(d);
+        self
+    }
+}
+
+fn not_viewable() -> Error {
+    Error::new(
+        Status::NotViewable,
+        "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
+    )
+}
+
+// ---- the pure rules ---------------------------------------------------------------------
+
+/// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
+/// shape (reshape then copies; view fails). Errors: as `shape::infer_size`.
+pub fn view(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Option<Geometry>> {
+    let numel = shape::numel(n)?;
+    let sizes = shape::infer_size(sizes, numel)?;
+    Ok(
+        shape::compute_stride(n, st, &sizes).map(|strides| Geometry {
+            sizes,
+            strides,
+            offset: off,
+        }),
+    )
+}
+
+/// `view(dtype)`: reinterprets the bytes. Same itemsize: only the dtype changes. Otherwise
+/// the tensor needs >= 1 dim and last stride 1; shrinking by `r` multiplies the last size,
+/// the other strides and the offset by `r`; growing by `r` divides them (each must be
+/// divisible; PyTorch checks the last size, the offset, the last stride, then the other
+/// strides). Errors: Shape (with PyTorch's messages), Overflow.
+pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Result<Geometry> {
+    let (a, b) = (from.itemsize() as i64, to.itemsize() as i64);
+    if a == b {
+        return Ok(Geometry::new(n, st, off));
+    }
+    // Formatted only on failure: the success path allocates nothing.
+    let what = || {
+        format!(
+            "to view {} as {} (different element sizes)",
+            from.scalar_type_name(),
+            to.scalar_type_name()
+        )
+    };
+    ensure!(!n.is_empty(), Shape, "self.dim() cannot be 0 {}", what());
+    let last = n.len() - 1;
+    let check_last_stride = || -> Result<()> {
+        ensure!(
+            st[last] == 1,
+            Shape,
+            "self.stride(-1) must be 1 {}, but got {}",
+            what(),
+            st[last]
+        );
+        Ok(())
+    };
+    let mut g = Geometry::new(n, st, off);
+    if a > b {
+        check_last_stride()?;
+        let r = a / b;
+        g.sizes[last] = shape::mul(n[last], r, "view(dtype) size")?;
+        for s in &mut g.strides[..last] {
+            *s = shape::mul(*s, r, "view(dtype) stride")?;
+        }
+        g.offset = shape::mul(off, r, "view(dtype) storage offset")?;
+    } else {
+        let r = b / a;
+        ensure!(
+            n[last] % r == 0,
+            Shape,
+            "self.size(-1) must be divisible by {r} {}, but got {}",
+            what(),
+            n[last]
+        );
+        ensure!(
+            off % r == 0,
+            Shape,
+            "self.storage_offset() must be divisible by {r} {}, but got {off}",
+            what()
+        );
+        check_last_stride()?;
+        for (d, &s) in st[..last].iter().enumerate() {
+            ensure!(
+                s % r == 0,
+                Shape,
+                "self.stride({d}) must be divisible by {r} {}, but got {s}",
+                what()
+            );
+        }
+        g.sizes[last] /= r;
+        for s in &mut g.strides[..last] {
+            *s /= r;
+        }
+        g.offset /= r;
+    }
+    Ok(g)
+}
+
+/// `as_strided(sizes, strides, offset)` over a storage of `storage_nbytes` bytes holding
+/// elements of `itemsize` bytes. Errors (in PyTorch's order): InvalidArgument (length
+/// mismatch, negative stride, negative offset, negative size), Overflow, OutOfBounds.
+pub fn as_strided(
+    sizes: &[i64],
+    strides: &[i64],
+    offset: i64,
+    itemsize: usize,
+    storage_nbytes: usize,
+) -> Result<Geometry> {
+    ensure!(
+        sizes.len() == strides.len(),
+        InvalidArgument,
+        "mismatch in length of strides and shape"
+    );
+    shape::check_ndim(sizes.len())?;
+    ensure!(
+        strides.iter().all(|&s| s >= 0),
+        InvalidArgument,
+        "as_strided: Negative strides are not supported at the moment, got strides: {}",
+        fmt_dims(strides)
+    );
+    ensure!(
+        offset >= 0,
+        InvalidArgument,
+        "Tensor: invalid storage offset {offset}"
+    );
+    ensure!(
+        sizes.iter().all(|&n| n >= 0),
+        InvalidArgument,
+        "as_strided: Negative sizes are not supported, got sizes: {}",
+        fmt_dims(sizes)
+    );
+    let needed = shape::storage_nbytes_needed(sizes, strides, offset, itemsize).map_err(|e| {
+        Error::new(
+            e.status,
+            format!(
+                "Storage size calculation overflowed with sizes={} and strides={}",
+                fmt_dims(sizes),
+                fmt_dims(strides)
+            ),
+        )
+    })?;
+    ensure!(
+        needed as u64 <= storage_nbytes as u64,
+        OutOfBounds,
+        "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {itemsize} requiring a storage size of {needed} are out of bounds for storage of size {storage_nbytes}",
+        fmt_dims(sizes),
+        fmt_dims(strides)
+    );
+    Ok(Geometry::new(sizes, strides, offset))
+}
+
+/// `transpose(d0, d1)`: swaps two dims (both wrapped; equal dims give the same geometry).
+pub fn transpose(n: &[i64], st: &[i64], off: i64, d0: i64, d1: i64) -> Result<Geometry> {
+    let a = wrap_dim(d0, n.len())?;
+    let b = wrap_dim(d1, n.len())?;
+    let mut g = Geometry::new(n, st, off);
+    if !n.is_empty() {
+        g.sizes.swap(a, b);
+        g.strides.swap(a, b);
+    }
+    Ok(g)
+}
+
+/// `t()`: transpose of a <= 2-D tensor (0-D and 1-D are unchanged). Errors: Shape.
+pub fn transpose_2d(n: &[i64], st: &[i64], off: i64) -> Result<Geometry> {
+    ensure!(
+        n.len() <= 2,
+        Shape,
+        "t() expects a tensor with <= 2 dimensions, but self is {}D",
+        n.len()
+    );
+    transpose(n, st, off, 0, if n.len() < 2 { 0 } else { 1 })
+}
+
+/// `permute(dims)`: dim `i` of the view is dim `dims[i]` of the input. Errors:
+/// InvalidArgument (wrong count, duplicates), Index.
+pub fn permute(n: &[i64], st: &[i64], off: i64, dims: &[i64]) -> Result<Geometry> {
+    ensure!(
+        dims.len() == n.len(),
+        InvalidArgument,
+        "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {} is not equal to len(dims) = {}",
+        n.len(),
+        dims.len()
+    );
+    let mut seen: SmallVec<[bool; 8]> = SmallVec::from_elem(false, n.len());
+    let mut g = Geometry::new(n, st, off);
+    for (i, &d) in dims.iter().enumerate() {
+        let d = wrap_dim(d, n.len())?;
+        ensure!(
+            !seen[d],
+            InvalidArgument,
+            "permute(): duplicate dims are not allowed."
+        );
+        seen[d] = true;
+        g.sizes[i] = n[d];
+        g.strides[i] = st[d];
+    }
+    Ok(g)
+}
+
+/// `movedim(src, dst)`: dim `src` moves to position `dst`; the other dims keep their
+/// relative order. Errors: Index.
+pub fn movedim(n: &[i64], st: &[i64], off: i64, src: i64, dst: i64) -> Result<Geometry> {
+    let s = wrap_dim(src, n.len())?;
+    let d = wrap_dim(dst, n.len())?;
+    let mut g = Geometry::new(n, st, off);
+    if n.is_empty() {
+        return Ok(g);
+    }
+    let mut rest = (0..n.len()).filter(|&k| k != s);
+    for i in 0..n.len() {
+        let from = if i == d {
+            s
+        } else {
+            rest.next().expect("D-1 other dims fill D-1 slots")
+        };
+        g.sizes[i] = n[from];
+        g.strides[i] = st[from];
+    }
+    Ok(g)
+}
+
+/// `slice(dim, start, end, step)` with Python's rules: negative start/end count from the
+/// end once, both are clamped to [0, n]; `i64::MAX` means "to the end". Errors: Index
+/// (0-dim, dim), InvalidArgument (step <= 0), Overflow.
+pub fn slice(
+    n: &[i64],
+    st: &[i64],
+    off: i64,
+    dim: i64,
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Result<Geometry> {
+    ensure!(
+        !n.is_empty(),
+        Index,
+        "slice() cannot be applied to a 0-dim tensor."
+    );
+    let d = wrap_dim(dim, n.len())?;
+    ensure!(step > 0, InvalidArgument, "slice step must be positive");
+    let len = n[d];
+    let mut start = if start < 0 { start + len } else { start };
+    let mut end = if end < 0 { end + len } else { end };
+    start = start.clamp(0, len);
+    if end < start {
+        end = start;
+    } else if end > len {
+        end = len;
+    }
+    let span = end - start;
+    let mut g = Geometry::new(n, st, off);
+    g.offset = shape::add(
+        off,
+        shape::mul(start, st[d], "slice offset")?,
+        "slice offset",
+    )?;
+    g.sizes[d] = span / step + i64::from(span % step != 0);
+    g.strides[d] = shape::mul(st[d], step, "slice stride")?;
+    Ok(g)
+}
+
+/// `narrow(dim, start, length)`: `slice(dim, start, start + length)` with strict bounds
+/// (start may be negative or equal to the size). Errors: Index (0-dim, dim, start, start +
+/// length past the end), InvalidArgument (length < 0).
+pub fn narrow(
+    n: &[i64],
+    st: &[i64],
+    off: i64,
+    dim: i64,
+    start: i64,
+    length: i64,
+) -> Result<Geometry> {
+    ensure!(
+        !n.is_empty(),
+        Index,
+        "narrow() cannot be applied to a 0-dim tensor."
+    );
+    ensure!(
+        length >= 0,
+        InvalidArgument,
+        "narrow(): length must be non-negative."
+    );
+    let d = wrap_dim(dim, n.len())?;
+    let size = n[d];
+    ensure!(
+        start >= -size && start <= size,
+        Index,
+        "start out of range (expected to be in range of [{}, {size}], but got {start})",
+        -size
+    );
+    let start = if start < 0 { start + size } else { start };
+    ensure!(
+        start <= size - length,
+        Index,
+        "start ({start}) + length ({length}) exceeds dimension size ({size})."
+    );
+    slice(n, st, off, d as i64, start, start + length, 1)
+}
+
+/// `select(dim, index)`: drops `dim`, moving the offset to element `index` of it.
+/// Errors: Index (0-dim, dim, index).
+pub fn select(n: &[i64], st: &[i64], off: i64, dim: i64, index: i64) -> Result<Geometry> {
+    ensure!(
+        !n.is_empty(),
+        Index,
+        "select() cannot be applied to a 0-dim tensor."
+    );
+    let d = wrap_dim(dim, n.len())?;
+    let size = n[d];
+    ensure!(
+        index >= -size && index < size,
+        Index,
+        "select(): index {index} out of range for tensor of size {} at dimension {d}",
+        fmt_dims(n)
+    );
+    let i = if index < 0 { index + size } else { index };
+    let mut g = Geometry::new(n, st, off).without(d);
+    // In range of a non-empty dim of a validated layout: cannot overflow.
+    g.offset = off + i * st[d];
+    Ok(g)
+}
+
+/// `squeeze()`: drops every size-1 dim.
+pub fn squeeze(n: &[i64], st: &[i64], off: i64) -> Geometry {
+    let keep = |&(&size, _): &(&i64, &i64)| size != 1;
+    Geometry {
+        sizes: n.iter().zip(st).filter(keep).map(|(&s, _)| s).collect(),
+        strides: n.iter().zip(st).filter(keep).map(|(_, &s)| s).collect(),
+        offset: off,
+    }
+}
+
+/// `squeeze(dim)`: drops `dim` if its size is 1, else the same geometry. Errors: Index.
+pub fn squeeze_dim(n: &[i64], st: &[i64], off: i64, dim: i64) -> Result<Geometry> {
+    let d = wrap_dim(dim, n.len())?;
+    let g = Geometry::new(n, st, off);
+    Ok(if !n.is_empty() && n[d] == 1 {
+        g.without(d)
+    } else {
+        g
+    })
+}
+
+/// `unsqueeze(dim)`: inserts a size-1 dim at `dim` (wrapped against D + 1), stride
+/// `n[dim]·st[dim]` (1 at the end). Errors: Index, Overflow.
+pub fn unsqueeze(n: &[i64], st: &[i64], off: i64, dim: i64) -> Result<Geometry> {
+    let d = wrap_dim(dim, n.len() + 1)?;
+    let stride = if d < n.len() {
+        shape::mul(n[d], st[d], "unsqueeze stride")?
+    } else {
+        1
+    };
+    let mut g = Geometry::new(n, st, off);
+    g.sizes.insert(d, 1);
+    g.strides.insert(d, stride);
+    Ok(g)
+}
+
+/// `expand(sizes)`: size-1 dims repeat with stride 0, new leading dims are added, `-1`
+/// keeps an existing size. A 0-dim input takes `sizes` as they are (all strides 0), as in
+/// PyTorch. Errors: Shape (fewer sizes than dims, non-singleton mismatch), InvalidArgument
+/// (-1 in a new leading dim, negative resulting size), Overflow.
+pub fn expand(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Geometry> {
+    shape::check_ndim(sizes.len())?;
+    ensure!(
+        sizes.len() >= n.len(),
+        Shape,
+        "expand(tensor of size {}, size={}): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+        fmt_dims(n),
+        fmt_dims(sizes),
+        sizes.len(),
+        n.len()
+    );
+    let nd = sizes.len();
+    let mut g = Geometry {
+        sizes: SmallVec::from_slice(sizes),
+        strides: SmallVec::from_elem(0, nd),
+        offset: off,
+    };
+    if !n.is_empty() {
+        let lead = nd - n.len();
+        for i in (0..nd).rev() {
+            let mut target = sizes[i];
+            let (size, stride) = if i >= lead {
+                let e = i - lead;
+                if target == -1 {
+                    target = n[e];
+                }
+                if n[e] == target {
+                    (n[e], st[e])
+                } else {
+                    ensure!(
+                        n[e] == 1,
+                        Shape,
+                        "The expanded size of the tensor ({target}) must match the existing size ({}) at non-singleton dimension {i}.  Target sizes: {}.  Tensor sizes: {}",
+                        n[e],
+                        fmt_dims(sizes),
+                        fmt_dims(n)
+                    );
+                    (target, 0)
+                }
+            } else {
+                ensure!(
+                    target != -1,
+                    InvalidArgument,
+                    "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
+                );
+                // A new size-1 dim keeps the stride it would have in memory order.
+                let inner = shape::mul(g.sizes[i + 1], g.strides[i + 1], "expand stride")?;
+                (target, if target == 1 { inner } else { 0 })
+            };
+            g.sizes[i] = size;
+            g.strides[i] = stride;
+        }
+    }
+    if let Some(bad) = g.sizes.iter().find(|&&s| s < 0) {
+        bail!(
+            InvalidArgument,
+            "expand: the expanded size of the tensor ({bad}) is negative (only -1, on an existing dimension, is allowed).  Target sizes: {}.  Tensor sizes: {}",
+            fmt_dims(sizes),
+            fmt_dims(n)
+        );
+    }
+    Ok(g)
+}
+
+/// `unflatten(dim, sizes)`: splits `dim` into `sizes` (one `-1` allowed), then views.
+/// Errors: Index (0-dim, dim), InvalidArgument (empty or invalid sizes), Shape (product).
+pub fn unflatten(n: &[i64], st: &[i64], off: i64, dim: i64, sizes: &[i64]) -> Result<Geometry> {
+    // ATen's order (at::unflatten; Python's Tensor.unflatten checks the sizes first): the
+    // dim (wrapped as for a 1-D tensor when 0-dim), the sizes, then the size of that dim,
+    // which a 0-dim tensor does not have.
+    let d = wrap_dim(dim, n.len())?;
+    ensure!(
+        !sizes.is_empty(),
+        InvalidArgument,
+        "unflatten: sizes must be non-empty"
+    );
+    ensure!(
+        !n.is_empty(),
+        Index,
+        "Dimension specified as {d} but tensor has no dimensions"
+    );
+    let inferred = shape::infer_size(sizes, n[d]).map_err(|e| {
+        if e.status == Status::Shape && !e.message.contains("ambiguous") {
+            Error::new(
+                Status::Shape,
+                format!(
+                    "unflatten: Provided sizes {} don't multiply up to the size of dim {d} ({}) in the input tensor",
+                    fmt_dims(sizes),
+                    n[d]
+                ),
+            )
+        } else {
+            e
+        }
+    })?;
+    let mut shape: Dims = SmallVec::with_capacity(n.len() + sizes.len() - 1);
+    shape.extend_from_slice(&n[..d]);
+    shape.extend_from_slice(&inferred);
+    shape.extend_from_slice(&n[d + 1..]);
+    view(n, st, off, &shape)?.ok_or_else(not_viewable)
+}
+
+/// `diagonal(offset, d1, d2)`: drops `d1` and `d2` and appends the diagonal as the last dim
+/// (stride `st1 + st2`). Errors: Index, InvalidArgument (identical dims), Overflow.
+pub fn diagonal(
+    n: &[i64],
+    st: &[i64],
+    off: i64,
+    offset: i64,
+    dim1: i64,
+    dim2: i64,
+) -> Result<Geometry> {
+    let a = wrap_dim(dim1, n.len())?;
+    let b = wrap_dim(dim2, n.len())?;
+    ensure!(
+        a != b,
+        InvalidArgument,
+        "diagonal dimensions cannot be identical {dim1}, {dim2}"
+    );
+    // a != b implies ndim >= 2.
+    let len = if offset >= 0 {
+        n[a].min(n[b].saturating_sub(offset)).max(0)
+    } else {
+        n[a].saturating_add(offset).min(n[b]).max(0)
+    };
+    let mut new_off = off;
+    if len > 0 {
+        // offset is within a non-empty dim here: cannot overflow.
+        new_off += if offset >= 0 {
+            offset * st[b]
+        } else {
+            -offset * st[a]
+        };
+    }
+    let stride = shape::add(st[a], st[b], "diagonal stride")?;
+    let mut g = Geometry {
+        sizes: SmallVec::with_capacity(n.len() - 1),
+        strides: SmallVec::with_capacity(n.len() - 1),
+        offset: new_off,
+    };
+    for k in (0..n.len()).filter(|&k| k != a && k != b) {
+        g.sizes.push(n[k]);
+        g.strides.push(st[k]);
+    }
+    g.sizes.push(len);
+    g.strides.push(stride);
+    Ok(g)
+}
+
+/// `unfold(dim, size, step)`: dim `dim` becomes the number of windows, `(n - size)/step +
+/// 1`, with stride `st·step`; a last dim of `size` (stride `st`) walks one window. A 0-dim
+/// input counts as size 1. Errors: Index, InvalidArgument (size < 0, step <= 0), Shape
+/// (size larger than the dim), Overflow.
+pub fn unfold(n: &[i64], st: &[i64], off: i64, dim: i64, size: i64, step: i64) -> Result<Geometry> {
+    let d = wrap_dim(dim, n.len())?;
+    let max = if n.is_empty() { 1 } else { n[d] };
+    ensure!(
+        size <= max,
+        Shape,
+        "maximum size for tensor at dimension {d} is {max} but size is {size}"
+    );
+    ensure!(
+        size >= 0,
+        InvalidArgument,
+        "size is {size} but must be >= 0"
+    );
+    ensure!(step > 0, InvalidArgument, "step is {step} but must be > 0");
+    if n.is_empty() {
+        return Ok(Geometry::new(&[size], &[1], off));
+    }
+    let mut g = Geometry::new(n, st, off);
+    g.sizes[d] = (n[d] - size) / step + 1;
+    g.strides[d] = shape::mul(st[d], step, "unfold stride")?;
+    g.sizes.push(size);
+    g.strides.push(st[d]);
+    Ok(g)
+}
+
+// ---- the Tensor methods -----------------------------------------------------------------
 
 impl Tensor {
+    /// A view of `self` with geometry `g` (same dtype, storage and version counter).
+    fn view_of(&self, g: Geometry) -> Result<Tensor> {
+        self.make_view(&g.sizes, &g.strides, g.offset)
+    }
+
     /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
     /// shape (reshape then copies; view fails).
     pub fn try_view(&self, sizes: &[i64]) -> Result<Option<Tensor>> {
-        let sizes = shape::infer_size(sizes, self.numel())?;
-        match shape::compute_stride(self.sizes(), self.strides(), &sizes) {
-            Some(strides) => Ok(Some(self.make_view(
-                &sizes,
-                &strides,
-                self.storage_offset(),
-            )?)),
+        match view(self.sizes(), self.strides(), self.storage_offset(), sizes)? {
+            Some(g) => Ok(Some(self.view_of(g)?)),
             None => Ok(None),
         }
     }
 
     /// PyTorch's `view`: same data, new shape; works on non-contiguous tensors whenever
-    /// `compute_stride` allows. Errors: Shape (numel), NotViewable.
+    /// `compute_stride` allows. Errors: Shape (numel), InvalidArgument, NotViewable.
     pub fn view(&self, sizes: &[i64]) -> Result<Tensor> {
-        self.try_view(sizes)?.ok_or_else(|| {
-            Error::new(
-                Status::NotViewable,
-                "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
-            )
-        })
+        self.try_view(sizes)?.ok_or_else(not_viewable)
+    }
+
+    /// `view(dtype)`: the same bytes as another element type.
+    pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
+        let g = view_dtype(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            self.dtype(),
+            dtype,
+        )?;
+        self.make_view_dtype(&g.sizes, &g.strides, g.offset, dtype)
+    }
+
+    /// `as_strided(sizes, strides, storage_offset)`: any layout inside the storage.
+    pub fn as_strided(
+        &self,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: i64,
+    ) -> Result<Tensor> {
+        self.view_of(as_strided(
+            sizes,
+            strides,
+            storage_offset,
+            self.itemsize(),
+            self.storage().nbytes(),
+        )?)
+    }
+
+    pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
+        self.view_of(transpose(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dim0,
+            dim1,
+        )?)
+    }
+
+    /// `t()`.
+    pub fn transpose_2d(&self) -> Result<Tensor> {
+        self.view_of(transpose_2d(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+        )?)
+    }
+
+    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+        self.view_of(permute(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dims,
+        )?)
+    }
+
+    pub fn movedim(&self, source: i64, destination: i64) -> Result<Tensor> {
+        self.view_of(movedim(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            source,
+            destination,
+        )?)
+    }
+
+    pub fn slice(&self, dim: i64, start: i64, end: i64, step: i64) -> Result<Tensor> {
+        self.view_of(slice(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dim,
+            start,
+            end,
+            step,
+        )?)
+    }
+
+    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        self.view_of(narrow(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dim,
+            start,
+            length,
+        )?)
+    }
+
+    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        self.view_of(select(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dim,
+            index,
+        )?)
+    }
+
+    pub fn squeeze(&self) -> Result<Tensor> {
+        self.view_of(squeeze(self.sizes(), self.strides(), self.storage_offset()))
+    }
+
+    pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
+        self.view_of(squeeze_dim(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dim,
+        )?)
+    }
+
+    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
+        self.view_of(unsqueeze(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dim,
+        )?)
+    }
+
+    pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
+        self.view_of(expand(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            sizes,
+        )?)
+    }
+
+    pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+        self.view_of(unflatten(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dim,
+            sizes,
+        )?)
+    }
+
+    pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        self.view_of(diagonal(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            offset,
+            dim1,
+            dim2,
+        )?)
+    }
+
+    pub fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        self.view_of(unfold(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+            dim,
+            size,
+            step,
+        )?)
+    }
+
+    /// A new TensorImpl with the same storage, geometry, dtype and version counter.
+    pub fn alias(&self) -> Result<Tensor> {
+        self.make_view(self.sizes(), self.strides(), self.storage_offset())
+    }
+
+    /// `detach()`: without autograd this is [`alias`](Self::alias) — the same storage and
+    /// the same version counter, as in PyTorch.
+    pub fn detach(&self) -> Result<Tensor> {
+        self.alias()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::dtype::DType;
-    use crate::error::Status;
-    use crate::tensor_impl::Tensor;
-
-    #[test]
-    fn view_contiguous_and_not() {
-        let t = Tensor::arange(12, DType::F32).unwrap();
-        let v = t.view(&[3, -1]).unwrap();
-        assert_eq!(v.sizes(), &[3, 4]);
-        assert_eq!(v.strides(), &[4, 1]);
-        assert!(v.shares_storage(&t));
-        let tr = v.make_view(&[4, 3], &[1, 4], 0).unwrap();
-        let e = tr.view(&[12]).err().unwrap();
-        assert_eq!(e.status, Status::NotViewable);
-        assert!(e.message.contains("reshape"));
-        let ok = tr.view(&[2, 2, 3]).unwrap();
-        assert_eq!(ok.strides(), &[2, 1, 4]);
-        assert_eq!(t.view(&[5, 3]).err().unwrap().status, Status::Shape);
-    }
-}
+mod tests;

@@ -10,6 +10,7 @@
 pub mod core;
 pub mod storage;
 pub mod tensor;
+pub mod view;
 
 use crate::allocator::Allocator;
 use crate::device::Device;

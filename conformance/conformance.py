@@ -1,0 +1,609 @@
+#!/usr/bin/env python3
+"""Differential conformance test: libtensor (through its C ABI, with stdlib ctypes) against
+PyTorch itself.
+
+Random bases (every dtype; contiguous, channels-last, channels-last-3d, permuted, gapped,
+offset, expanded, size-0 and 0-dim layouts) are built identically on both sides over the
+*same bytes*; then random chains of ops with random -- often invalid -- arguments are
+applied to both. After every op the two must agree on error-or-not. On an error, a torch
+IndexError must be TENSOR_ERR_INDEX and torch's message must map to the status c-api.md
+section 2 gives it (STATUS_OF_MESSAGE). On success they must agree on sizes, strides,
+storage offset, dtype, the contiguity flags (contiguous / channels_last / channels_last_3d,
+non-overlapping-and-dense), suggest_memory_format, and the values of (a sample of) the
+elements. Any divergence prints the op chain that led to it and makes the run fail.
+
+Usage: conformance.py [--lib target/debug/libtensor.so] [--steps 3000] [--seed 0]
+                      [--messages]   (also list ops whose error messages differ in wording)
+
+Structure: `Lib` holds every ctypes binding; `OPS` is the op table -- each `Op` has an
+argument generator, the torch call and the libtensor call -- so data-movement ops
+(reshape, contiguous, clone, copy_ ...) can be added by appending entries.
+"""
+
+import argparse
+import ctypes as C
+import math
+import random
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch._prims_common import suggest_memory_format
+
+INT64_MAX = 2**63 - 1
+
+# ---- the C ABI ---------------------------------------------------------------------------
+
+OK, NULL_POINTER, INVALID_ARGUMENT, INDEX, SHAPE, NOT_VIEWABLE = 0, 1, 2, 3, 4, 5
+DTYPE_ERR, DEVICE, OUT_OF_BOUNDS, OVERFLOW = 6, 7, 8, 9
+STATUS_NAMES = {0: "OK", 1: "NULL_POINTER", 2: "INVALID_ARGUMENT", 3: "INDEX", 4: "SHAPE",
+                5: "NOT_VIEWABLE", 6: "DTYPE", 7: "DEVICE", 8: "OUT_OF_BOUNDS", 9: "OVERFLOW",
+                10: "OUT_OF_MEMORY", 11: "OVERLAP", 99: "INTERNAL"}
+# torch dtype <-> tensor_dtype_t code (c10::ScalarType)
+DTYPES = [
+    (torch.uint8, 0), (torch.int8, 1), (torch.int16, 2), (torch.int32, 3), (torch.int64, 4),
+    (torch.float16, 5), (torch.float32, 6), (torch.float64, 7), (torch.complex64, 9),
+    (torch.complex128, 10), (torch.bool, 11), (torch.bfloat16, 15), (torch.uint16, 27),
+    (torch.uint32, 28), (torch.uint64, 29),
+]
+CODE_OF = {d: c for d, c in DTYPES}
+DTYPE_OF = {c: d for d, c in DTYPES}
+CONTIGUOUS_FORMAT, CHANNELS_LAST, CHANNELS_LAST_3D = 0, 2, 3
+SUGGEST_CODE = {torch.contiguous_format: CONTIGUOUS_FORMAT, torch.channels_last: CHANNELS_LAST,
+                torch.channels_last_3d: CHANNELS_LAST_3D}
+
+
+class Lib:
+    """Every ctypes binding of libtensor used here, in one place."""
+
+    def __init__(self, path):
+        L = C.CDLL(path)
+        P, I64, I32, PI64 = C.c_void_p, C.c_int64, C.c_int32, C.POINTER(C.c_int64)
+        PP = C.POINTER(C.c_void_p)
+
+        def fn(name, res, *args):
+            f = getattr(L, name)
+            f.restype, f.argtypes = res, list(args)
+            setattr(self, name[len("tensor_"):] if name.startswith("tensor_") else name, f)
+
+        fn("tensor_arange", I32, I64, I32, PP)
+        fn("tensor_release", None, P)
+        fn("tensor_storage", P, P)
+        fn("tensor_from_storage", I32, P, I64, PI64, PI64, I64, I32, PP)
+        fn("tensor_ndim", I64, P)
+        fn("tensor_sizes", PI64, P)
+        fn("tensor_strides", PI64, P)
+        fn("tensor_storage_offset", I64, P)
+        fn("tensor_numel", I64, P)
+        fn("tensor_dtype", I32, P)
+        fn("tensor_data_ptr", P, P)
+        fn("tensor_nbytes", C.c_size_t, P)
+        fn("tensor_is_contiguous", C.c_bool, P, I32)
+        fn("tensor_is_non_overlapping_and_dense", C.c_bool, P)
+        fn("tensor_suggest_memory_format", I32, P)
+        fn("tensor_shares_storage", C.c_bool, P, P)
+        fn("tensor_version", C.c_uint64, P)
+        fn("tensor_get_f64", I32, P, PI64, I64, C.POINTER(C.c_double))
+        fn("tensor_last_error", C.c_char_p)
+        # section 7
+        fn("tensor_view", I32, P, PI64, I64, PP)
+        fn("tensor_view_dtype", I32, P, I32, PP)
+        fn("tensor_as_strided", I32, P, PI64, PI64, I64, I64, PP)
+        fn("tensor_transpose", I32, P, I64, I64, PP)
+        fn("tensor_transpose_2d", I32, P, PP)
+        fn("tensor_permute", I32, P, PI64, I64, PP)
+        fn("tensor_movedim", I32, P, I64, I64, PP)
+        fn("tensor_slice", I32, P, I64, I64, I64, I64, PP)
+        fn("tensor_narrow", I32, P, I64, I64, I64, PP)
+        fn("tensor_select", I32, P, I64, I64, PP)
+        fn("tensor_squeeze", I32, P, PP)
+        fn("tensor_squeeze_dim", I32, P, I64, PP)
+        fn("tensor_unsqueeze", I32, P, I64, PP)
+        fn("tensor_expand", I32, P, PI64, I64, PP)
+        fn("tensor_unflatten", I32, P, I64, PI64, I64, PP)
+        fn("tensor_diagonal", I32, P, I64, I64, I64, PP)
+        fn("tensor_unfold", I32, P, I64, I64, I64, PP)
+        fn("tensor_alias", I32, P, PP)
+        fn("tensor_detach", I32, P, PP)
+
+    @staticmethod
+    def ints(values):
+        return (C.c_int64 * max(len(values), 1))(*values)
+
+    def call(self, f, *args):
+        """Calls a function whose last parameter is `tensor_t** out`: (status, handle)."""
+        out = C.c_void_p()
+        st = f(*args, C.byref(out))
+        return st, (out.value if st == OK else None)
+
+    def error(self):
+        return self.last_error().decode("utf-8", "replace")
+
+    def geometry(self, t):
+        n = self.ndim(t)
+        sz, st = self.sizes(t), self.strides(t)
+        return [sz[i] for i in range(n)], [st[i] for i in range(n)], self.storage_offset(t)
+
+    def get(self, t, idx):
+        v = C.c_double()
+        st = self.get_f64(t, self.ints(idx), len(idx), C.byref(v))
+        if st != OK:
+            raise RuntimeError(f"tensor_get_f64{tuple(idx)} failed: {self.error()}")
+        return v.value
+
+
+# ---- random arguments ----------------------------------------------------------------------
+
+def rdim(rng, nd, bad=0.1):
+    """A dim, sometimes out of range."""
+    n = max(nd, 1)
+    if rng.random() < bad:
+        return rng.choice([n, n + 1, -n - 1, -n - 3])
+    return rng.randint(-n, n - 1)
+
+
+def factorizations(numel, rng):
+    """A random shape with `numel` elements (split of the row-major order)."""
+    shape, rest = [], numel
+    while rest > 1 and len(shape) < 4:
+        divs = [d for d in range(2, rest + 1) if rest % d == 0]
+        f = rng.choice(divs)
+        shape.append(f)
+        rest //= f
+    if rest != 1 or numel == 0:
+        shape.append(rest)
+    if rng.random() < 0.3:
+        shape.insert(rng.randint(0, len(shape)), 1)
+    rng.shuffle(shape)
+    return shape
+
+
+def gen_view(rng, t):
+    numel = t.numel()
+    if rng.random() < 0.75:
+        s = factorizations(numel, rng)
+        if s and rng.random() < 0.5:
+            s[rng.randrange(len(s))] = -1
+        return (s,)
+    return ([rng.choice([-2, -1, -1, 0, 1, 2, 3, 4, 6]) for _ in range(rng.randint(0, 3))],)
+
+
+def gen_view_dtype(rng, t):
+    return (rng.choice(DTYPES)[0],)
+
+
+def gen_as_strided(rng, t):
+    n_elems = t.untyped_storage().nbytes() // t.element_size()
+    nd = rng.randint(0, 4)
+    sizes = [rng.choice([0, 1, 1, 2, 2, 3, 4]) for _ in range(nd)]
+    strides = [rng.choice([0, 1, 1, 2, 3, 4, 6, 12]) for _ in range(nd)]
+    off = rng.randint(0, max(n_elems, 1))
+    r = rng.random()
+    if r < 0.05 and nd:
+        sizes[rng.randrange(nd)] = -1
+    elif r < 0.1 and nd:
+        strides[rng.randrange(nd)] = -1
+    elif r < 0.13:
+        off = -1
+    return (sizes, strides, off)
+
+
+def gen_dims2(rng, t):
+    return (rdim(rng, t.dim()), rdim(rng, t.dim()))
+
+
+def gen_none(rng, t):
+    return ()
+
+
+def gen_permute(rng, t):
+    nd = t.dim()
+    dims = list(range(nd))
+    rng.shuffle(dims)
+    dims = [d - nd if rng.random() < 0.3 else d for d in dims]
+    r = rng.random()
+    if r < 0.05:
+        dims = dims[:-1]
+    elif r < 0.1 and nd >= 2:
+        dims[0] = dims[1]
+    elif r < 0.15 and nd:
+        dims[0] = nd + 1
+    return (dims,)
+
+
+def gen_slice(rng, t):
+    nd = t.dim()
+    d = rdim(rng, nd, 0.05)
+    n = t.shape[d] if -nd <= d < nd and nd else 3
+    pick = lambda: rng.choice([rng.randint(-n - 3, n + 3), INT64_MAX, -INT64_MAX - 1, 0])
+    step = rng.choice([1, 1, 1, 2, 3, 5]) if rng.random() > 0.1 else rng.choice([0, -1])
+    return (d, pick(), pick(), step)
+
+
+def gen_narrow(rng, t):
+    nd = t.dim()
+    d = rdim(rng, nd, 0.05)
+    n = t.shape[d] if -nd <= d < nd and nd else 3
+    start = rng.randint(-n - 1, n + 1)
+    length = rng.randint(-1, n + 1)
+    return (d, start, length)
+
+
+def gen_select(rng, t):
+    nd = t.dim()
+    d = rdim(rng, nd, 0.05)
+    n = t.shape[d] if -nd <= d < nd and nd else 3
+    return (d, rng.randint(-n - 1, n))
+
+
+def gen_dim(rng, t):
+    return (rdim(rng, t.dim()),)
+
+
+def gen_unsqueeze(rng, t):
+    return (rdim(rng, t.dim() + 1),)
+
+
+def gen_expand(rng, t):
+    sizes = []
+    for n in t.shape:
+        r = rng.random()
+        if r < 0.25:
+            sizes.append(-1)
+        elif n == 1:
+            sizes.append(rng.choice([0, 1, 2, 3]))
+        elif r < 0.9:
+            sizes.append(n)
+        else:
+            sizes.append(rng.choice([n + 1, 0, 1, -2]))
+    lead = [rng.choice([1, 2, 3]) for _ in range(rng.choice([0, 0, 1, 2]))]
+    if lead and rng.random() < 0.1:
+        lead[0] = -1
+    sizes = lead + sizes
+    if rng.random() < 0.05 and sizes:
+        sizes = sizes[1:]
+    return (sizes,)
+
+
+def gen_unflatten(rng, t):
+    nd = t.dim()
+    d = rdim(rng, nd, 0.05)
+    n = t.shape[d] if -nd <= d < nd and nd else 4
+    r = rng.random()
+    if r < 0.8:
+        s = factorizations(n, rng)
+        if s and rng.random() < 0.4:
+            s[rng.randrange(len(s))] = -1
+    elif r < 0.85:
+        s = []
+    else:
+        s = [rng.choice([-2, -1, 0, 1, 2, 3]) for _ in range(rng.randint(1, 3))]
+    return (d, s)
+
+
+def gen_diagonal(rng, t):
+    return (rng.randint(-4, 4), rdim(rng, t.dim()), rdim(rng, t.dim()))
+
+
+def gen_unfold(rng, t):
+    nd = t.dim()
+    d = rdim(rng, nd, 0.05)
+    n = (t.shape[d] if nd else 1) if -max(nd, 1) <= d < max(nd, 1) else 3
+    size = rng.randint(-1, n + 1) if rng.random() < 0.15 else rng.randint(0, n)
+    step = rng.choice([1, 1, 2, 3]) if rng.random() > 0.1 else rng.choice([0, -1])
+    return (d, size, step)
+
+
+# ---- the op table ---------------------------------------------------------------------------
+
+@dataclass
+class Op:
+    name: str
+    gen: Callable          # (rng, torch tensor) -> args tuple
+    torch: Callable        # (torch tensor, *args) -> torch tensor
+    lib: Callable          # (Lib, handle, *args) -> (status, handle)
+    view: bool = True      # the result shares the input's storage and version counter
+
+
+I = Lib.ints
+OPS = [
+    Op("view", gen_view, lambda t, s: t.view(s),
+       lambda L, h, s: L.call(L.view, h, I(s), len(s))),
+    Op("view_dtype", gen_view_dtype, lambda t, d: t.view(d),
+       lambda L, h, d: L.call(L.view_dtype, h, CODE_OF[d])),
+    Op("as_strided", gen_as_strided, lambda t, n, s, o: t.as_strided(n, s, o),
+       lambda L, h, n, s, o: L.call(L.as_strided, h, I(n), I(s), len(n), o)),
+    Op("transpose", gen_dims2, lambda t, a, b: t.transpose(a, b),
+       lambda L, h, a, b: L.call(L.transpose, h, a, b)),
+    Op("t", gen_none, lambda t: t.t(), lambda L, h: L.call(L.transpose_2d, h)),
+    Op("permute", gen_permute, lambda t, d: t.permute(d),
+       lambda L, h, d: L.call(L.permute, h, I(d), len(d))),
+    Op("movedim", gen_dims2, lambda t, a, b: t.movedim(a, b),
+       lambda L, h, a, b: L.call(L.movedim, h, a, b)),
+    Op("slice", gen_slice, lambda t, d, a, b, s: torch.ops.aten.slice(t, d, a, b, s),
+       lambda L, h, d, a, b, s: L.call(L.slice, h, d, a, b, s)),
+    Op("narrow", gen_narrow, lambda t, d, a, n: t.narrow(d, a, n),
+       lambda L, h, d, a, n: L.call(L.narrow, h, d, a, n)),
+    Op("select", gen_select, lambda t, d, i: t.select(d, i),
+       lambda L, h, d, i: L.call(L.select, h, d, i)),
+    Op("squeeze", gen_none, lambda t: t.squeeze(), lambda L, h: L.call(L.squeeze, h)),
+    Op("squeeze_dim", gen_dim, lambda t, d: t.squeeze(d),
+       lambda L, h, d: L.call(L.squeeze_dim, h, d)),
+    Op("unsqueeze", gen_unsqueeze, lambda t, d: t.unsqueeze(d),
+       lambda L, h, d: L.call(L.unsqueeze, h, d)),
+    Op("expand", gen_expand, lambda t, s: t.expand(s),
+       lambda L, h, s: L.call(L.expand, h, I(s), len(s))),
+    Op("unflatten", gen_unflatten, lambda t, d, s: torch.ops.aten.unflatten(t, d, s),
+       lambda L, h, d, s: L.call(L.unflatten, h, d, I(s), len(s))),
+    Op("diagonal", gen_diagonal, lambda t, o, a, b: t.diagonal(o, a, b),
+       lambda L, h, o, a, b: L.call(L.diagonal, h, o, a, b)),
+    Op("unfold", gen_unfold, lambda t, d, n, s: t.unfold(d, n, s),
+       lambda L, h, d, n, s: L.call(L.unfold, h, d, n, s)),
+    Op("alias", gen_none, lambda t: torch.ops.aten.alias(t), lambda L, h: L.call(L.alias, h)),
+    Op("detach", gen_none, lambda t: t.detach(), lambda L, h: L.call(L.detach, h)),
+]
+
+
+# ---- the status each torch refusal must map to (c-api.md section 2) ------------------------
+
+# (substring of torch's message, allowed libtensor statuses); the first match decides.
+STATUS_OF_MESSAGE = [
+    ("Dimension out of range", {INDEX}),
+    ("cannot be applied to a 0-dim tensor", {INDEX}),
+    ("select(): index", {INDEX}),
+    ("start out of range", {INDEX}),
+    ("exceeds dimension size", {INDEX}),
+    ("Dimension specified as", {INDEX}),
+    ("slice step must be positive", {INVALID_ARGUMENT}),
+    ("length must be non-negative", {INVALID_ARGUMENT}),
+    ("duplicate dims are not allowed", {INVALID_ARGUMENT}),
+    ("does not match the length of the desired ordering", {INVALID_ARGUMENT}),
+    ("t() expects a tensor with <= 2 dimensions", {SHAPE}),
+    ("must match the existing size", {SHAPE}),
+    ("isn't allowed in a leading, non-existing dimension", {INVALID_ARGUMENT}),
+    ("the number of sizes provided", {SHAPE}),
+    ("numel: integer multiplication overflow", {INVALID_ARGUMENT}),  # expand to a size < -1
+    ("sizes must be non-empty", {INVALID_ARGUMENT}),
+    ("don't multiply up to the size of dim", {SHAPE}),
+    ("only one dimension can be inferred", {INVALID_ARGUMENT}),
+    ("invalid shape dimension", {INVALID_ARGUMENT}),
+    ("is ambiguous", {SHAPE}),
+    ("is invalid for input of size", {SHAPE}),
+    ("view size is not compatible with input tensor's size and stride", {NOT_VIEWABLE}),
+    ("diagonal dimensions cannot be identical", {INVALID_ARGUMENT}),
+    ("maximum size for tensor at dimension", {SHAPE}),
+    ("but must be >= 0", {INVALID_ARGUMENT}),
+    ("but must be > 0", {INVALID_ARGUMENT}),
+    ("(different element sizes)", {SHAPE}),
+    ("Negative strides are not supported", {INVALID_ARGUMENT}),
+    ("invalid storage offset", {INVALID_ARGUMENT}),
+    # torch reports a negative size as an overflow or even as out of bounds
+    ("Storage size calculation overflowed", {OVERFLOW, INVALID_ARGUMENT}),
+    ("setStorage:", {OUT_OF_BOUNDS, INVALID_ARGUMENT}),
+]
+
+
+def expected_statuses(message):
+    for pattern, statuses in STATUS_OF_MESSAGE:
+        if pattern in message:
+            return statuses
+    return None
+
+
+# ---- bases --------------------------------------------------------------------------------
+
+def random_base(rng):
+    """(dtype, sizes, strides, offset, storage elements, description)."""
+    dtype = rng.choice(DTYPES)[0]
+    nd = rng.choice([0, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5])
+    sizes = [rng.choice([0] + [1, 2, 3, 4] * 5) for _ in range(nd)]
+    kind = rng.choice(["contiguous", "channels_last", "permuted", "gapped", "expanded"])
+    if kind == "channels_last" and nd == 4:
+        order = [1, 3, 2, 0]
+    elif kind == "channels_last" and nd == 5:
+        order = [1, 4, 3, 2, 0]
+    elif kind in ("permuted", "gapped", "expanded"):
+        order = list(range(nd))
+        rng.shuffle(order)
+    else:
+        kind, order = "contiguous", list(range(nd - 1, -1, -1))
+    strides, acc = [0] * nd, 1
+    for d in order:  # innermost first
+        gap = rng.choice([1, 2, 3]) if kind == "gapped" else 1
+        strides[d] = acc * gap
+        acc = strides[d] * max(sizes[d], 1)
+    if kind == "expanded":
+        for d in range(nd):
+            if rng.random() < 0.4:
+                strides[d] = 0
+    offset = rng.choice([0, 0, 1, 3])
+    extent = offset + 1 + sum((n - 1) * s for n, s in zip(sizes, strides)) if all(sizes) else offset
+    n_elems = extent + rng.choice([0, 0, 2])
+    return dtype, sizes, strides, offset, max(n_elems, 1), kind
+
+
+def known_divergence(name, t2, status):
+    """Deliberate, documented differences from torch; each returns its reason."""
+    if t2 is not None and any(n < 0 for n in t2.shape) and status == INVALID_ARGUMENT:
+        # torch.as_strided accepts a negative size when another size is 0 (its storage-size
+        # check short-cuts on the 0), building a tensor of shape e.g. [-1, 0]; libtensor
+        # refuses every negative size.
+        return f"{name}: torch builds a tensor with a negative size; libtensor refuses it"
+    return None
+
+
+class Divergence(Exception):
+    pass
+
+
+def same_value(a, b):
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def torch_value(t, idx):
+    v = t[tuple(idx)].item()
+    if isinstance(v, complex):
+        v = v.real
+    return float(v)
+
+
+def compare(L, h, t, base_h, rng):
+    """Raises Divergence when the libtensor handle `h` differs from the torch tensor `t`
+    (and, with `base_h`, when `h` does not share base_h's storage and version counter)."""
+    sizes, strides, off = L.geometry(h)
+    if sizes != list(t.shape) or strides != list(t.stride()) or off != t.storage_offset():
+        raise Divergence(f"geometry: libtensor sizes {sizes} strides {strides} offset {off}; "
+                         f"torch sizes {list(t.shape)} strides {list(t.stride())} "
+                         f"offset {t.storage_offset()}")
+    if DTYPE_OF.get(L.dtype(h)) != t.dtype:
+        raise Divergence(f"dtype: libtensor code {L.dtype(h)}, torch {t.dtype}")
+    flags = [
+        ("is_contiguous", L.is_contiguous(h, CONTIGUOUS_FORMAT), t.is_contiguous()),
+        ("is_contiguous(channels_last)", L.is_contiguous(h, CHANNELS_LAST),
+         t.is_contiguous(memory_format=torch.channels_last)),
+        ("is_contiguous(channels_last_3d)", L.is_contiguous(h, CHANNELS_LAST_3D),
+         t.is_contiguous(memory_format=torch.channels_last_3d)),
+        ("is_non_overlapping_and_dense", L.is_non_overlapping_and_dense(h),
+         bool(torch.ops.aten.is_non_overlapping_and_dense(t))),
+    ]
+    for name, ours, theirs in flags:
+        if ours != theirs:
+            raise Divergence(f"{name}: libtensor {ours}, torch {theirs}")
+    # torch's suggest_memory_format is not bound in Python; torch._prims_common has a port of
+    # it over the same strides-like rules (c10's is_channels_last_strides_2d / _3d).
+    ours = L.suggest_memory_format(h)
+    theirs = SUGGEST_CODE[suggest_memory_format(t)]
+    if ours != theirs:
+        raise Divergence(f"suggest_memory_format: libtensor {ours}, torch {theirs}")
+    if base_h is not None and (not L.shares_storage(h, base_h)
+                               or L.version(h) != L.version(base_h)):
+        raise Divergence("the view does not share its base's storage and version counter")
+    numel = t.numel()
+    if numel:
+        picks = range(numel) if numel <= 24 else [rng.randrange(numel) for _ in range(24)]
+        for k in picks:
+            idx, q = [], k
+            for n in reversed(t.shape):
+                idx.append(q % n)
+                q //= n
+            idx.reverse()
+            ours, theirs = L.get(h, idx), torch_value(t, idx)
+            if not same_value(ours, theirs):
+                raise Divergence(f"value at {idx}: libtensor {ours!r}, torch {theirs!r}")
+
+
+def fmt_args(args):
+    return ", ".join("torch." + str(a).split(".")[-1] if isinstance(a, torch.dtype)
+                     else ("INT64_MAX" if a == INT64_MAX else
+                           "INT64_MIN" if a == -INT64_MAX - 1 else repr(a)) for a in args)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", default="target/debug/libtensor.so")
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-chain", type=int, default=6)
+    ap.add_argument("--messages", action="store_true",
+                    help="list the distinct error messages whose wording differs from torch's")
+    opts = ap.parse_args()
+    L = Lib(opts.lib)
+    rng = random.Random(opts.seed)
+    torch.manual_seed(opts.seed)
+    passed = failed = steps = 0
+    op_counts = {op.name: [0, 0] for op in OPS}  # [ok, error] per op
+    wording = {}
+    known = {}
+    unmapped = set()
+    while steps < opts.steps:
+        dtype, sizes, strides, offset, n_elems, kind = random_base(rng)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        st, flat = L.call(L.arange, n_elems, CODE_OF[dtype])
+        assert st == OK, L.error()
+        st, base = L.call(L.from_storage, L.storage(flat), offset, I(sizes), I(strides),
+                          len(sizes), CODE_OF[dtype])
+        assert st == OK, L.error()
+        raw = bytearray(C.string_at(L.data_ptr(flat), n_elems * itemsize))
+        t = torch.frombuffer(raw, dtype=dtype).as_strided(sizes, strides, offset)
+        chain = [f"base {kind} {dtype} sizes {sizes} strides {strides} offset {offset} "
+                 f"(storage of {n_elems})"]
+        h = L.call(L.alias, base)[1]
+        shares_with = base
+        try:
+            compare(L, h, t, shares_with, rng)
+            for _ in range(rng.randint(1, opts.max_chain)):
+                if steps >= opts.steps:
+                    break
+                steps += 1
+                op = rng.choice(OPS)
+                args = op.gen(rng, t)
+                chain.append(f"{op.name}({fmt_args(args)})")
+                try:
+                    t2, terr = op.torch(t, *args), None
+                except (RuntimeError, IndexError, ValueError, TypeError) as e:
+                    t2, terr = None, e
+                status, h2 = op.lib(L, h, *args)
+                reason = known_divergence(op.name, t2, status)
+                if reason:
+                    known[reason] = known.get(reason, 0) + 1
+                    passed += 1
+                    continue
+                if (terr is None) != (status == OK):
+                    ours = STATUS_NAMES.get(status, status)
+                    detail = L.error() if status != OK else "succeeded"
+                    theirs = f"{type(terr).__name__}: {str(terr).splitlines()[0]}" if terr else "succeeded"
+                    if h2:
+                        L.release(h2)
+                    raise Divergence(f"error-or-not: libtensor {ours} ({detail}); torch {theirs}")
+                if terr is not None:
+                    op_counts[op.name][1] += 1
+                    if isinstance(terr, IndexError) and status != INDEX:
+                        raise Divergence(f"torch raises IndexError ({terr}) but libtensor "
+                                         f"returns {STATUS_NAMES.get(status)} ({L.error()})")
+                    lines = str(terr).splitlines()
+                    tmsg = lines[1] if "unexpected error" in lines[0] and len(lines) > 1 else lines[0]
+                    allowed = expected_statuses(tmsg)
+                    if allowed is None:
+                        unmapped.add(tmsg)
+                    elif status not in allowed:
+                        raise Divergence(
+                            f"status: torch refuses with {tmsg!r}, which maps to "
+                            f"{sorted(STATUS_NAMES[a] for a in allowed)}, but libtensor returns "
+                            f"{STATUS_NAMES.get(status, status)} ({L.error()})")
+                    ours = L.error().split(": ", 1)[-1]
+                    if tmsg not in ours:
+                        wording.setdefault((op.name, tmsg), ours)
+                    passed += 1
+                    continue
+                op_counts[op.name][0] += 1
+                L.release(h)
+                h, t = h2, t2
+                if not op.view:
+                    shares_with = None  # a copy: later results need not share the base
+                compare(L, h, t, shares_with, rng)
+                passed += 1
+        except Divergence as d:
+            failed += 1
+            print("DIVERGENCE:", d, file=sys.stderr)
+            print("  chain: " + "\n      -> ".join(chain), file=sys.stderr)
+        finally:
+            L.release(h)
+            L.release(base)
+            L.release(flat)
+    if opts.messages:
+        for (name, tmsg), ours in sorted(wording.items()):
+            print(f"wording {name}: torch {tmsg!r}\n{' ' * (10 + len(name))}ours  {ours!r}")
+    summary = ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in op_counts.items())
+    print(f"ops (ok/error): {summary}")
+    for reason, count in known.items():
+        print(f"known divergence ({count}x): {reason}")
+    for message in sorted(unmapped):
+        print(f"torch message with no status mapping (add it to STATUS_OF_MESSAGE): {message!r}")
+    print(f"error messages worded differently from torch's: {len(wording)} (see --messages)")
+    print(f"conformance: {passed} passed, {failed} failed")
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
