@@ -21,7 +21,8 @@ fn main() {
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
         .expect("cbindgen.toml is valid");
     // Only src/ffi/ is the C API: the core's public Rust items stay out of the header.
-    // cbindgen follows the `mod` declarations of src/ffi/mod.rs into its submodules.
+    // cbindgen follows the `mod` declarations of src/ffi/mod.rs, so that one file brings in
+    // every submodule (listing them too would declare each function twice).
     let builder = cbindgen::Builder::new()
         .with_config(config)
         .with_src(crate_dir.join("src/ffi/mod.rs"));

@@ -469,7 +469,8 @@ tensor_status_t storage_new(size_t nbytes,
  * Wraps `nbytes` at `data` (on `device`) without copying, in `*out` (owned, not
  * resizable). On success `deleter(data, ctx)` (if non-NULL) runs exactly once, when the
  * last strong reference dies; on failure it is not called and the caller keeps `data`.
- * Errors: NULL_POINTER (out, or data with nbytes > 0), INVALID_ARGUMENT (unknown device).
+ * Errors: NULL_POINTER (out, or data with nbytes > 0), INVALID_ARGUMENT (unknown device),
+ * OVERFLOW (nbytes > PTRDIFF_MAX), OUT_OF_MEMORY.
  */
 tensor_status_t storage_from_blob(void *data,
                                   size_t nbytes,

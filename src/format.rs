@@ -1,7 +1,9 @@
-//! PyTorch-like repr (`torch/_tensor_str.py`'s rules, simplified): 4 decimals or
-//! scientific notation for floats, integral floats as `1.`, `True`/`False`, a
-//! `dtype=torch.X` suffix for non-default dtypes, rows wrapped at 80 columns, and
-//! summarisation (3 edge items per dim, `...`) beyond 1000 elements.
+//! PyTorch-like repr, following `torch/_tensor_str.py` with the default print options: 4
+//! decimals or scientific notation for floats (chosen, with the column width, from the
+//! nonzero finite values), integral floats as `1.`, separate formats for the real and
+//! imaginary parts of complex values, `True`/`False`, a `dtype=torch.X` suffix for
+//! non-default dtypes (moved to its own line when it would pass 80 columns), rows wrapped
+//! at 80 columns, and summarisation (3 edge items per dim, `...`) beyond 1000 elements.
 
 use crate::dtype::{read_scalar, DType, Scalar};
 use crate::tensor_impl::TensorImpl;
@@ -10,13 +12,6 @@ const THRESHOLD: i64 = 1000;
 const EDGE: i64 = 3;
 const LINE_WIDTH: usize = 80;
 const PREFIX: &str = "tensor(";
-
-/// How one value of the tensor is written, chosen from all the values shown.
-struct Style {
-    int_mode: bool,
-    sci: bool,
-    width: usize,
-}
 
 fn fmt_sci(v: f64) -> String {
     // "1.2346e+03", as Python's '{:.4e}'.
@@ -33,78 +28,124 @@ fn fmt_sci(v: f64) -> String {
     }
 }
 
-fn fmt_real(v: f64, st: &Style) -> String {
-    if v.is_nan() {
-        return "nan".into();
+/// PyTorch's `_Formatter` for floating values: the mode (integral `1.`, fixed 4 decimals,
+/// or scientific) and the width come from the nonzero finite values only; every value,
+/// nan/inf/0 included, is padded to that width (never truncated).
+#[derive(Clone, Copy)]
+struct FloatStyle {
+    int_mode: bool,
+    sci: bool,
+    width: usize,
+}
+
+impl FloatStyle {
+    fn new(values: impl Iterator<Item = f64>) -> FloatStyle {
+        let nz: Vec<f64> = values.filter(|v| v.is_finite() && *v != 0.0).collect();
+        let mut st = FloatStyle {
+            int_mode: true,
+            sci: false,
+            width: 1,
+        };
+        if nz.is_empty() {
+            return st;
+        }
+        st.int_mode = nz.iter().all(|v| v.fract() == 0.0);
+        let max = nz.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let min = nz.iter().fold(f64::INFINITY, |m, v| m.min(v.abs()));
+        st.sci = max / min > 1000.0 || max > 1e8 || (!st.int_mode && min < 1e-4);
+        st.width = nz.iter().map(|&v| st.text(v).len()).fold(1, usize::max);
+        st
     }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+
+    /// The value without padding.
+    fn text(&self, v: f64) -> String {
+        if v.is_nan() {
+            return "nan".into();
+        }
+        if v.is_infinite() {
+            return if v > 0.0 { "inf".into() } else { "-inf".into() };
+        }
+        if self.sci {
+            fmt_sci(v)
+        } else if self.int_mode {
+            format!("{v:.0}.")
+        } else {
+            format!("{v:.4}")
+        }
     }
-    if st.sci {
-        fmt_sci(v)
-    } else if st.int_mode {
-        format!("{v:.0}.")
-    } else {
-        format!("{v:.4}")
+
+    fn format(&self, v: f64) -> String {
+        format!("{:>w$}", self.text(v), w = self.width)
     }
 }
 
-fn fmt_value(s: Scalar, dtype: DType, st: &Style) -> String {
+/// How every value of one tensor is written (PyTorch uses one formatter, or two for the
+/// real and imaginary parts of complex values).
+enum Style {
+    /// Integers and bools, as `str(v)`, padded to the longest.
+    Plain(usize),
+    Float(FloatStyle),
+    Complex(FloatStyle, FloatStyle),
+}
+
+fn plain_text(s: Scalar) -> String {
     match s {
         Scalar::Bool(b) => (if b { "True" } else { "False" }).into(),
         Scalar::Int(i) => i.to_string(),
         Scalar::UInt(u) => u.to_string(),
-        Scalar::Float(f) => fmt_real(f, st),
-        Scalar::Complex(re, im) => {
-            let _ = dtype;
-            let imag = fmt_real(im.abs(), st);
-            let sign = if im < 0.0 || (im == 0.0 && im.is_sign_negative()) {
-                '-'
-            } else {
-                '+'
-            };
-            format!("{}{sign}{imag}j", fmt_real(re, st))
-        }
+        other => other.to_f64().to_string(),
     }
 }
 
-fn choose_style(values: &[Scalar], dtype: DType) -> Style {
-    let mut st = Style {
-        int_mode: true,
-        sci: false,
-        width: 0,
-    };
-    if dtype.is_floating_point() || dtype.is_complex() {
-        let finite: Vec<f64> = values
-            .iter()
-            .flat_map(|v| match *v {
-                Scalar::Complex(re, im) => vec![re, im],
-                other => vec![other.to_f64()],
-            })
-            .filter(|v| v.is_finite())
-            .collect();
-        st.int_mode = finite.iter().all(|v| v.fract() == 0.0);
-        let abs_nz: Vec<f64> = finite
-            .iter()
-            .map(|v| v.abs())
-            .filter(|&v| v > 0.0)
-            .collect();
-        if !abs_nz.is_empty() {
-            let max = abs_nz.iter().cloned().fold(f64::MIN, f64::max);
-            let min = abs_nz.iter().cloned().fold(f64::MAX, f64::min);
-            st.sci = if st.int_mode {
-                max / min > 1000.0 || max > 1e8
-            } else {
-                max / min > 1000.0 || max > 1e8 || min < 1e-4
+impl Style {
+    fn new(values: &[Scalar], dtype: DType) -> Style {
+        if dtype.is_complex() {
+            let parts = |v: &Scalar| match *v {
+                Scalar::Complex(re, im) => (re, im),
+                other => (other.to_f64(), 0.0),
             };
+            Style::Complex(
+                FloatStyle::new(values.iter().map(|v| parts(v).0)),
+                FloatStyle::new(values.iter().map(|v| parts(v).1)),
+            )
+        } else if dtype.is_floating_point() {
+            Style::Float(FloatStyle::new(values.iter().map(|v| v.to_f64())))
+        } else {
+            Style::Plain(
+                values
+                    .iter()
+                    .map(|&v| plain_text(v).len())
+                    .fold(1, usize::max),
+            )
         }
     }
-    st.width = values
-        .iter()
-        .map(|&v| fmt_value(v, dtype, &st).len())
-        .max()
-        .unwrap_or(0);
-    st
+
+    /// Columns one element takes, for wrapping rows (PyTorch's `element_length` - 2).
+    fn width(&self) -> usize {
+        match self {
+            Style::Plain(w) => *w,
+            Style::Float(f) => f.width,
+            Style::Complex(re, im) => re.width + im.width + 1,
+        }
+    }
+
+    /// One value, padded.
+    fn format(&self, s: Scalar) -> String {
+        match (self, s) {
+            (Style::Complex(rs, is), Scalar::Complex(re, im)) => {
+                let real = rs.format(re);
+                let imag = format!("{}j", is.format(im));
+                let imag = imag.trim_start();
+                if imag.starts_with(['+', '-']) {
+                    format!("{real}{imag}")
+                } else {
+                    format!("{real}+{imag}")
+                }
+            }
+            (Style::Float(f), v) => f.format(v.to_f64()),
+            (st, v) => format!("{:>w$}", plain_text(v), w = st.width()),
+        }
+    }
 }
 
 /// Indices shown along a dim of size n (all, or the edges when summarising).
@@ -151,10 +192,9 @@ impl Printer<'_> {
 
     fn write(&self, dim: usize, off: i64, indent: usize, st: &Style, out: &mut String) {
         let nd = self.t.ndim();
-        let dtype = self.t.dtype();
         if dim + 1 == nd {
-            // Innermost row, wrapped at LINE_WIDTH.
-            let per_line = ((LINE_WIDTH.saturating_sub(indent + 1)) / (st.width + 2)).max(1);
+            // Innermost row, wrapped at LINE_WIDTH as PyTorch's _vector_str does.
+            let per_line = (LINE_WIDTH.saturating_sub(indent) / (st.width() + 2)).max(1);
             out.push('[');
             let items = shown(self.t.sizes()[dim], self.summarize);
             for (k, i) in items.iter().enumerate() {
@@ -169,8 +209,7 @@ impl Printer<'_> {
                 }
                 match i {
                     Some(i) => {
-                        let v = fmt_value(self.read(off + i * self.t.strides()[dim]), dtype, st);
-                        out.push_str(&format!("{v:>w$}", w = st.width));
+                        out.push_str(&st.format(self.read(off + i * self.t.strides()[dim])));
                     }
                     // PyTorch pads the ellipsis of a row with one space.
                     None => out.push_str(" ..."),
@@ -202,11 +241,36 @@ impl Printer<'_> {
     }
 }
 
-fn dtype_suffix(d: DType) -> Option<String> {
+/// `dtype=torch.X` unless the dtype is one PyTorch leaves implicit: float32 (the default),
+/// and, for non-empty tensors only, int64, bool and complex64 (their values show the type).
+fn dtype_suffix(d: DType, empty: bool) -> Option<String> {
     match d {
-        DType::F32 | DType::I64 | DType::Bool | DType::C64 => None,
+        DType::F32 => None,
+        DType::I64 | DType::Bool | DType::C64 if !empty => None,
         other => Some(format!("dtype=torch.{}", other.name())),
     }
+}
+
+/// PyTorch's `_add_suffixes`: ", suffix" on the last line, or on a new line indented under
+/// the prefix when it would pass LINE_WIDTH.
+fn add_suffixes(out: &mut String, suffixes: &[String]) {
+    // PyTorch's `last_line_len` is the last line's length plus 2.
+    let mut last_line = 2 + match out.rfind('\n') {
+        Some(i) => out.len() - i - 1,
+        None => out.len(),
+    };
+    for s in suffixes {
+        if last_line + s.len() + 2 > LINE_WIDTH {
+            out.push_str(",\n");
+            out.push_str(&" ".repeat(PREFIX.len()));
+            last_line = PREFIX.len() + s.len();
+        } else {
+            out.push_str(", ");
+            last_line += s.len() + 2;
+        }
+        out.push_str(s);
+    }
+    out.push(')');
 }
 
 /// The repr of `t`, as `print(t)` shows it in PyTorch.
@@ -240,9 +304,9 @@ pub fn format_tensor(t: &TensorImpl) -> String {
                 };
                 let mut vals = Vec::new();
                 p.collect(0, t.storage_offset(), &mut vals);
-                let st = choose_style(&vals, t.dtype());
+                let st = Style::new(&vals, t.dtype());
                 if t.ndim() == 0 {
-                    fmt_value(vals[0], t.dtype(), &Style { width: 0, ..st })
+                    st.format(vals[0])
                 } else {
                     let mut s = String::new();
                     p.write(0, t.storage_offset(), PREFIX.len(), &st, &mut s);
@@ -251,16 +315,12 @@ pub fn format_tensor(t: &TensorImpl) -> String {
             }
         }
     };
-    if let Some(s) = dtype_suffix(t.dtype()) {
+    if let Some(s) = dtype_suffix(t.dtype(), t.numel() == 0) {
         suffixes.push(s);
     }
     let mut out = String::from(PREFIX);
     out.push_str(&body);
-    for s in suffixes {
-        out.push_str(", ");
-        out.push_str(&s);
-    }
-    out.push(')');
+    add_suffixes(&mut out, &suffixes);
     out
 }
 
@@ -297,6 +357,69 @@ mod tests {
         assert_eq!(format_tensor(&w), "tensor([-1.2500,  1.0000,  2.0000])");
         let big = Tensor::full(&[2], DType::F32, Scalar::Float(1e10)).unwrap();
         assert_eq!(format_tensor(&big), "tensor([1.0000e+10, 1.0000e+10])");
+    }
+
+    fn vec_f64(vals: &[f64], dtype: DType) -> Tensor {
+        let t = Tensor::zeros(&[vals.len() as i64], dtype).unwrap();
+        for (i, &v) in vals.iter().enumerate() {
+            t.set(&[i as i64], Scalar::Float(v)).unwrap();
+        }
+        t
+    }
+
+    // Expected strings are repr() of the same tensors in PyTorch 2.x.
+    #[test]
+    fn width_comes_from_nonzero_finite_values() {
+        let t = vec_f64(&[-0.0, 1.0], DType::F32);
+        assert_eq!(format_tensor(&t), "tensor([-0., 1.])");
+        let t = vec_f64(&[f64::NAN, 1.0], DType::F32);
+        assert_eq!(format_tensor(&t), "tensor([nan, 1.])");
+        let t = vec_f64(&[1e9, f64::NAN], DType::F32);
+        assert_eq!(format_tensor(&t), "tensor([1.0000e+09,        nan])");
+        let t = vec_f64(&[0.0, 1e-5], DType::F32);
+        assert_eq!(format_tensor(&t), "tensor([0.0000e+00, 1.0000e-05])");
+    }
+
+    #[test]
+    fn complex_parts_have_their_own_formats() {
+        let t = Tensor::zeros(&[2], DType::C64).unwrap();
+        t.set(&[0], Scalar::Complex(1.0, 2.0)).unwrap();
+        t.set(&[1], Scalar::Complex(-0.0, -0.5)).unwrap();
+        assert_eq!(format_tensor(&t), "tensor([1.+2.0000j, -0.-0.5000j])");
+        let t = Tensor::zeros(&[2], DType::C128).unwrap();
+        t.set(&[0], Scalar::Complex(1e-5, 1.0)).unwrap();
+        t.set(&[1], Scalar::Complex(0.0, 2.0)).unwrap();
+        assert_eq!(
+            format_tensor(&t),
+            "tensor([1.0000e-05+1.j, 0.0000e+00+2.j], dtype=torch.complex128)"
+        );
+    }
+
+    #[test]
+    fn rows_wrap_like_pytorch() {
+        let t = Tensor::full(&[2, 20], DType::F32, Scalar::Float(0.5)).unwrap();
+        let row = "0.5000, 0.5000, 0.5000, 0.5000, 0.5000, 0.5000, 0.5000, 0.5000, 0.5000";
+        let want = format!(
+            "tensor([[{row},\n         {row},\n         0.5000, 0.5000],\n        [{row},\n         {row},\n         0.5000, 0.5000]])"
+        );
+        assert_eq!(format_tensor(&t), want);
+    }
+
+    #[test]
+    fn suffix_moves_to_a_new_line_when_too_long() {
+        let t = Tensor::arange(125, DType::U8).unwrap();
+        let v = t.make_view(&[25], &[1], 100).unwrap();
+        assert_eq!(
+            format_tensor(&v),
+            "tensor([100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113,\n        114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124],\n       dtype=torch.uint8)"
+        );
+        let e = Tensor::empty(&[0], DType::I64).unwrap();
+        assert_eq!(format_tensor(&e), "tensor([], dtype=torch.int64)");
+        let e = Tensor::empty(&[2, 0], DType::C64).unwrap();
+        assert_eq!(
+            format_tensor(&e),
+            "tensor([], size=(2, 0), dtype=torch.complex64)"
+        );
     }
 
     #[test]

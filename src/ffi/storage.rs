@@ -135,7 +135,8 @@ pub extern "C" fn storage_new(
 /// Wraps `nbytes` at `data` (on `device`) without copying, in `*out` (owned, not
 /// resizable). On success `deleter(data, ctx)` (if non-NULL) runs exactly once, when the
 /// last strong reference dies; on failure it is not called and the caller keeps `data`.
-/// Errors: NULL_POINTER (out, or data with nbytes > 0), INVALID_ARGUMENT (unknown device).
+/// Errors: NULL_POINTER (out, or data with nbytes > 0), INVALID_ARGUMENT (unknown device),
+/// OVERFLOW (nbytes > PTRDIFF_MAX), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn storage_from_blob(
     data: *mut c_void,
