@@ -59,30 +59,44 @@ int main(void) {
          tensor_dtype_name(tensor_dtype(frame)), (long long)tensor_numel(frame), (long long)st[0],
          (long long)st[1], (long long)st[2], tensor_is_contiguous(frame, TENSOR_CONTIGUOUS_FORMAT));
 
-  /* 3. Crop rows 1..2, columns 2..4 (frame[1:3, 2:5]) as a view on the same bytes:
-   *    same strides, offset of the first pixel. tensor_from_storage checks the bounds. */
-  const int64_t crop_sizes[3] = {2, 3, C};
-  const int64_t crop_offset = (1 * W + 2) * C;
-  tensor_t *crop = NULL;
-  TRY(tensor_from_storage(tensor_storage(frame), crop_offset, crop_sizes, st, 3, TENSOR_UINT8,
-                          &crop));
+  /* 3. Crop rows 1..2, columns 2..4 (frame[1:3, 2:5]) as a view on the same bytes: two
+   *    slices, no copy. Python's rules: negative indices count from the end, ends clamp. */
+  tensor_t *rows = NULL, *crop = NULL;
+  TRY(tensor_slice(frame, 0, 1, 3, 1, &rows));
+  TRY(tensor_slice(rows, 1, 2, -1, 1, &crop)); /* columns 2..4 (-1 is the last, excluded) */
+  tensor_release(rows);                        /* crop keeps the storage alive */
   print("crop (frame[1:3, 2:5])", crop);
 
-  /* 4. Writes through the view land in the frame: no copy was made. */
+  /* 4. Channels first, as a network wants it: permute is a view (strides [1, 18, 3]);
+   *    contiguous() then packs it into a new CHW buffer, the only copy in this program. */
+  const int64_t to_chw[3] = {2, 0, 1};
+  tensor_t *chw = NULL, *packed = NULL, *red = NULL;
+  TRY(tensor_permute(crop, to_chw, 3, &chw));
+  TRY(tensor_contiguous(chw, TENSOR_CONTIGUOUS_FORMAT, &packed));
+  TRY(tensor_select(packed, 0, 0, &red)); /* channel 0: a 2x3 view of the packed copy */
+  print("red channel of the crop (packed CHW copy)", red);
+  printf("chw contiguous: %d, packed contiguous: %d, packed shares the frame: %d\n",
+         tensor_is_contiguous(chw, TENSOR_CONTIGUOUS_FORMAT),
+         tensor_is_contiguous(packed, TENSOR_CONTIGUOUS_FORMAT), tensor_shares_storage(packed, frame));
+  tensor_release(red);
+  tensor_release(packed);
+  tensor_release(chw);
+
+  /* 5. Writes through the view land in the frame: no copy was made. */
   const int64_t px[3] = {0, 0, 1}; /* crop[0, 0, 1] is frame[1, 2, 1] */
   TRY(tensor_set_i64(crop, px, 3, 255));
   printf("pixels[(1*W+2)*C+1] = %d, crop shares the frame's storage: %d, version %llu\n",
          pixels[(1 * W + 2) * C + 1], tensor_shares_storage(crop, frame),
          (unsigned long long)tensor_version(crop));
 
-  /* 5. Memory accounting: one wrapped (external) storage alive, no bytes allocated for it. */
+  /* 6. Memory accounting: one wrapped (external) storage alive; the packed copy is gone. */
   tensor_memory_stats_t ms = {sizeof ms, 0, 0, 0, 0, 0};
   TRY(tensor_memory_stats(&ms));
   printf("live storages %llu (external %llu), live bytes %llu\n",
          (unsigned long long)ms.live_storages, (unsigned long long)ms.live_external_storages,
          (unsigned long long)ms.live_bytes);
 
-  /* 6. Release in any order: the frame is freed when the last of the two goes. */
+  /* 7. Release in any order: the frame is freed when the last of the two goes. */
   tensor_release(frame);
   printf("after releasing frame: deleter ran %d time(s)\n", frees);
   tensor_release(crop);
