@@ -152,40 +152,49 @@ pub fn non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
     if d == 1 {
         return sizes[0] < 2 || strides[0] == 1;
     }
-    // The (stride, size) pairs go in a stack buffer (this runs for every new TensorImpl
-    // that is neither contiguous nor channels-last, e.g. every transpose).
-    if d <= 8 {
-        dense_by_stride(sizes, strides, &mut [(0, 0); 8])
-    } else if d <= MAX_DIMS {
-        dense_by_stride(sizes, strides, &mut [(0, 0); MAX_DIMS])
-    } else {
-        dense_by_stride(sizes, strides, &mut vec![(0, 0); d])
-    }
-}
-
-/// The walk of [`non_overlapping_and_dense`] with `buf` (>= `sizes.len()` slots) as
-/// scratch: an insertion sort of the (stride, size) pairs of the dims of size >= 2 by
-/// stride (stable, like c10's sort of the dim indices), then the dense check.
-#[inline]
-fn dense_by_stride(sizes: &[i64], strides: &[i64], buf: &mut [(i64, i64)]) -> bool {
-    let mut len = 0;
-    for (&n, &s) in sizes.iter().zip(strides) {
-        if n >= 2 {
-            let mut i = len;
-            while i > 0 && buf[i - 1].0 > s {
-                buf[i] = buf[i - 1];
-                i -= 1;
+    if d > MAX_DIMS {
+        // Not a tensor layout (at most 64 dims): c10's formulation, sort then walk.
+        let mut pairs: Vec<(i64, i64)> = sizes
+            .iter()
+            .zip(strides)
+            .filter(|(&n, _)| n >= 2)
+            .map(|(&n, &s)| (s, n))
+            .collect();
+        pairs.sort_by_key(|&(s, _)| s);
+        let mut req = 1i64;
+        for (s, n) in pairs {
+            if s != req {
+                return false;
             }
-            buf[i] = (s, n);
-            len += 1;
+            req = req.saturating_mul(n);
         }
+        return true;
+    }
+    // The same walk without sorting (this runs for every new TensorImpl that is neither
+    // contiguous nor channels-last, e.g. every transpose): each step matches one unmatched
+    // dim of size >= 2 whose stride equals the requirement (1, then req·n). It agrees with
+    // the sorted walk: a match is the next dim in stride order; two dims sharing a stride
+    // fail in both (the requirement grows past it), unless it has saturated at i64::MAX,
+    // when in both every remaining stride must equal it, in any order.
+    let mut unmatched: u64 = 0;
+    for (i, &n) in sizes.iter().enumerate() {
+        unmatched |= u64::from(n >= 2) << i;
     }
     let mut req = 1i64;
-    for &(s, n) in &buf[..len] {
-        if s != req {
-            return false;
+    while unmatched != 0 {
+        let mut rest = unmatched;
+        loop {
+            if rest == 0 {
+                return false;
+            }
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if strides[i] == req {
+                unmatched &= !(1u64 << i);
+                req = req.saturating_mul(sizes[i]);
+                break;
+            }
         }
-        req = req.saturating_mul(n);
     }
     true
 }
@@ -276,9 +285,6 @@ mod tests {
     /// c10's formulation, kept as the reference: a stable sort of the dim indices (size < 2
     /// last, the others by increasing stride), then the dense walk.
     fn reference_dense(sizes: &[i64], strides: &[i64]) -> bool {
-        if sizes.len() == 1 {
-            return sizes[0] < 2 || strides[0] == 1;
-        }
         let mut perm: Vec<usize> = (0..sizes.len()).collect();
         perm.sort_by(|&a, &b| {
             let (sa, sb) = (sizes[a] < 2, sizes[b] < 2);
@@ -344,7 +350,22 @@ mod tests {
         }
         // Both answers were exercised substantially.
         assert!(dense > 20_000 && not_dense > 20_000, "{dense} {not_dense}");
-        // Beyond the inline buffers (> 8 and > 64 dims): 2^k sizes, dense when ordered.
+        // A saturated requirement (only reachable outside valid layouts).
+        let m = i64::MAX;
+        for (sizes, strides) in [
+            ([m, 2, 2], [1, m, m]),
+            ([m, 2, 2], [1, m, 5]),
+            ([2, m, 2], [m, 1, m]),
+            ([2, 2, m], [m, 3, 1]),
+        ] {
+            assert_eq!(
+                non_overlapping_and_dense(&sizes, &strides),
+                reference_dense(&sizes, &strides),
+                "sizes {sizes:?} strides {strides:?}"
+            );
+        }
+        // Up to 64 dims (the bit mask) and beyond (the sorting fallback): 2^k sizes,
+        // dense when ordered.
         for d in [9usize, 64, 70] {
             let sizes = vec![2i64; d];
             let mut strides: Vec<i64> = (0..d).map(|i| 1i64 << (i % 62)).collect();
