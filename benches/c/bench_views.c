@@ -9,7 +9,8 @@
  * Every op is checked to succeed before timing, and the statuses of the timed calls are
  * OR-ed together and checked after, so an error path is never what gets measured.
  *
- * Usage: bench_views [iters_per_round [rounds]]   (defaults 200000, 15)
+ * Usage: bench_views [iters_per_round [rounds]]   (defaults 20000, 101: many short rounds
+ * give the best round a chance to fall in a quiet slice of a shared machine)
  * Build and run: benches/c/run.sh */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
@@ -105,8 +106,8 @@ static void must(tensor_status_t s, const char *what) {
 }
 
 int main(int argc, char **argv) {
-  long iters = argc > 1 ? atol(argv[1]) : 200000;
-  int rounds = argc > 2 ? atoi(argv[2]) : 15;
+  long iters = argc > 1 ? atol(argv[1]) : 20000;
+  int rounds = argc > 2 ? atoi(argv[2]) : 101;
   if (iters < 1 || rounds < 1 || rounds > MAX_ROUNDS) {
     fprintf(stderr, "usage: %s [iters_per_round >= 1 [rounds in 1..%d]]\n", argv[0], MAX_ROUNDS);
     return 2;
