@@ -3,7 +3,7 @@
 //! ([`Flags::compute`]) that every TensorImpl constructor calls.
 
 use crate::error::{Error, Result, Status};
-use crate::shape::{CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER};
+use crate::shape::{CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER, MAX_DIMS};
 use smallvec::SmallVec;
 
 /// Sizes followed by strides: `[n0 .. nD-1, st0 .. stD-1]`.
@@ -145,31 +145,56 @@ fn strides_like_order<const D: usize>(n: &[i64; D], st: &[i64; D], order: &[usiz
 }
 
 /// Every element at a distinct offset, and together filling a dense block, in some dim
-/// order.
+/// order: c10's rule — dims of size < 2 are ignored; the others, by increasing stride,
+/// must have strides 1, n0, n0·n1, ...
 pub fn non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
     let d = sizes.len();
     if d == 1 {
         return sizes[0] < 2 || strides[0] == 1;
     }
-    let mut perm: SmallVec<[usize; 8]> = (0..d).collect();
-    // Size < 2 dims go last; otherwise by increasing stride (stable, like c10's sort).
-    perm.sort_by(|&a, &b| {
-        let (sa, sb) = (sizes[a] < 2, sizes[b] < 2);
-        sa.cmp(&sb).then(if sa || sb {
-            std::cmp::Ordering::Equal
-        } else {
-            strides[a].cmp(&strides[b])
-        })
-    });
+    if d > MAX_DIMS {
+        // Not a tensor layout (at most 64 dims): c10's formulation, sort then walk.
+        let mut pairs: Vec<(i64, i64)> = sizes
+            .iter()
+            .zip(strides)
+            .filter(|(&n, _)| n >= 2)
+            .map(|(&n, &s)| (s, n))
+            .collect();
+        pairs.sort_by_key(|&(s, _)| s);
+        let mut req = 1i64;
+        for (s, n) in pairs {
+            if s != req {
+                return false;
+            }
+            req = req.saturating_mul(n);
+        }
+        return true;
+    }
+    // The same walk without sorting (this runs for every new TensorImpl that is neither
+    // contiguous nor channels-last, e.g. every transpose): each step matches one unmatched
+    // dim of size >= 2 whose stride equals the requirement (1, then req·n). It agrees with
+    // the sorted walk: a match is the next dim in stride order; two dims sharing a stride
+    // fail in both (the requirement grows past it), unless it has saturated at i64::MAX,
+    // when in both every remaining stride must equal it, in any order.
+    let mut unmatched: u64 = 0;
+    for (i, &n) in sizes.iter().enumerate() {
+        unmatched |= u64::from(n >= 2) << i;
+    }
     let mut req = 1i64;
-    for &i in &perm {
-        if sizes[i] < 2 {
-            return true;
+    while unmatched != 0 {
+        let mut rest = unmatched;
+        loop {
+            if rest == 0 {
+                return false;
+            }
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if strides[i] == req {
+                unmatched &= !(1u64 << i);
+                req = req.saturating_mul(sizes[i]);
+                break;
+            }
         }
-        if strides[i] != req {
-            return false;
-        }
-        req = req.saturating_mul(sizes[i]);
     }
     true
 }
@@ -255,5 +280,107 @@ mod tests {
         let f = flags(&n0, &channels_last_strides(&n0).unwrap());
         assert!(!f.has(Flags::CHANNELS_LAST_STRIDES));
         assert!(f.has(Flags::CONTIGUOUS));
+    }
+
+    /// c10's formulation, kept as the reference: a stable sort of the dim indices (size < 2
+    /// last, the others by increasing stride), then the dense walk.
+    fn reference_dense(sizes: &[i64], strides: &[i64]) -> bool {
+        let mut perm: Vec<usize> = (0..sizes.len()).collect();
+        perm.sort_by(|&a, &b| {
+            let (sa, sb) = (sizes[a] < 2, sizes[b] < 2);
+            sa.cmp(&sb).then(if sa || sb {
+                std::cmp::Ordering::Equal
+            } else {
+                strides[a].cmp(&strides[b])
+            })
+        });
+        let mut req = 1i64;
+        for &i in &perm {
+            if sizes[i] < 2 {
+                return true;
+            }
+            if strides[i] != req {
+                return false;
+            }
+            req = req.saturating_mul(sizes[i]);
+        }
+        true
+    }
+
+    /// Every layout of 0..=9 dims with sizes in 0..=3 and strides drawn from a small set
+    /// (dense ones, ties, zeros, gaps) agrees with the reference.
+    #[test]
+    fn non_overlapping_and_dense_matches_reference() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        let (mut dense, mut not_dense) = (0, 0);
+        for _ in 0..200_000 {
+            let d = next(10) as usize;
+            let sizes: Vec<i64> = (0..d).map(|_| next(4) as i64).collect();
+            // Mostly a permuted contiguous layout (so the dense answer is common), with
+            // some strides perturbed.
+            let mut strides = contiguous_strides(&sizes).unwrap().to_vec();
+            for i in (1..d).rev() {
+                strides.swap(i, next(i as u64 + 1) as usize);
+            }
+            for s in strides.iter_mut() {
+                match next(8) {
+                    0 => *s = 0,
+                    1 => *s += 1,
+                    2 => *s *= 2,
+                    _ => {}
+                }
+            }
+            let want = reference_dense(&sizes, &strides);
+            assert_eq!(
+                non_overlapping_and_dense(&sizes, &strides),
+                want,
+                "sizes {sizes:?} strides {strides:?}"
+            );
+            if want {
+                dense += 1;
+            } else {
+                not_dense += 1;
+            }
+        }
+        // Both answers were exercised substantially.
+        assert!(dense > 20_000 && not_dense > 20_000, "{dense} {not_dense}");
+        // A saturated requirement (only reachable outside valid layouts).
+        let m = i64::MAX;
+        for (sizes, strides) in [
+            ([m, 2, 2], [1, m, m]),
+            ([m, 2, 2], [1, m, 5]),
+            ([2, m, 2], [m, 1, m]),
+            ([2, 2, m], [m, 3, 1]),
+        ] {
+            assert_eq!(
+                non_overlapping_and_dense(&sizes, &strides),
+                reference_dense(&sizes, &strides),
+                "sizes {sizes:?} strides {strides:?}"
+            );
+        }
+        // Up to 64 dims (the bit mask) and beyond (the sorting fallback): 2^k sizes,
+        // dense when ordered.
+        for d in [9usize, 64, 70] {
+            let sizes = vec![2i64; d];
+            let mut strides: Vec<i64> = (0..d).map(|i| 1i64 << (i % 62)).collect();
+            strides.reverse();
+            for bump in [None, Some(d / 2)] {
+                let mut st = strides.clone();
+                if let Some(i) = bump {
+                    st[i] += 1;
+                }
+                assert_eq!(
+                    non_overlapping_and_dense(&sizes, &st),
+                    reference_dense(&sizes, &st),
+                    "{d} dims, bump {bump:?}"
+                );
+            }
+        }
     }
 }

@@ -140,37 +140,6 @@ impl Tensor {
         .ok_or_else(|| oom("tensor"))
     }
 
-    /// A view of `self`'s storage with new geometry (same dtype unless given, same version
-    /// counter).
-    pub fn make_view(&self, sizes: &[i64], strides: &[i64], offset: i64) -> Result<Tensor> {
-        Tensor::from_parts(
-            &self.storage,
-            sizes,
-            strides,
-            offset,
-            self.dtype,
-            Some(&self.version),
-        )
-    }
-
-    /// Like [`make_view`](Self::make_view) with another dtype (view_dtype).
-    pub fn make_view_dtype(
-        &self,
-        sizes: &[i64],
-        strides: &[i64],
-        offset: i64,
-        dtype: DType,
-    ) -> Result<Tensor> {
-        Tensor::from_parts(
-            &self.storage,
-            sizes,
-            strides,
-            offset,
-            dtype,
-            Some(&self.version),
-        )
-    }
-
     /// Uninitialised tensor with the given strides, on a new storage of exactly the bytes
     /// they reach, from the default allocator.
     pub fn empty_strided(sizes: &[i64], strides: &[i64], dtype: DType) -> Result<Tensor> {
@@ -338,6 +307,37 @@ impl Tensor {
 }
 
 impl TensorImpl {
+    /// A view of `self`'s storage with new geometry (same dtype unless given, same version
+    /// counter).
+    pub fn make_view(&self, sizes: &[i64], strides: &[i64], offset: i64) -> Result<Tensor> {
+        Tensor::from_parts(
+            &self.storage,
+            sizes,
+            strides,
+            offset,
+            self.dtype,
+            Some(&self.version),
+        )
+    }
+
+    /// Like [`make_view`](Self::make_view) with another dtype (view_dtype).
+    pub fn make_view_dtype(
+        &self,
+        sizes: &[i64],
+        strides: &[i64],
+        offset: i64,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        Tensor::from_parts(
+            &self.storage,
+            sizes,
+            strides,
+            offset,
+            dtype,
+            Some(&self.version),
+        )
+    }
+
     #[inline]
     pub fn ndim(&self) -> usize {
         self.geometry.ndim()

@@ -1,7 +1,7 @@
 //! View operations (c-api.md section 7). Each rule is a pure function over a tensor's
 //! geometry — (sizes, strides, storage offset) — returning the view's [`Geometry`] or
 //! PyTorch's error; then one `Tensor` method per operation hands that geometry to
-//! [`Tensor::make_view`] (or `make_view_dtype`), which builds the TensorImpl over the same
+//! [`TensorImpl::make_view`] (or `make_view_dtype`), which builds the TensorImpl over the same
 //! storage, shares the version counter and computes the cached flags. No view touches
 //! element data, and for <= 5 dims the only heap allocation is the TensorImpl itself
 //! (`Dims` is inline).
@@ -586,9 +586,11 @@ pub fn unfold(n: &[i64], st: &[i64], off: i64, dim: i64, size: i64, step: i64) -
     Ok(g)
 }
 
-// ---- the Tensor methods -----------------------------------------------------------------
+// ---- the TensorImpl methods -------------------------------------------------------------
 
-impl Tensor {
+// On `TensorImpl` (a `Tensor` reaches them through `Deref`): a view needs only a borrow
+// of its base, so the C functions do not retain and release `self` around the call.
+impl TensorImpl {
     /// A view of `self` with geometry `g` (same dtype, storage and version counter).
     fn view_of(&self, g: Geometry) -> Result<Tensor> {
         self.make_view(&g.sizes, &g.strides, g.offset)

@@ -1,10 +1,28 @@
 #!/bin/sh
-# Builds benches/c/bench_copy.c against the release libtensor.so and runs it.
-# Usage (from the repository root): sh benches/c/run.sh
-set -e
+# Builds libtensor.so (release) and the C benchmarks against it, then runs them.
+# The library is copied into target/bench-c/ with its SONAME link (libtensor.so.0), so the
+# programs run against exactly the build they were linked with.
+# Usage: benches/c/run.sh [views|copy|all]   (default: all)
+#   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
 cargo build --release --lib
-mkdir -p target/release/bench_c
-ln -sf ../libtensor.so target/release/bench_c/libtensor.so.0
-cc -O2 -std=c99 -Wall -Wextra -Iinclude benches/c/bench_copy.c -o target/release/bench_c/bench_copy \
-  -Ltarget/release -Wl,-rpath,"$(pwd)/target/release/bench_c" -ltensor
-./target/release/bench_c/bench_copy
+dir="$root/target/bench-c"
+mkdir -p "$dir"
+cp -f target/release/libtensor.so "$dir/libtensor.so"
+ln -sf libtensor.so "$dir/libtensor.so.0"
+build() {
+  ${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -I"$root/include" "benches/c/$1.c" \
+    -L"$dir" -Wl,-rpath,"$dir" -ltensor -o "$dir/$1"
+}
+which=${1:-all}
+if [ "$which" = views ] || [ "$which" = all ]; then
+  build bench_views
+  # shellcheck disable=SC2086
+  "$dir/bench_views" ${BENCH_VIEWS_ARGS:-}
+fi
+if [ "$which" = copy ] || [ "$which" = all ]; then
+  build bench_copy
+  "$dir/bench_copy"
+fi

@@ -19,7 +19,7 @@ pub extern "C" fn tensor_view(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_view", out, || {
-        tensor_owned(self_, "self")?.view(int_list(sizes, ndim, "sizes")?)
+        tensor_arg(self_, "self")?.view(int_list(sizes, ndim, "sizes")?)
     })
 }
 
@@ -34,7 +34,7 @@ pub extern "C" fn tensor_view_dtype(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_view_dtype", out, || {
-        tensor_owned(self_, "self")?.view_dtype(dtype_arg(dtype)?)
+        tensor_arg(self_, "self")?.view_dtype(dtype_arg(dtype)?)
     })
 }
 
@@ -52,7 +52,7 @@ pub extern "C" fn tensor_as_strided(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_as_strided", out, || {
-        tensor_owned(self_, "self")?.as_strided(
+        tensor_arg(self_, "self")?.as_strided(
             int_list(sizes, ndim, "sizes")?,
             int_list(strides, ndim, "strides")?,
             storage_offset,
@@ -70,7 +70,7 @@ pub extern "C" fn tensor_transpose(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_transpose", out, || {
-        tensor_owned(self_, "self")?.transpose(dim0, dim1)
+        tensor_arg(self_, "self")?.transpose(dim0, dim1)
     })
 }
 
@@ -82,7 +82,7 @@ pub extern "C" fn tensor_transpose_2d(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_transpose_2d", out, || {
-        tensor_owned(self_, "self")?.transpose_2d()
+        tensor_arg(self_, "self")?.transpose_2d()
     })
 }
 
@@ -97,7 +97,7 @@ pub extern "C" fn tensor_permute(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_permute", out, || {
-        tensor_owned(self_, "self")?.permute(int_list(dims, ndim, "dims")?)
+        tensor_arg(self_, "self")?.permute(int_list(dims, ndim, "dims")?)
     })
 }
 
@@ -111,7 +111,7 @@ pub extern "C" fn tensor_movedim(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_movedim", out, || {
-        tensor_owned(self_, "self")?.movedim(source, destination)
+        tensor_arg(self_, "self")?.movedim(source, destination)
     })
 }
 
@@ -129,7 +129,7 @@ pub extern "C" fn tensor_slice(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_slice", out, || {
-        tensor_owned(self_, "self")?.slice(dim, start, end, step)
+        tensor_arg(self_, "self")?.slice(dim, start, end, step)
     })
 }
 
@@ -146,7 +146,7 @@ pub extern "C" fn tensor_narrow(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_narrow", out, || {
-        tensor_owned(self_, "self")?.narrow(dim, start, length)
+        tensor_arg(self_, "self")?.narrow(dim, start, length)
     })
 }
 
@@ -160,7 +160,7 @@ pub extern "C" fn tensor_select(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_select", out, || {
-        tensor_owned(self_, "self")?.select(dim, index)
+        tensor_arg(self_, "self")?.select(dim, index)
     })
 }
 
@@ -171,7 +171,7 @@ pub extern "C" fn tensor_squeeze(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_squeeze", out, || {
-        tensor_owned(self_, "self")?.squeeze()
+        tensor_arg(self_, "self")?.squeeze()
     })
 }
 
@@ -184,7 +184,7 @@ pub extern "C" fn tensor_squeeze_dim(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_squeeze_dim", out, || {
-        tensor_owned(self_, "self")?.squeeze_dim(dim)
+        tensor_arg(self_, "self")?.squeeze_dim(dim)
     })
 }
 
@@ -197,7 +197,7 @@ pub extern "C" fn tensor_unsqueeze(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_unsqueeze", out, || {
-        tensor_owned(self_, "self")?.unsqueeze(dim)
+        tensor_arg(self_, "self")?.unsqueeze(dim)
     })
 }
 
@@ -214,7 +214,7 @@ pub extern "C" fn tensor_expand(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_expand", out, || {
-        tensor_owned(self_, "self")?.expand(int_list(sizes, ndim, "sizes")?)
+        tensor_arg(self_, "self")?.expand(int_list(sizes, ndim, "sizes")?)
     })
 }
 
@@ -230,7 +230,7 @@ pub extern "C" fn tensor_unflatten(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_unflatten", out, || {
-        tensor_owned(self_, "self")?.unflatten(dim, int_list(sizes, n, "sizes")?)
+        tensor_arg(self_, "self")?.unflatten(dim, int_list(sizes, n, "sizes")?)
     })
 }
 
@@ -247,7 +247,7 @@ pub extern "C" fn tensor_diagonal(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_diagonal", out, || {
-        tensor_owned(self_, "self")?.diagonal(offset, dim1, dim2)
+        tensor_arg(self_, "self")?.diagonal(offset, dim1, dim2)
     })
 }
 
@@ -264,7 +264,7 @@ pub extern "C" fn tensor_unfold(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_unfold", out, || {
-        tensor_owned(self_, "self")?.unfold(dim, size, step)
+        tensor_arg(self_, "self")?.unfold(dim, size, step)
     })
 }
 
@@ -273,7 +273,7 @@ pub extern "C" fn tensor_unfold(
 /// OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_alias(self_: *const tensor_t, out: *mut *mut tensor_t) -> tensor_status_t {
-    call_tensor("tensor_alias", out, || tensor_owned(self_, "self")?.alias())
+    call_tensor("tensor_alias", out, || tensor_arg(self_, "self")?.alias())
 }
 
 /// `self.detach()`: like PyTorch's (there is no autograd here), a new TensorImpl sharing
@@ -284,7 +284,5 @@ pub extern "C" fn tensor_detach(
     self_: *const tensor_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_detach", out, || {
-        tensor_owned(self_, "self")?.detach()
-    })
+    call_tensor("tensor_detach", out, || tensor_arg(self_, "self")?.detach())
 }

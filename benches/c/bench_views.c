@@ -1,0 +1,157 @@
+/* Handle and view costs through the real shared library (libtensor.so), in C99.
+ *
+ * Each op is timed as a loop of ITERS calls with clock_gettime(CLOCK_MONOTONIC); the
+ * loops of all ops are interleaved in REPS rounds (so slow phases of a shared machine hit
+ * every op alike), and the best round of each op is reported, with the median round in a
+ * second column. Ratios are to the malloc(160)/free pair measured in the same run
+ * (PyTorch's TensorImpl is 176 bytes; libtensor's is allocated the same way).
+ *
+ * Every op is checked to succeed before timing, and the statuses of the timed calls are
+ * OR-ed together and checked after, so an error path is never what gets measured.
+ *
+ * Usage: bench_views [iters_per_round [rounds]]   (defaults 20000, 101: many short rounds
+ * give the best round a chance to fall in a quiet slice of a shared machine)
+ * Build and run: benches/c/run.sh */
+#define _POSIX_C_SOURCE 199309L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tensor.h"
+
+static tensor_t *base;     /* 8x16x32x32 float32, contiguous */
+static tensor_t *base1;    /* 8x1x32x32 float32 (for expand) */
+static storage_t *storage; /* base's storage (borrowed) */
+static float blob[120];
+static int status_acc;     /* OR of every timed status */
+static void *volatile sink; /* keeps malloc/free from being elided */
+static volatile size_t malloc_size = 160;
+
+static const int64_t sizes4[4] = {8, 16, 32, 32};
+static const int64_t strides4[4] = {16384, 1024, 32, 1};
+static const int64_t blob_sizes[4] = {2, 3, 4, 5};
+static const int64_t flat[1] = {-1};
+static const int64_t perm[4] = {0, 2, 3, 1};
+
+/* Each benchmark body runs `n` times; `out` receives the new handle. */
+#define BENCH_VIEW(fname, call)                                                            \
+  static void fname(long n) {                                                              \
+    for (long i = 0; i < n; i++) {                                                         \
+      tensor_t *out = NULL;                                                                \
+      status_acc |= (int)(call);                                                           \
+      tensor_release(out);                                                                 \
+    }                                                                                      \
+  }
+
+static void b_malloc_free(long n) {
+  for (long i = 0; i < n; i++) {
+    sink = malloc(malloc_size);
+    free(sink);
+  }
+}
+
+static void b_retain_release(long n) {
+  for (long i = 0; i < n; i++) tensor_release(tensor_retain(base));
+}
+
+BENCH_VIEW(b_from_storage, tensor_from_storage(storage, 0, sizes4, strides4, 4, TENSOR_FLOAT32, &out))
+BENCH_VIEW(b_from_blob, tensor_from_blob(blob, blob_sizes, NULL, 4, TENSOR_FLOAT32,
+                                         (tensor_device_t){1, 0}, NULL, NULL, &out))
+BENCH_VIEW(b_view, tensor_view(base, flat, 1, &out))
+BENCH_VIEW(b_transpose, tensor_transpose(base, 1, 3, &out))
+BENCH_VIEW(b_slice, tensor_slice(base, 2, 4, 20, 2, &out))
+BENCH_VIEW(b_select, tensor_select(base, 1, 5, &out))
+BENCH_VIEW(b_unsqueeze, tensor_unsqueeze(base, 2, &out))
+BENCH_VIEW(b_expand, tensor_expand(base1, sizes4, 4, &out))
+BENCH_VIEW(b_permute, tensor_permute(base, perm, 4, &out))
+
+struct bench {
+  const char *name;
+  void (*run)(long n);
+};
+
+static const struct bench benches[] = {
+    {"malloc(160)+free", b_malloc_free},
+    {"retain+release", b_retain_release},
+    {"from_storage+release", b_from_storage},
+    {"from_blob+release", b_from_blob},
+    {"view(-1)+release", b_view},
+    {"transpose(1,3)+release", b_transpose},
+    {"slice(2,4,20,2)+release", b_slice},
+    {"select(1,5)+release", b_select},
+    {"unsqueeze(2)+release", b_unsqueeze},
+    {"expand(8,16,32,32)+release", b_expand},
+    {"permute(0,2,3,1)+release", b_permute},
+};
+#define NBENCH ((int)(sizeof benches / sizeof benches[0]))
+#define MAX_ROUNDS 101
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void must(tensor_status_t s, const char *what) {
+  if (s != TENSOR_OK) {
+    fprintf(stderr, "%s failed: %s\n", what, tensor_last_error());
+    exit(1);
+  }
+}
+
+int main(int argc, char **argv) {
+  long iters = argc > 1 ? atol(argv[1]) : 20000;
+  int rounds = argc > 2 ? atoi(argv[2]) : 101;
+  if (iters < 1 || rounds < 1 || rounds > MAX_ROUNDS) {
+    fprintf(stderr, "usage: %s [iters_per_round >= 1 [rounds in 1..%d]]\n", argv[0], MAX_ROUNDS);
+    return 2;
+  }
+  const int64_t sizes1[4] = {8, 1, 32, 32};
+  must(tensor_empty(sizes4, 4, TENSOR_FLOAT32, &base), "tensor_empty");
+  must(tensor_empty(sizes1, 4, TENSOR_FLOAT32, &base1), "tensor_empty");
+  storage = tensor_storage(base);
+
+  /* Warm-up, which also proves every op succeeds. */
+  for (int b = 0; b < NBENCH; b++) benches[b].run(1000);
+  if (status_acc != 0) {
+    fprintf(stderr, "a benchmarked call failed: %s\n", tensor_last_error());
+    return 1;
+  }
+
+  static double ns[NBENCH][MAX_ROUNDS];
+  for (int r = 0; r < rounds; r++) {
+    for (int b = 0; b < NBENCH; b++) {
+      double t0 = now_ns();
+      benches[b].run(iters);
+      ns[b][r] = (now_ns() - t0) / (double)iters;
+    }
+  }
+  if (status_acc != 0) {
+    fprintf(stderr, "a benchmarked call failed: %s\n", tensor_last_error());
+    return 1;
+  }
+
+  double best[NBENCH], median[NBENCH];
+  for (int b = 0; b < NBENCH; b++) {
+    qsort(ns[b], (size_t)rounds, sizeof(double), cmp_double);
+    best[b] = ns[b][0];
+    median[b] = ns[b][rounds / 2];
+  }
+  printf("libtensor C benchmark: %ld calls per round, %d rounds; ratio = best / best malloc pair\n",
+         iters, rounds);
+  printf("| %-28s | %8s | %10s | %8s |\n", "op", "best ns", "median ns", "ratio");
+  printf("|------------------------------|----------|------------|----------|\n");
+  for (int b = 0; b < NBENCH; b++)
+    printf("| %-28s | %8.1f | %10.1f | %7.2fx |\n", benches[b].name, best[b], median[b],
+           best[b] / best[0]);
+
+  tensor_release(base1);
+  tensor_release(base);
+  return 0;
+}
