@@ -467,8 +467,20 @@ def shifted_other(rng, t, env, sizes):
     if st != OK:
         raise Divergence(f"as_strided({sizes}, {strides}, {off}) for copy_'s src: {L.error()}")
     env.owned.append(h)
-    return Other(h, t.as_strided(sizes, strides, off),
-                 f"src over dst's storage: sizes {sizes} strides {strides} offset {off}")
+    src = t.as_strided(sizes, strides, off)
+    desc = f"src over dst's storage: sizes {sizes} strides {strides} offset {off}"
+    same_size = [d for d, _ in DTYPES if d != t.dtype
+                 and torch.empty((), dtype=d).element_size() == t.element_size()]
+    if same_size and rng.random() < 0.3:  # the same bytes read as another dtype: converts
+        d = rng.choice(same_size)
+        st, h = L.call(L.view_dtype, h, CODE_OF[d])
+        if st != OK:
+            raise Divergence(f"view_dtype({d}) for copy_'s src: {L.error()}")
+        env.owned.append(h)
+        src, desc = src.view(d), f"{desc} viewed as {d}"
+        if out_of_range(src, t.dtype):
+            return None
+    return Other(h, src, desc)
 
 
 def gen_copy(rng, t, env):
@@ -560,10 +572,12 @@ def known_fill(lib_fn):
             # torch's fill_(Scalar) skips the internal-overlap check (filling is idempotent);
             # c-api.md section 8 makes every in-place write into self-aliasing elements
             # fail with OVERLAP. libtensor must refuse (and write nothing); torch is not run.
+            version = L.version(h)
             status = getattr(L, lib_fn)(h, v)
-            if status != OVERLAP:
+            if status != OVERLAP or L.version(h) != version:
                 raise Divergence(f"{lib_fn} on a self-aliasing dst: libtensor "
-                                 f"{STATUS_NAMES.get(status, status)}, c-api.md says OVERLAP")
+                                 f"{STATUS_NAMES.get(status, status)} (version {version} -> "
+                                 f"{L.version(h)}), c-api.md says OVERLAP and no bump")
             return note("fill_: torch's fill_(Scalar) accepts a dst with a stride-0 dim (fill is "
                         "idempotent); c-api.md section 8 refuses it with OVERLAP")
         try:  # a probe (torch's 1-element fast path skips some range checks: mirror it)
@@ -1002,6 +1016,9 @@ def main():
                     raise Divergence(f"error-or-not: libtensor {ours} ({detail}); torch {theirs}")
                 if terr is not None:
                     op_counts[op.name][1] += 1
+                    if op.kind == "inplace" and (L.version(h), t._version) != versions:
+                        raise Divergence(f"a failed in-place op bumped the version: "
+                                         f"{versions} -> {(L.version(h), t._version)}")
                     if isinstance(terr, IndexError) and status != INDEX:
                         raise Divergence(f"torch raises IndexError ({terr}) but libtensor "
                                          f"returns {STATUS_NAMES.get(status)} ({L.error()})")
@@ -1028,7 +1045,7 @@ def main():
                     continue
                 if op.kind == "inplace":
                     after = (L.version(h), t._version)
-                    if after[0] - versions[0] != after[1] - versions[1]:
+                    if not after[0] - versions[0] == after[1] - versions[1] == 1:
                         raise Divergence(f"version counter: libtensor {versions[0]} -> {after[0]}, "
                                          f"torch {versions[1]} -> {after[1]}")
                 else:
