@@ -781,7 +781,12 @@ def random_base(rng, sizes=None):
     """(dtype, sizes, strides, offset, storage elements, description); random sizes unless
     given."""
     dtype = rng.choice(DTYPES)[0]
-    if sizes is None:
+    if sizes is None and rng.random() < 0.08:
+        # a few bigger ones reach the engine's blocked / vectorised paths (ragged edges)
+        sizes = [rng.randint(5, 40) for _ in range(rng.choice([1, 2, 2, 3]))]
+        while math.prod(sizes) > 6000:
+            sizes[rng.randrange(len(sizes))] //= 2
+    elif sizes is None:
         nd = rng.choice([0, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5])
         sizes = [rng.choice([0] + [1, 2, 3, 4] * 5) for _ in range(nd)]
     nd = len(sizes)
