@@ -5,19 +5,31 @@ PyTorch itself.
 Random bases (every dtype; contiguous, channels-last, channels-last-3d, permuted, gapped,
 offset, expanded, size-0 and 0-dim layouts) are built identically on both sides over the
 *same bytes*; then random chains of ops with random -- often invalid -- arguments are
-applied to both. After every op the two must agree on error-or-not. On an error, a torch
-IndexError must be TENSOR_ERR_INDEX and torch's message must map to the status c-api.md
-section 2 gives it (STATUS_OF_MESSAGE). On success they must agree on sizes, strides,
-storage offset, dtype, the contiguity flags (contiguous / channels_last / channels_last_3d,
+applied to both: the section 7 views and the section 8 data-movement ops (reshape, flatten,
+contiguous, clone, empty_like, to_dtype, repeat, copy_, fill_f64 / fill_i64, equal). After
+every op the two must agree on error-or-not. On an error, a torch IndexError must be
+TENSOR_ERR_INDEX and torch's message must map to the status c-api.md section 2 gives it
+(STATUS_OF_MESSAGE). On success they must agree on sizes, strides, storage offset, dtype,
+the contiguity flags (contiguous / channels_last / channels_last_3d,
 non-overlapping-and-dense), suggest_memory_format, and the values of (a sample of) the
-elements. Any divergence prints the op chain that led to it and makes the run fail.
+elements; after a copy or an in-place write, on every byte of the storage (NaN payloads
+aside); whether a result shares its input's storage (reshape / flatten are views exactly
+when torch's are) and whether contiguous / to_dtype return the input itself; in-place ops
+bump the version counter as torch's do; equal returns torch.equal's answer. The second
+operand of copy_ (and equal) is a fresh random tensor of any dtype whose shape mostly
+broadcasts, or a tensor over the destination's own storage (overlapping it: libtensor must
+give the snapshot result, compared with torch copying from src.clone()), or dst itself.
+Documented divergences (each op's `known` hook and known_divergence) are counted and
+listed, never compared. Any other divergence prints the op chain that led to it and makes
+the run fail.
 
 Usage: conformance.py [--lib target/debug/libtensor.so] [--steps 3000] [--seed 0]
-                      [--messages]   (also list ops whose error messages differ in wording)
+                      [--max-chain 6] [--messages]   (--messages also lists ops whose
+                      error messages differ in wording)
 
 Structure: `Lib` holds every ctypes binding; `OPS` is the op table -- each `Op` has an
-argument generator, the torch call and the libtensor call -- so data-movement ops
-(reshape, contiguous, clone, copy_ ...) can be added by appending entries.
+argument generator, the torch call and the libtensor call, plus optional hooks (known
+divergences, extra checks) -- so more ops can be added by appending entries.
 """
 
 import argparse
@@ -25,6 +37,7 @@ import ctypes as C
 import math
 import random
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,7 +49,7 @@ INT64_MAX = 2**63 - 1
 # ---- the C ABI ---------------------------------------------------------------------------
 
 OK, NULL_POINTER, INVALID_ARGUMENT, INDEX, SHAPE, NOT_VIEWABLE = 0, 1, 2, 3, 4, 5
-DTYPE_ERR, DEVICE, OUT_OF_BOUNDS, OVERFLOW = 6, 7, 8, 9
+DTYPE_ERR, DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, OVERLAP = 6, 7, 8, 9, 10, 11
 STATUS_NAMES = {0: "OK", 1: "NULL_POINTER", 2: "INVALID_ARGUMENT", 3: "INDEX", 4: "SHAPE",
                 5: "NOT_VIEWABLE", 6: "DTYPE", 7: "DEVICE", 8: "OUT_OF_BOUNDS", 9: "OVERFLOW",
                 10: "OUT_OF_MEMORY", 11: "OVERLAP", 99: "INTERNAL"}
@@ -106,6 +119,20 @@ class Lib:
         fn("tensor_unfold", I32, P, I64, I64, I64, PP)
         fn("tensor_alias", I32, P, PP)
         fn("tensor_detach", I32, P, PP)
+        # section 8 (and empty_like, section 5)
+        fn("tensor_empty_like", I32, P, I32, PP)
+        fn("tensor_reshape", I32, P, PI64, I64, PP)
+        fn("tensor_flatten", I32, P, I64, I64, PP)
+        fn("tensor_contiguous", I32, P, I32, PP)
+        fn("tensor_clone", I32, P, I32, PP)
+        fn("tensor_to_dtype", I32, P, I32, PP)
+        fn("tensor_repeat", I32, P, PI64, I64, PP)
+        fn("tensor_copy_", I32, P, P)
+        fn("tensor_fill_f64", I32, P, C.c_double)
+        fn("tensor_fill_i64", I32, P, I64)
+        fn("tensor_equal", I32, P, P, C.POINTER(C.c_bool))
+        fn("storage_data_ptr", P, P)
+        fn("storage_nbytes", C.c_size_t, P)
 
     @staticmethod
     def ints(values):
@@ -295,18 +322,337 @@ def gen_unfold(rng, t):
     return (d, size, step)
 
 
+# ---- data-movement arguments (section 8) -------------------------------------------------
+
+FORMATS = [torch.contiguous_format, torch.preserve_format, torch.channels_last,
+           torch.channels_last_3d]
+FORMAT_CODE = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels_last: 2,
+               torch.channels_last_3d: 3}
+# [lo, hi) of every integer dtype: a float converts to it identically on both sides only
+# when its truncation lies in this range (see out_of_range)
+INT_RANGE = {torch.uint8: (0, 2**8), torch.int8: (-2**7, 2**7), torch.int16: (-2**15, 2**15),
+             torch.int32: (-2**31, 2**31), torch.int64: (-2**63, 2**63),
+             torch.uint16: (0, 2**16), torch.uint32: (0, 2**32), torch.uint64: (0, 2**64)}
+FILL_F64 = [0.0, -0.0, 1.0, 2.75, -2.75, 7.0, 100.5, -129.0, 255.9, 65504.0, 1e6, -1e6, 3e38,
+            1e300, math.nan, math.inf, -math.inf]
+FILL_I64 = [0, 1, -1, 5, 127, 128, 255, 256, -129, 2048, 2049, 65535, 65536, -32769, 2**31,
+            2**40 + 1, 2**53 + 1, INT64_MAX, -INT64_MAX - 1]
+
+KNOWN = {}  # reason -> count: the documented divergences met during the run
+
+
+def note(reason):
+    KNOWN[reason] = KNOWN.get(reason, 0) + 1
+    return reason
+
+
+def gen_flatten(rng, t):
+    nd = t.dim()
+    a, b = rdim(rng, nd, 0.05), rdim(rng, nd, 0.05)
+    n = max(nd, 1)
+    if -n <= a < n and -n <= b < n and a % n > b % n and rng.random() < 0.8:
+        a, b = b, a
+    return (a, b)
+
+
+def gen_fmt(rng, t):
+    r = rng.random()
+    if t.dim() == 4 and r < 0.4:
+        return (torch.channels_last,)
+    if t.dim() == 5 and r < 0.4:
+        return (torch.channels_last_3d,)
+    return (rng.choice(FORMATS),)
+
+
+def gen_contiguous_fmt(rng, t):
+    # preserve is a known divergence: ask for it rarely
+    fmt = gen_fmt(rng, t)
+    if fmt[0] == torch.preserve_format and rng.random() < 0.8:
+        return (torch.contiguous_format,)
+    return fmt
+
+
+def gen_repeat(rng, t):
+    nd = t.dim()
+    reps = [rng.choice([0, 1, 1, 1, 2, 2, 3]) for _ in range(nd + rng.choice([0, 0, 0, 1, 2]))]
+    r = rng.random()
+    if r < 0.05 and nd:
+        reps = reps[:nd - 1]  # too few
+    elif r < 0.1 and reps:
+        reps[rng.randrange(len(reps))] = rng.choice([-1, -2])
+    if t.numel() * math.prod(max(x, 1) for x in reps) > 4096:  # keep the output small
+        reps = [min(x, 1) for x in reps]
+    return (reps,)
+
+
+def gen_fill_f64(rng, t):  # values that fit every dtype half of the time
+    return (rng.choice(FILL_F64[:6] if rng.random() < 0.5 else FILL_F64),)
+
+
+def gen_fill_i64(rng, t):
+    return (rng.choice(FILL_I64[:4] if rng.random() < 0.5 else FILL_I64),)
+
+
+class Other:
+    """A second operand (copy_'s src, equal's b), the same tensor on both sides."""
+
+    def __init__(self, h, t, desc):
+        self.h, self.t, self.desc = h, t, desc
+
+    def __repr__(self):
+        return f"<{self.desc}>"
+
+
+@dataclass
+class Env:
+    """What generators of a second operand need: the library, the current handle, and the
+    list of handles to release when the chain ends."""
+    L: "Lib"
+    h: int
+    owned: list
+
+
+def torch_shares(a, b):
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
+
+
+def same_data(a, b):
+    """torch's copy_ early exit: the same elements in the same dtype (nothing to do)."""
+    return (torch_shares(a, b) and a.storage_offset() == b.storage_offset()
+            and a.shape == b.shape and a.stride() == b.stride() and a.dtype == b.dtype)
+
+
+def contiguous_strides(sizes):
+    st, acc = [0] * len(sizes), 1
+    for d in range(len(sizes) - 1, -1, -1):
+        st[d] = acc
+        acc *= max(sizes[d], 1)
+    return st
+
+
+def broadcastable_shape(rng, shape):
+    """Mostly a shape that broadcasts to `shape`; sometimes one that does not."""
+    s = list(shape)
+    r = rng.random()
+    if r < 0.4:
+        return s
+    if r < 0.8:
+        if s and rng.random() < 0.5:
+            s = s[rng.randint(0, len(s)):]
+        return [1 if rng.random() < 0.3 else n for n in s]
+    if r < 0.9:
+        return [rng.choice([2, 3])] + s  # dst never broadcasts
+    return [rng.choice([0, 1, 2, 3, 4]) for _ in range(rng.randint(0, 4))]
+
+
+def fresh_other(rng, env, sizes):
+    flat, base, t, desc = build_base(env.L, rng, sizes)
+    env.owned += [flat, base]
+    return Other(base, t, desc)
+
+
+def shifted_other(rng, t, env, sizes):
+    """A tensor over the current tensor's own storage, at a random offset (it may overlap
+    the current tensor's elements), or None when it does not fit."""
+    n_elems = t.untyped_storage().nbytes() // t.element_size()
+    strides = contiguous_strides(sizes)
+    if len(sizes) >= 2 and rng.random() < 0.3:
+        strides[0], strides[-1] = strides[-1], strides[0]
+    extent = 1 + sum((n - 1) * s for n, s in zip(sizes, strides)) if all(sizes) else 0
+    if extent > n_elems:
+        return None
+    off = rng.randint(0, n_elems - extent)
+    L = env.L
+    st, h = L.call(L.as_strided, env.h, I(sizes), I(strides), len(sizes), off)
+    if st != OK:
+        raise Divergence(f"as_strided({sizes}, {strides}, {off}) for copy_'s src: {L.error()}")
+    env.owned.append(h)
+    src = t.as_strided(sizes, strides, off)
+    desc = f"src over dst's storage: sizes {sizes} strides {strides} offset {off}"
+    same_size = [d for d, _ in DTYPES if d != t.dtype
+                 and torch.empty((), dtype=d).element_size() == t.element_size()]
+    if same_size and rng.random() < 0.3:  # the same bytes read as another dtype: converts
+        d = rng.choice(same_size)
+        st, h = L.call(L.view_dtype, h, CODE_OF[d])
+        if st != OK:
+            raise Divergence(f"view_dtype({d}) for copy_'s src: {L.error()}")
+        env.owned.append(h)
+        src, desc = src.view(d), f"{desc} viewed as {d}"
+        if out_of_range(src, t.dtype):
+            return None
+    return Other(h, src, desc)
+
+
+def gen_copy(rng, t, env):
+    r = rng.random()
+    if r < 0.04:
+        return (Other(env.h, t, "dst itself"),)
+    if r < 0.08:
+        st, h = env.L.call(env.L.alias, env.h)
+        env.owned.append(h)
+        return (Other(h, torch.ops.aten.alias(t), "alias of dst"),)
+    sizes = broadcastable_shape(rng, t.shape)
+    if r < 0.35:
+        o = shifted_other(rng, t, env, sizes)
+        if o is not None:
+            return (o,)
+    return (fresh_other(rng, env, sizes),)
+
+
+def gen_equal(rng, t, env):
+    L, r = env.L, rng.random()
+    if r < 0.15:
+        return (Other(env.h, t, "itself"),)
+    if r < 0.5:
+        d = rng.choice(DTYPES)[0]
+        if not out_of_range(t, d):
+            st, h = L.call(L.to_dtype, env.h, CODE_OF[d])
+            if st != OK:
+                raise Divergence(f"to_dtype({d}) for equal's b: {L.error()}")
+            env.owned.append(h)
+            return (Other(h, t.to(d), f"to({d})"),)
+    sizes = list(t.shape) if rng.random() < 0.7 else broadcastable_shape(rng, t.shape)
+    return (fresh_other(rng, env, sizes),)
+
+
+def out_of_range(src, dtype):
+    """Whether converting `src` to `dtype` is a float -> int conversion of a value outside
+    the target's range (or NaN / inf): defined in libtensor (saturating, as Rust's `as`;
+    semantics.md "Copies"), undefined behaviour in torch (wraps on x86)."""
+    if dtype not in INT_RANGE or not (src.is_floating_point() or src.is_complex()):
+        return False
+    if src.numel() == 0:
+        return False
+    v = (src.real if src.is_complex() else src).double()
+    if not bool(v.isfinite().all()):
+        return True
+    lo, hi = INT_RANGE[dtype]
+    tv = v.trunc()
+    return bool((tv < float(lo)).any() or (tv >= float(hi)).any())
+
+
+SATURATE = ("float -> int conversion of an out-of-range value, NaN or inf: libtensor saturates "
+            "(Rust `as`, semantics.md 'Copies'), torch is undefined behaviour; not applied")
+
+
+def known_to_dtype(L, h, t, d):
+    return note(f"to_dtype: {SATURATE}") if out_of_range(t, d) else None
+
+
+def known_copy(L, h, t, o):
+    if out_of_range(o.t, t.dtype):
+        return note(f"copy_: {SATURATE}")
+    if aliasing(t) and not self_aliasing(t):
+        # elements written more than once get whichever value is written last: torch's
+        # order (TensorIterator's dim reordering) is not part of its contract, nor ours
+        return note("copy_: dst's elements alias each other with no stride-0 dim (e.g. "
+                    "unfold with step < size): torch cannot tell (has_internal_overlap TOO_HARD) "
+                    "and writes in an unspecified order; not applied")
+    return None
+
+
+def aliasing(t):
+    """Whether two elements of `t` share memory (exact: enumerates the offsets)."""
+    if t.numel() < 2 or torch.ops.aten.is_non_overlapping_and_dense(t):
+        return False
+    extent = t.storage_offset() + 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    offsets = torch.arange(extent).as_strided(t.shape, t.stride(), t.storage_offset())
+    return offsets.unique().numel() != t.numel()
+
+
+def self_aliasing(t):
+    """torch's has_internal_overlap == YES (a tensor with no elements is dense: never)."""
+    return (not torch.ops.aten.is_non_overlapping_and_dense(t)
+            and any(n > 1 and s == 0 for n, s in zip(t.shape, t.stride())))
+
+
+def known_fill(lib_fn):
+    def known(L, h, t, v):
+        if self_aliasing(t):
+            # torch's fill_(Scalar) skips the internal-overlap check (filling is idempotent);
+            # c-api.md section 8 makes every in-place write into self-aliasing elements
+            # fail with OVERLAP. libtensor must refuse (and write nothing); torch is not run.
+            version = L.version(h)
+            status = getattr(L, lib_fn)(h, v)
+            if status != OVERLAP or L.version(h) != version:
+                raise Divergence(f"{lib_fn} on a self-aliasing dst: libtensor "
+                                 f"{STATUS_NAMES.get(status, status)} (version {version} -> "
+                                 f"{L.version(h)}), c-api.md says OVERLAP and no bump")
+            return note("fill_: torch's fill_(Scalar) accepts a dst with a stride-0 dim (fill is "
+                        "idempotent); c-api.md section 8 refuses it with OVERLAP")
+        try:  # a probe (torch's 1-element fast path skips some range checks: mirror it)
+            torch.empty(1 if t.numel() == 1 else 2, dtype=t.dtype).fill_(v)
+        except RuntimeError as e:
+            if "cannot be converted to type" in str(e):
+                return note("fill_: torch refuses a value its checked Scalar conversion finds out "
+                            "of the dtype's range; libtensor converts it by its conversion rules "
+                            "(saturating / wrapping / inf, semantics.md 'Copies'); not applied")
+            raise
+        return None
+    return known
+
+
+def torch_copy(t, o):
+    src = o.t
+    if torch_shares(t, src) and not same_data(t, src):
+        # torch refuses a src that partially overlaps dst (or, when it cannot tell, gives an
+        # order-dependent result); libtensor copies from a snapshot of src (semantics.md):
+        # compare with torch copying from a clone.
+        note("copy_: src shares dst's storage: torch refuses a partial overlap (or is "
+             "order-dependent); libtensor copies from a snapshot; compared with "
+             "dst.copy_(src.clone())")
+        src = src.clone()
+    return t.copy_(src)
+
+
+def lib_equal(L, h, o):
+    out = C.c_bool()
+    status = L.equal(h, o.h, C.byref(out))
+    return status, (bool(out.value) if status == OK else None)
+
+
+def check_shares(L, h, t, h2, t2, args):
+    ours, theirs = bool(L.shares_storage(h2, h)), torch_shares(t2, t)
+    if ours != theirs:
+        raise Divergence(f"shares the input's storage: libtensor {ours}, torch {theirs}")
+
+
+def check_same_handle(L, h, t, h2, t2, args):
+    check_shares(L, h, t, h2, t2, args)
+    if (h2 == h) != (t2 is t):
+        raise Divergence(f"returns the input itself: libtensor {h2 == h}, torch {t2 is t}")
+
+
+def sync_uninitialised(L, h, t, h2, t2, args):
+    """empty_like's elements are garbage on both sides: make torch's bytes libtensor's so the
+    rest of the chain compares values."""
+    check_shares(L, h, t, h2, t2, args)
+    s = L.storage(h2)
+    n = L.storage_nbytes(s)
+    if n != t2.untyped_storage().nbytes():
+        raise Divergence(f"storage nbytes: libtensor {n}, torch {t2.untyped_storage().nbytes()}")
+    if n:
+        C.memmove(t2.untyped_storage().data_ptr(), L.storage_data_ptr(s), n)
+
+
 # ---- the op table ---------------------------------------------------------------------------
 
 @dataclass
 class Op:
     name: str
-    gen: Callable          # (rng, torch tensor) -> args tuple
-    torch: Callable        # (torch tensor, *args) -> torch tensor
-    lib: Callable          # (Lib, handle, *args) -> (status, handle)
-    view: bool = True      # the result shares the input's storage and version counter
+    gen: Callable          # (rng, torch tensor) -> args tuple; (rng, t, Env) with `env`
+    torch: Callable        # (torch tensor, *args) -> torch tensor (or bool for "bool" ops)
+    lib: Callable          # (Lib, handle, *args) -> (status, handle or bool)
+    view: bool = True      # the result always shares the input's storage and version counter
+    kind: str = "tensor"   # "tensor": a new handle; "inplace": writes the input; "bool"
+    env: bool = False      # gen takes an Env (it builds a second operand)
+    known: Callable = None  # (Lib, handle, t, *args) -> reason: a documented divergence, skip
+    check: Callable = None  # (Lib, h, t, h2, t2, args): more checks on a new result
+    values: bool = True    # compare element values of the result
 
 
 I = Lib.ints
+FMT = FORMAT_CODE
 OPS = [
     Op("view", gen_view, lambda t, s: t.view(s),
        lambda L, h, s: L.call(L.view, h, I(s), len(s))),
@@ -342,6 +688,32 @@ OPS = [
        lambda L, h, d, n, s: L.call(L.unfold, h, d, n, s)),
     Op("alias", gen_none, lambda t: torch.ops.aten.alias(t), lambda L, h: L.call(L.alias, h)),
     Op("detach", gen_none, lambda t: t.detach(), lambda L, h: L.call(L.detach, h)),
+    # section 8: results that are views exactly when torch's are, copies, in-place writes
+    Op("reshape", gen_view, lambda t, s: t.reshape(s),
+       lambda L, h, s: L.call(L.reshape, h, I(s), len(s)), view=False, check=check_shares),
+    # flatten(s == e): torch returns self, libtensor a new alias (lead's decision): only
+    # storage sharing is compared, not handle identity
+    Op("flatten", gen_flatten, lambda t, a, b: t.flatten(a, b),
+       lambda L, h, a, b: L.call(L.flatten, h, a, b), view=False, check=check_shares),
+    Op("contiguous", gen_contiguous_fmt, lambda t, f: t.contiguous(memory_format=f),
+       lambda L, h, f: L.call(L.contiguous, h, FMT[f]), view=False, check=check_same_handle),
+    Op("clone", gen_fmt, lambda t, f: t.clone(memory_format=f),
+       lambda L, h, f: L.call(L.clone, h, FMT[f]), view=False, check=check_shares),
+    Op("empty_like", gen_fmt, lambda t, f: torch.empty_like(t, memory_format=f),
+       lambda L, h, f: L.call(L.empty_like, h, FMT[f]), view=False, check=sync_uninitialised,
+       values=False),
+    Op("to_dtype", gen_view_dtype, lambda t, d: t.to(d),
+       lambda L, h, d: L.call(L.to_dtype, h, CODE_OF[d]), view=False, known=known_to_dtype,
+       check=check_same_handle),
+    Op("repeat", gen_repeat, lambda t, r: t.repeat(r),
+       lambda L, h, r: L.call(L.repeat, h, I(r), len(r)), view=False, check=check_shares),
+    Op("copy_", gen_copy, torch_copy, lambda L, h, o: (L.copy_(h, o.h), None), kind="inplace",
+       env=True, known=known_copy),
+    Op("fill_f64", gen_fill_f64, lambda t, v: t.fill_(float(v)),
+       lambda L, h, v: (L.fill_f64(h, v), None), kind="inplace", known=known_fill("fill_f64")),
+    Op("fill_i64", gen_fill_i64, lambda t, v: t.fill_(int(v)),
+       lambda L, h, v: (L.fill_i64(h, v), None), kind="inplace", known=known_fill("fill_i64")),
+    Op("equal", gen_equal, lambda t, o: torch.equal(t, o.t), lib_equal, kind="bool", env=True),
 ]
 
 
@@ -381,6 +753,18 @@ STATUS_OF_MESSAGE = [
     # torch reports a negative size as an overflow or even as out of bounds
     ("Storage size calculation overflowed", {OVERFLOW, INVALID_ARGUMENT}),
     ("setStorage:", {OUT_OF_BOUNDS, INVALID_ARGUMENT}),
+    # section 8
+    ("start_dim cannot come after end_dim", {INVALID_ARGUMENT}),
+    ("required rank 4 tensor to use channels_last format", {INVALID_ARGUMENT}),
+    ("required rank 5 tensor to use channels_last_3d format", {INVALID_ARGUMENT}),
+    ("Number of dimensions of repeat dims can not be smaller", {INVALID_ARGUMENT}),
+    ("Trying to create tensor with negative dimension", {INVALID_ARGUMENT}),
+    ("more than one element of the written-to tensor refers to a single memory location",
+     {OVERLAP}),
+    ("doesn't match the broadcast shape", {SHAPE}),
+    ("must match the size of tensor", {SHAPE}),
+    ("Promotion for uint16, uint32, uint64 types is not supported", {DTYPE_ERR}),
+    ("preserve memory format is unsupported", {INVALID_ARGUMENT}),
 ]
 
 
@@ -393,11 +777,19 @@ def expected_statuses(message):
 
 # ---- bases --------------------------------------------------------------------------------
 
-def random_base(rng):
-    """(dtype, sizes, strides, offset, storage elements, description)."""
+def random_base(rng, sizes=None):
+    """(dtype, sizes, strides, offset, storage elements, description); random sizes unless
+    given."""
     dtype = rng.choice(DTYPES)[0]
-    nd = rng.choice([0, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5])
-    sizes = [rng.choice([0] + [1, 2, 3, 4] * 5) for _ in range(nd)]
+    if sizes is None and rng.random() < 0.08:
+        # a few bigger ones reach the engine's blocked / vectorised paths (ragged edges)
+        sizes = [rng.randint(5, 40) for _ in range(rng.choice([1, 2, 2, 3]))]
+        while math.prod(sizes) > 6000:
+            sizes[rng.randrange(len(sizes))] //= 2
+    elif sizes is None:
+        nd = rng.choice([0, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5])
+        sizes = [rng.choice([0] + [1, 2, 3, 4] * 5) for _ in range(nd)]
+    nd = len(sizes)
     kind = rng.choice(["contiguous", "channels_last", "permuted", "gapped", "expanded"])
     if kind == "channels_last" and nd == 4:
         order = [1, 3, 2, 0]
@@ -423,13 +815,38 @@ def random_base(rng):
     return dtype, sizes, strides, offset, max(n_elems, 1), kind
 
 
-def known_divergence(name, t2, status):
-    """Deliberate, documented differences from torch; each returns its reason."""
-    if t2 is not None and any(n < 0 for n in t2.shape) and status == INVALID_ARGUMENT:
+def build_base(L, rng, sizes=None):
+    """A random base built identically on both sides over the same bytes (an arange):
+    (libtensor storage-owning flat tensor, libtensor base, torch base, description)."""
+    dtype, sizes, strides, offset, n_elems, kind = random_base(rng, sizes)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    st, flat = L.call(L.arange, n_elems, CODE_OF[dtype])
+    assert st == OK, L.error()
+    st, base = L.call(L.from_storage, L.storage(flat), offset, I(sizes), I(strides),
+                      len(sizes), CODE_OF[dtype])
+    assert st == OK, L.error()
+    raw = bytearray(C.string_at(L.data_ptr(flat), n_elems * itemsize))
+    t = torch.frombuffer(raw, dtype=dtype).as_strided(sizes, strides, offset)
+    desc = (f"{kind} {dtype} sizes {sizes} strides {strides} offset {offset} "
+            f"(storage of {n_elems})")
+    return flat, base, t, desc
+
+
+def known_divergence(name, t2, terr, status, args):
+    """Deliberate, documented differences from torch met after running both sides; each
+    returns its reason. (Those decided before running are the ops' `known` hooks.)"""
+    if (isinstance(t2, torch.Tensor) and any(n < 0 for n in t2.shape)
+            and status == INVALID_ARGUMENT):
         # torch.as_strided accepts a negative size when another size is 0 (its storage-size
         # check short-cuts on the 0), building a tensor of shape e.g. [-1, 0]; libtensor
         # refuses every negative size.
         return f"{name}: torch builds a tensor with a negative size; libtensor refuses it"
+    if (name == "contiguous" and args[0] == torch.preserve_format and terr is None
+            and status == INVALID_ARGUMENT):
+        # the lead's decision: contiguous(PRESERVE) is meaningless (contiguous in which
+        # format?); torch accepts it and returns the tensor unchanged or a preserve-clone
+        return ("contiguous(preserve): torch accepts it; libtensor refuses it deliberately "
+                "(INVALID_ARGUMENT, semantics.md 'Copies')")
     return None
 
 
@@ -448,7 +865,7 @@ def torch_value(t, idx):
     return float(v)
 
 
-def compare(L, h, t, base_h, rng):
+def compare(L, h, t, base_h, rng, values=True):
     """Raises Divergence when the libtensor handle `h` differs from the torch tensor `t`
     (and, with `base_h`, when `h` does not share base_h's storage and version counter)."""
     sizes, strides, off = L.geometry(h)
@@ -480,7 +897,7 @@ def compare(L, h, t, base_h, rng):
                                or L.version(h) != L.version(base_h)):
         raise Divergence("the view does not share its base's storage and version counter")
     numel = t.numel()
-    if numel:
+    if numel and values:
         picks = range(numel) if numel <= 24 else [rng.randrange(numel) for _ in range(24)]
         for k in picks:
             idx, q = [], k
@@ -493,8 +910,55 @@ def compare(L, h, t, base_h, rng):
                 raise Divergence(f"value at {idx}: libtensor {ours!r}, torch {theirs!r}")
 
 
+def storage_bytes(ptr, n):
+    return C.string_at(ptr, n) if n else b""
+
+
+# the float dtype of each float / complex dtype's components, and a same-size int to compare bits
+COMPONENT = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def compare_storage(L, h, t):
+    """Raises Divergence unless the whole storage under `h` holds the same bytes as the one
+    under `t` (after a copy or an in-place write: this covers every element, and the bytes
+    a write must leave alone). NaNs may differ in payload (lead's decision): where both
+    sides hold a NaN of t's dtype the bytes may differ, and torch's are then made
+    libtensor's so later steps keep comparing bytes."""
+    s = L.storage(h)
+    ours = storage_bytes(L.storage_data_ptr(s), L.storage_nbytes(s))
+    ts = t.untyped_storage()
+    theirs = storage_bytes(ts.data_ptr(), ts.nbytes())
+    if len(ours) != len(theirs):
+        raise Divergence(f"storage nbytes: libtensor {len(ours)}, torch {len(theirs)}")
+    if ours == theirs:
+        return
+    comp = COMPONENT.get(t.dtype, t.dtype)
+    isz = torch.empty((), dtype=comp).element_size()
+    k = len(ours) // isz * isz
+    if (comp.is_floating_point and isz in BITS and ours[k:] == theirs[k:]
+            and not torch_differ_except_nan(ours[:k], theirs[:k], comp, isz)):
+        note("NaN payloads differ (lead's decision: compare NaN as NaN); torch's bytes then "
+             "made libtensor's")
+        C.memmove(ts.data_ptr(), ours, len(ours))
+        return
+    first = next(i for i in range(len(ours)) if ours[i] != theirs[i])
+    e = first // t.element_size()
+    raise Divergence(f"storage bytes differ from byte {first} (storage element {e} as "
+                     f"{t.dtype}: libtensor {ours[e * t.element_size():][:t.element_size()].hex()}"
+                     f", torch {theirs[e * t.element_size():][:t.element_size()].hex()})")
+
+
+def torch_differ_except_nan(a, b, dtype, isz):
+    x, y = torch.frombuffer(bytearray(a), dtype=dtype), torch.frombuffer(bytearray(b), dtype=dtype)
+    differ = x.view(BITS[isz]) != y.view(BITS[isz])
+    return bool((differ & ~(x.isnan() & y.isnan())).any())
+
+
 def fmt_args(args):
-    return ", ".join("torch." + str(a).split(".")[-1] if isinstance(a, torch.dtype)
+    named = (torch.dtype, torch.memory_format)
+    return ", ".join("torch." + str(a).split(".")[-1] if isinstance(a, named)
+                     else repr(a) if isinstance(a, (Other, float))
                      else ("INT64_MAX" if a == INT64_MAX else
                            "INT64_MIN" if a == -INT64_MAX - 1 else repr(a)) for a in args)
 
@@ -508,28 +972,20 @@ def main():
     ap.add_argument("--messages", action="store_true",
                     help="list the distinct error messages whose wording differs from torch's")
     opts = ap.parse_args()
+    warnings.filterwarnings("ignore")  # "Casting complex values to real discards ..."
     L = Lib(opts.lib)
     rng = random.Random(opts.seed)
     torch.manual_seed(opts.seed)
     passed = failed = steps = 0
     op_counts = {op.name: [0, 0] for op in OPS}  # [ok, error] per op
     wording = {}
-    known = {}
     unmapped = set()
     while steps < opts.steps:
-        dtype, sizes, strides, offset, n_elems, kind = random_base(rng)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        st, flat = L.call(L.arange, n_elems, CODE_OF[dtype])
-        assert st == OK, L.error()
-        st, base = L.call(L.from_storage, L.storage(flat), offset, I(sizes), I(strides),
-                          len(sizes), CODE_OF[dtype])
-        assert st == OK, L.error()
-        raw = bytearray(C.string_at(L.data_ptr(flat), n_elems * itemsize))
-        t = torch.frombuffer(raw, dtype=dtype).as_strided(sizes, strides, offset)
-        chain = [f"base {kind} {dtype} sizes {sizes} strides {strides} offset {offset} "
-                 f"(storage of {n_elems})"]
+        flat, base, t, desc = build_base(L, rng)
+        chain = [f"base {desc}"]
         h = L.call(L.alias, base)[1]
         shares_with = base
+        env = Env(L, h, [])
         try:
             compare(L, h, t, shares_with, rng)
             for _ in range(rng.randint(1, opts.max_chain)):
@@ -537,27 +993,37 @@ def main():
                     break
                 steps += 1
                 op = rng.choice(OPS)
-                args = op.gen(rng, t)
+                env.h = h
+                args = op.gen(rng, t, env) if op.env else op.gen(rng, t)
                 chain.append(f"{op.name}({fmt_args(args)})")
+                if op.known and op.known(L, h, t, *args):
+                    passed += 1
+                    continue
+                versions = (L.version(h), t._version)
                 try:
                     t2, terr = op.torch(t, *args), None
                 except (RuntimeError, IndexError, ValueError, TypeError) as e:
                     t2, terr = None, e
                 status, h2 = op.lib(L, h, *args)
-                reason = known_divergence(op.name, t2, status)
+                reason = known_divergence(op.name, t2, terr, status, args)
                 if reason:
-                    known[reason] = known.get(reason, 0) + 1
+                    note(reason)
+                    if op.kind == "inplace" and (terr is None or status == OK):
+                        break  # one side has written: the two no longer hold the same bytes
                     passed += 1
                     continue
                 if (terr is None) != (status == OK):
                     ours = STATUS_NAMES.get(status, status)
                     detail = L.error() if status != OK else "succeeded"
                     theirs = f"{type(terr).__name__}: {str(terr).splitlines()[0]}" if terr else "succeeded"
-                    if h2:
+                    if h2 and op.kind == "tensor":
                         L.release(h2)
                     raise Divergence(f"error-or-not: libtensor {ours} ({detail}); torch {theirs}")
                 if terr is not None:
                     op_counts[op.name][1] += 1
+                    if op.kind == "inplace" and (L.version(h), t._version) != versions:
+                        raise Divergence(f"a failed in-place op bumped the version: "
+                                         f"{versions} -> {(L.version(h), t._version)}")
                     if isinstance(terr, IndexError) and status != INDEX:
                         raise Divergence(f"torch raises IndexError ({terr}) but libtensor "
                                          f"returns {STATUS_NAMES.get(status)} ({L.error()})")
@@ -577,11 +1043,30 @@ def main():
                     passed += 1
                     continue
                 op_counts[op.name][0] += 1
-                L.release(h)
-                h, t = h2, t2
+                if op.kind == "bool":
+                    if h2 != t2:
+                        raise Divergence(f"result: libtensor {h2}, torch {t2}")
+                    passed += 1
+                    continue
+                if op.kind == "inplace":
+                    after = (L.version(h), t._version)
+                    if not after[0] - versions[0] == after[1] - versions[1] == 1:
+                        raise Divergence(f"version counter: libtensor {versions[0]} -> {after[0]}, "
+                                         f"torch {versions[1]} -> {after[1]}")
+                else:
+                    old_h, old_t = h, t
+                    h, t = h2, t2
+                    try:
+                        if op.check:
+                            op.check(L, old_h, old_t, h, t, args)
+                        if not op.view and shares_with is not None:
+                            # a copy: later results need not share the base
+                            shares_with = shares_with if L.shares_storage(h, shares_with) else None
+                    finally:
+                        L.release(old_h)
+                compare(L, h, t, shares_with, rng, op.values)
                 if not op.view:
-                    shares_with = None  # a copy: later results need not share the base
-                compare(L, h, t, shares_with, rng)
+                    compare_storage(L, h, t)
                 passed += 1
         except Divergence as d:
             failed += 1
@@ -589,6 +1074,8 @@ def main():
             print("  chain: " + "\n      -> ".join(chain), file=sys.stderr)
         finally:
             L.release(h)
+            for o in env.owned:
+                L.release(o)
             L.release(base)
             L.release(flat)
     if opts.messages:
@@ -596,7 +1083,7 @@ def main():
             print(f"wording {name}: torch {tmsg!r}\n{' ' * (10 + len(name))}ours  {ours!r}")
     summary = ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in op_counts.items())
     print(f"ops (ok/error): {summary}")
-    for reason, count in known.items():
+    for reason, count in KNOWN.items():
         print(f"known divergence ({count}x): {reason}")
     for message in sorted(unmapped):
         print(f"torch message with no status mapping (add it to STATUS_OF_MESSAGE): {message!r}")

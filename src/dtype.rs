@@ -124,8 +124,9 @@ impl DType {
 
 impl DType {
     /// PyTorch's `promote_types`: the dtype both operands of a mixed-dtype comparison or
-    /// arithmetic are converted to. uint16/32/64 promote only with themselves, bool and
-    /// floating types, as in PyTorch (otherwise a DType error).
+    /// arithmetic are converted to. uint16/32/64 promote only with themselves and the
+    /// floating types, as in PyTorch (otherwise a DType error, worded as PyTorch's with
+    /// c10's ScalarType names).
     pub fn promote(self, other: DType) -> crate::error::Result<DType> {
         use DType::*;
         if self == other {
@@ -145,8 +146,8 @@ impl DType {
                 crate::error::Status::DType,
                 format!(
                     "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote {} and {}",
-                    x.name(),
-                    y.name()
+                    x.scalar_type_name(),
+                    y.scalar_type_name()
                 ),
             )
         };

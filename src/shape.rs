@@ -370,11 +370,12 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Di
     }
 }
 
-/// Broadcast shape of `a` and `b` (numpy rules), or a Shape error.
+/// Broadcast shape of `a` and `b` (numpy rules), or a Shape error naming the rightmost
+/// mismatching dim (PyTorch's infer_size walks from the right).
 pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Dims> {
     let n = a.len().max(b.len());
     let mut out: Dims = SmallVec::from_elem(1, n);
-    for i in 0..n {
+    for i in (0..n).rev() {
         let da = if i < n - a.len() {
             1
         } else {
@@ -643,6 +644,11 @@ mod tests {
         assert_eq!(
             broadcast_shapes(&[2], &[3]).unwrap_err().status,
             Status::Shape
+        );
+        // torch.zeros(2, 3, 4).copy_(torch.zeros(5, 3, 2)) names the rightmost mismatch
+        assert_eq!(
+            broadcast_shapes(&[2, 3, 4], &[5, 3, 2]).unwrap_err().message,
+            "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 2"
         );
     }
 

@@ -426,12 +426,15 @@ impl TensorImpl {
     }
 
     /// Whether two elements of this tensor share memory (a dim of size > 1 with stride 0),
-    /// PyTorch's cheap `has_internal_overlap` test.
+    /// PyTorch's cheap `has_internal_overlap` test: as there, a non-overlapping-and-dense
+    /// tensor (e.g. any tensor with no elements) never overlaps.
     pub fn has_internal_overlap(&self) -> bool {
-        self.sizes()
-            .iter()
-            .zip(self.strides())
-            .any(|(&n, &s)| n > 1 && s == 0)
+        !self.is_non_overlapping_and_dense()
+            && self
+                .sizes()
+                .iter()
+                .zip(self.strides())
+                .any(|(&n, &s)| n > 1 && s == 0)
     }
 
     /// Checks that element data can be read: host-accessible device, and the layout still

@@ -55,7 +55,9 @@ unsafe fn copy_raw(
     src_dtype: DType,
 ) {
     let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
-    if dst_dtype == src_dtype {
+    // bool -> bool converts too: a bool byte other than 0 / 1 (foreign memory, a
+    // view_dtype) is written as 1, as PyTorch's copies do.
+    if dst_dtype == src_dtype && dst_dtype != DType::Bool {
         let out_bytes = sizes.iter().product::<i64>().max(0) as usize * i0;
         match i0 {
             1 => run_engine(
@@ -166,14 +168,17 @@ impl TensorImpl {
     /// Errors: Shape (broadcast), Device, OutOfBounds, ReadOnly, Overlap (self has
     /// internal overlap).
     pub fn copy_(&self, src: &TensorImpl) -> Result<()> {
-        let src_st = broadcast_strides(self.sizes(), src)?;
-        let dst_ptr = self.data_for_write(false)?;
-        let src_ptr = src.data_for_read()?;
+        // As PyTorch: copying the very same elements is a no-op that skips every layout
+        // check (even on an expanded dst), and dst's internal overlap is refused before
+        // the broadcast is checked.
         let same = std::ptr::eq(self, src)
-            || (dst_ptr == src_ptr
+            || (self.data_ptr() == src.data_ptr()
                 && self.dtype() == src.dtype()
                 && self.sizes() == src.sizes()
                 && self.strides() == src.strides());
+        let dst_ptr = self.data_for_write(same)?;
+        let src_st = broadcast_strides(self.sizes(), src)?;
+        let src_ptr = src.data_for_read()?;
         if !same && self.numel() > 0 {
             if may_overlap(self, src) {
                 // Snapshot: src into a fresh buffer first, then into dst.
@@ -346,10 +351,12 @@ impl TensorImpl {
     /// after PyTorch's type promotion. Errors: DType (unsupported promotion), Device,
     /// OutOfBounds.
     pub fn equal(&self, other: &TensorImpl) -> Result<bool> {
-        let common = self.dtype().promote(other.dtype())?;
+        // Sizes first, as PyTorch: different sizes are unequal even when the dtypes do not
+        // promote.
         if self.sizes() != other.sizes() {
             return Ok(false);
         }
+        let common = self.dtype().promote(other.dtype())?;
         let (pa, pb) = (self.data_for_read()?, other.data_for_read()?);
         if self.dtype() != common || other.dtype() != common {
             let a = self.copy_to_new(&self.like_strides(MemoryFormat::Preserve)?, common)?;

@@ -457,6 +457,91 @@ fn fill_every_dtype_and_layout() {
     assert_eq!(z.version(), 1);
 }
 
+/// Edge cases the PyTorch conformance run (conformance/conformance.py) found; each pins
+/// what torch 2.15 does.
+#[test]
+fn write_checks_in_torch_order() {
+    let src = Tensor::zeros(&[2, 3], DType::F32).unwrap();
+    // `torch.empty(0, 1).expand(0, 3).copy_(torch.zeros(3))` succeeds: a tensor without
+    // elements is non-overlapping and dense, so it has no internal overlap
+    let empty = Tensor::zeros(&[0, 1], DType::F32).unwrap();
+    let e = empty.make_view(&[0, 3], &[1, 0], 0).unwrap();
+    assert!(!e.has_internal_overlap());
+    e.copy_(&Tensor::zeros(&[3], DType::F32).unwrap()).unwrap();
+    e.fill_(Scalar::Int(1)).unwrap();
+    assert_eq!(e.version(), 2);
+    // `torch.zeros(1, 3).expand(2, 3).copy_(torch.zeros(4, 2, 3))` refuses the overlap
+    // before the broadcast
+    let row = Tensor::zeros(&[1, 3], DType::F32).unwrap();
+    let x = row.make_view(&[2, 3], &[0, 1], 0).unwrap();
+    let big = Tensor::zeros(&[4, 2, 3], DType::F32).unwrap();
+    assert_eq!(x.copy_(&big).err().unwrap().status, Status::Overlap);
+    assert_eq!(src.copy_(&big).err().unwrap().status, Status::Shape);
+    // `x.copy_(x)` and `x.copy_(x.detach())` on an expanded x succeed (the same elements:
+    // nothing to write) and still bump the version
+    let v0 = x.version();
+    x.copy_(&x).unwrap();
+    x.copy_(
+        &x.make_view(x.sizes(), x.strides(), x.storage_offset())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(x.version(), v0 + 2);
+    // the same bytes in another dtype are not the same elements
+    let xi = x
+        .make_view_dtype(x.sizes(), x.strides(), 0, DType::I32)
+        .unwrap();
+    assert_eq!(x.copy_(&xi).err().unwrap().status, Status::Overlap);
+}
+
+/// PyTorch's copies store a bool as 0 / 1 even when the source byte holds another non-zero
+/// value: `torch.tensor([2, 0, 3], dtype=torch.int8).view(torch.bool).clone()` holds bytes
+/// 01 00 01 (so do contiguous, repeat and copy_).
+#[test]
+fn bool_copies_store_zero_or_one() {
+    let bytes = Tensor::zeros(&[2, 3], DType::U8).unwrap();
+    for (i, v) in [2, 0, 3, 4, 255, 1].into_iter().enumerate() {
+        bytes
+            .set(&[i as i64 / 3, i as i64 % 3], Scalar::Int(v))
+            .unwrap();
+    }
+    let b = bytes
+        .make_view_dtype(&[2, 3], &[3, 1], 0, DType::Bool)
+        .unwrap();
+    let raw = |t: &TensorImpl| -> Vec<u8> {
+        let n = t.storage().nbytes();
+        // SAFETY: the storage holds n initialised bytes.
+        unsafe { std::slice::from_raw_parts(t.storage().data_ptr(), n).to_vec() }
+    };
+    assert_eq!(
+        raw(&b.clone_tensor(MemoryFormat::Preserve).unwrap()),
+        [1, 0, 1, 1, 1, 1]
+    );
+    let bt = b.make_view(&[3, 2], &[1, 3], 0).unwrap();
+    assert_eq!(
+        raw(&bt.contiguous(MemoryFormat::Contiguous).unwrap()),
+        [1, 1, 0, 1, 1, 1]
+    );
+    assert_eq!(
+        raw(&b.repeat(&[1, 2]).unwrap()),
+        [1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1]
+    );
+    let dst = Tensor::zeros(&[2, 3], DType::Bool).unwrap();
+    dst.copy_(&b).unwrap();
+    assert_eq!(raw(&dst), [1, 0, 1, 1, 1, 1]);
+}
+
+/// `torch.equal` compares sizes before promoting: `torch.equal(torch.zeros(2,
+/// dtype=torch.uint16), torch.zeros(4, 1, dtype=torch.complex64))` is False, not an error.
+#[test]
+fn equal_checks_sizes_before_promotion() {
+    let u = Tensor::zeros(&[2], DType::U16).unwrap();
+    let c = Tensor::zeros(&[4, 1], DType::C64).unwrap();
+    assert!(!u.equal(&c).unwrap());
+    let same_size = Tensor::zeros(&[2], DType::C64).unwrap();
+    assert_eq!(u.equal(&same_size).err().unwrap().status, Status::DType);
+}
+
 #[test]
 fn equal_follows_torch_equal() {
     let a = base(6, DType::F32).view(&[2, 3]).unwrap();
@@ -506,7 +591,12 @@ fn equal_follows_torch_equal() {
         .err()
         .unwrap();
     assert_eq!(e.status, Status::DType);
-    assert!(e.message.contains("uint16"), "{}", e.message);
+    // torch: "... attempted to promote UInt16 and Char"
+    assert!(
+        e.message.ends_with("attempted to promote UInt16 and Char"),
+        "{}",
+        e.message
+    );
     assert!(Tensor::empty(&[0], DType::F32)
         .unwrap()
         .equal(&Tensor::empty(&[0], DType::I64).unwrap())
