@@ -338,7 +338,8 @@ tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
 
 /**
  * Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
- * Errors: NULL_POINTER, OVERLAP, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
+ * As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
+ * idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
  */
 tensor_status_t tensor_fill_f64(struct tensor_t *dst, double value);
 

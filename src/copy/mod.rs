@@ -216,18 +216,26 @@ impl TensorImpl {
         Ok(())
     }
 
-    /// Sets every element to `value` converted to the dtype (dtype.rs rules). Errors:
-    /// Device, OutOfBounds, ReadOnly, Overlap.
+    /// Sets every element to `value` converted to the dtype (dtype.rs rules). As in
+    /// PyTorch, a destination whose elements alias (an expanded view) is allowed: filling
+    /// is idempotent, so each distinct location is written once (stride-0 dims collapse to
+    /// size 1). Errors: Device, OutOfBounds, ReadOnly.
     pub fn fill_(&self, value: Scalar) -> Result<()> {
-        let dst = self.data_for_write(false)?;
+        let dst = self.data_for_write(true)?;
         let mut item = [0u8; 16];
         // SAFETY: 16 bytes hold any dtype's item.
         unsafe { write_scalar(self.dtype(), item.as_mut_ptr(), value) };
         let zeros: Dims = smallvec::SmallVec::from_elem(0, self.ndim());
+        let distinct: Dims = self
+            .sizes()
+            .iter()
+            .zip(self.strides())
+            .map(|(&n, &s)| if s == 0 { n.min(1) } else { n })
+            .collect();
         // SAFETY: validated destination; the source is one item read with stride 0.
         unsafe {
             copy_raw(
-                self.sizes(),
+                &distinct,
                 dst,
                 self.strides(),
                 self.dtype(),

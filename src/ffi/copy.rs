@@ -131,7 +131,8 @@ pub extern "C" fn tensor_copy_(dst: *mut tensor_t, src: *const tensor_t) -> tens
 }
 
 /// Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
-/// Errors: NULL_POINTER, OVERLAP, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
+/// As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
+/// idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
 #[no_mangle]
 pub extern "C" fn tensor_fill_f64(dst: *mut tensor_t, value: f64) -> tensor_status_t {
     call("tensor_fill_f64", || {
