@@ -59,57 +59,27 @@ unsafe fn copy_raw(
     // view_dtype) is written as 1, as PyTorch's copies do.
     if dst_dtype == src_dtype && dst_dtype != DType::Bool {
         let out_bytes = sizes.iter().product::<i64>().max(0) as usize * i0;
+        // Same dtype: only the item width matters.
+        macro_rules! same {
+            ($word:ty) => {
+                run_engine(
+                    sizes,
+                    dst,
+                    dst_st,
+                    i0,
+                    src,
+                    src_st,
+                    i1,
+                    &mut CopySame::<$word>::new(out_bytes),
+                )
+            };
+        }
         match i0 {
-            1 => run_engine(
-                sizes,
-                dst,
-                dst_st,
-                i0,
-                src,
-                src_st,
-                i1,
-                &mut CopySame::<u8>::new(out_bytes),
-            ),
-            2 => run_engine(
-                sizes,
-                dst,
-                dst_st,
-                i0,
-                src,
-                src_st,
-                i1,
-                &mut CopySame::<u16>::new(out_bytes),
-            ),
-            4 => run_engine(
-                sizes,
-                dst,
-                dst_st,
-                i0,
-                src,
-                src_st,
-                i1,
-                &mut CopySame::<u32>::new(out_bytes),
-            ),
-            8 => run_engine(
-                sizes,
-                dst,
-                dst_st,
-                i0,
-                src,
-                src_st,
-                i1,
-                &mut CopySame::<u64>::new(out_bytes),
-            ),
-            _ => run_engine(
-                sizes,
-                dst,
-                dst_st,
-                i0,
-                src,
-                src_st,
-                i1,
-                &mut CopySame::<Bytes16>::new(out_bytes),
-            ),
+            1 => same!(u8),
+            2 => same!(u16),
+            4 => same!(u32),
+            8 => same!(u64),
+            _ => same!(Bytes16),
         };
     } else {
         crate::with_dtype!(src_dtype, S => crate::with_dtype!(dst_dtype, D => {
