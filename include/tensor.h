@@ -57,11 +57,6 @@ typedef struct tensor_t tensor_t;
 typedef int32_t tensor_status_t;
 
 /**
- * Memory format; codes equal `c10::MemoryFormat`'s.
- */
-typedef int32_t tensor_memory_format_t;
-
-/**
  * Element type; codes equal `c10::ScalarType`'s.
  */
 typedef int32_t tensor_dtype_t;
@@ -138,6 +133,11 @@ typedef struct tensor_device_t {
  * wrap time, on the thread that drops the last strong reference.
  */
 typedef void (*tensor_deleter_fn)(void *data, void *ctx);
+
+/**
+ * Memory format; codes equal `c10::MemoryFormat`'s.
+ */
+typedef int32_t tensor_memory_format_t;
 
 #define TENSOR_OK 0
 
@@ -252,110 +252,6 @@ typedef void (*tensor_deleter_fn)(void *data, void *ctx);
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-/**
- * An uninitialised tensor with `t`'s sizes and dtype in `*out` (owned). `fmt` PRESERVE
- * keeps `t`'s strides when `t` is non-overlapping and dense, else uses dense strides in
- * `t`'s dim order (as PyTorch); the other formats give their strides. Errors:
- * NULL_POINTER, INVALID_ARGUMENT (unknown format, channels-last on a tensor that is not
- * 4-D / 5-D), OVERFLOW, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_empty_like(const struct tensor_t *t,
-                                  tensor_memory_format_t fmt,
-                                  struct tensor_t **out);
-
-/**
- * `self` reshaped to `sizes` (one -1 allowed) in `*out` (owned): a view sharing `self`'s
- * storage and version counter whenever `tensor_view` would succeed, else a contiguous
- * copy. Errors: NULL_POINTER, INVALID_ARGUMENT, SHAPE (numel mismatch), DEVICE (a copy
- * was needed of non-host data), OUT_OF_MEMORY.
- */
-tensor_status_t tensor_reshape(const struct tensor_t *self_,
-                               const int64_t *sizes,
-                               int64_t ndim,
-                               struct tensor_t **out);
-
-/**
- * `self` with dims `start_dim..=end_dim` merged (negative dims wrap) in `*out` (owned),
- * with reshape semantics: a view when possible, else a copy. A 0-dim tensor becomes
- * `[1]`; `start_dim == end_dim` gives an alias. Errors: NULL_POINTER, INDEX (dim out of
- * range), INVALID_ARGUMENT (start after end), DEVICE, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_flatten(const struct tensor_t *self_,
-                               int64_t start_dim,
-                               int64_t end_dim,
-                               struct tensor_t **out);
-
-/**
- * `self` laid out contiguously in `fmt`, in `*out` (owned). When `self` already is, `*out`
- * is `self` itself with one more reference (the same pointer, as in PyTorch); otherwise a
- * new tensor holding a copy. Errors: NULL_POINTER, INVALID_ARGUMENT (PRESERVE, unknown
- * format, channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_contiguous(const struct tensor_t *self_,
-                                  tensor_memory_format_t fmt,
-                                  struct tensor_t **out);
-
-/**
- * A copy of `self` in new memory, in `*out` (owned; its own version counter). `fmt`
- * PRESERVE keeps the strides of a non-overlapping-and-dense `self`, else dense strides in
- * `self`'s dim order. Errors: NULL_POINTER, INVALID_ARGUMENT (unknown format,
- * channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_clone(const struct tensor_t *self_,
-                             tensor_memory_format_t fmt,
-                             struct tensor_t **out);
-
-/**
- * `self` converted to `dtype`, in `*out` (owned). Same dtype: `self` itself with one more
- * reference (as `Tensor.to(dtype)`); otherwise a new tensor with the preserve-format
- * layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
- * int wraps, -> bool is `!= 0`, complex -> real keeps the real part. Errors: NULL_POINTER,
- * INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_to_dtype(const struct tensor_t *self_,
-                                tensor_dtype_t dtype,
-                                struct tensor_t **out);
-
-/**
- * `self` tiled `repeats[i]` times along each dim (`n >= ndim`; extra leading repeats add
- * dims), a new contiguous tensor in `*out` (owned). Errors: NULL_POINTER,
- * INVALID_ARGUMENT (n < ndim, negative repeat), OVERFLOW, DEVICE, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_repeat(const struct tensor_t *self_,
-                              const int64_t *repeats,
-                              int64_t n,
-                              struct tensor_t **out);
-
-/**
- * Copies `src` into `dst` in place: `src` broadcasts to `dst`'s shape and is converted to
- * `dst`'s dtype (rules as tensor_to_dtype). When the two share memory the result is that
- * of copying from a snapshot of `src`. Bumps `dst`'s version once. Errors: NULL_POINTER,
- * SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
- * READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
- */
-tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
-
-/**
- * Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
- * As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
- * idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
- */
-tensor_status_t tensor_fill_f64(struct tensor_t *dst, double value);
-
-/**
- * Sets every element of `dst` to `value` converted to its dtype (exact for every int64
- * in integer dtypes); bumps the version once. Errors: as tensor_fill_f64.
- */
-tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
-
-/**
- * `torch.equal(a, b)` in `*out`: true when the sizes match and every element is equal
- * (NaN is never equal; -0 equals +0). Different dtypes are compared after PyTorch's type
- * promotion. Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
- * int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b, bool *out);
 
 /**
  * Adds one strong reference to `t` and returns `t` (NULL gives NULL). The caller owns
@@ -935,6 +831,110 @@ tensor_status_t tensor_alias(const struct tensor_t *self_, struct tensor_t **out
  * NULL_POINTER, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_detach(const struct tensor_t *self_, struct tensor_t **out);
+
+/**
+ * An uninitialised tensor with `t`'s sizes and dtype in `*out` (owned). `fmt` PRESERVE
+ * keeps `t`'s strides when `t` is non-overlapping and dense, else uses dense strides in
+ * `t`'s dim order (as PyTorch); the other formats give their strides. Errors:
+ * NULL_POINTER, INVALID_ARGUMENT (unknown format, channels-last on a tensor that is not
+ * 4-D / 5-D), OVERFLOW, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_empty_like(const struct tensor_t *t,
+                                  tensor_memory_format_t fmt,
+                                  struct tensor_t **out);
+
+/**
+ * `self` reshaped to `sizes` (one -1 allowed) in `*out` (owned): a view sharing `self`'s
+ * storage and version counter whenever `tensor_view` would succeed, else a contiguous
+ * copy. Errors: NULL_POINTER, INVALID_ARGUMENT, SHAPE (numel mismatch), DEVICE (a copy
+ * was needed of non-host data), OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_reshape(const struct tensor_t *self_,
+                               const int64_t *sizes,
+                               int64_t ndim,
+                               struct tensor_t **out);
+
+/**
+ * `self` with dims `start_dim..=end_dim` merged (negative dims wrap) in `*out` (owned),
+ * with reshape semantics: a view when possible, else a copy. A 0-dim tensor becomes
+ * `[1]`; `start_dim == end_dim` gives an alias. Errors: NULL_POINTER, INDEX (dim out of
+ * range), INVALID_ARGUMENT (start after end), DEVICE, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_flatten(const struct tensor_t *self_,
+                               int64_t start_dim,
+                               int64_t end_dim,
+                               struct tensor_t **out);
+
+/**
+ * `self` laid out contiguously in `fmt`, in `*out` (owned). When `self` already is, `*out`
+ * is `self` itself with one more reference (the same pointer, as in PyTorch); otherwise a
+ * new tensor holding a copy. Errors: NULL_POINTER, INVALID_ARGUMENT (PRESERVE, unknown
+ * format, channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_contiguous(const struct tensor_t *self_,
+                                  tensor_memory_format_t fmt,
+                                  struct tensor_t **out);
+
+/**
+ * A copy of `self` in new memory, in `*out` (owned; its own version counter). `fmt`
+ * PRESERVE keeps the strides of a non-overlapping-and-dense `self`, else dense strides in
+ * `self`'s dim order. Errors: NULL_POINTER, INVALID_ARGUMENT (unknown format,
+ * channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_clone(const struct tensor_t *self_,
+                             tensor_memory_format_t fmt,
+                             struct tensor_t **out);
+
+/**
+ * `self` converted to `dtype`, in `*out` (owned). Same dtype: `self` itself with one more
+ * reference (as `Tensor.to(dtype)`); otherwise a new tensor with the preserve-format
+ * layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
+ * int wraps, -> bool is `!= 0`, complex -> real keeps the real part. Errors: NULL_POINTER,
+ * INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_to_dtype(const struct tensor_t *self_,
+                                tensor_dtype_t dtype,
+                                struct tensor_t **out);
+
+/**
+ * `self` tiled `repeats[i]` times along each dim (`n >= ndim`; extra leading repeats add
+ * dims), a new contiguous tensor in `*out` (owned). Errors: NULL_POINTER,
+ * INVALID_ARGUMENT (n < ndim, negative repeat), OVERFLOW, DEVICE, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_repeat(const struct tensor_t *self_,
+                              const int64_t *repeats,
+                              int64_t n,
+                              struct tensor_t **out);
+
+/**
+ * Copies `src` into `dst` in place: `src` broadcasts to `dst`'s shape and is converted to
+ * `dst`'s dtype (rules as tensor_to_dtype). When the two share memory the result is that
+ * of copying from a snapshot of `src`. Bumps `dst`'s version once. Errors: NULL_POINTER,
+ * SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
+ * READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
+ */
+tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
+
+/**
+ * Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
+ * As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
+ * idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
+ */
+tensor_status_t tensor_fill_f64(struct tensor_t *dst, double value);
+
+/**
+ * Sets every element of `dst` to `value` converted to its dtype (exact for every int64
+ * in integer dtypes); bumps the version once. Errors: as tensor_fill_f64.
+ */
+tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
+
+/**
+ * `torch.equal(a, b)` in `*out`: true when the sizes match and every element is equal
+ * (NaN is never equal; -0 equals +0). Different dtypes are compared after PyTorch's type
+ * promotion. Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
+ * int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b, bool *out);
 
 #ifdef __cplusplus
 }  // extern "C"

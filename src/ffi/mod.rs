@@ -7,11 +7,13 @@
 // that non-NULL handles are live; NULL is checked everywhere.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-pub mod copy;
+// In this order in the generated header: library-wide calls and tensor refcounts, storages,
+// creating and reading tensors, views, then the operations that copy.
 pub mod core;
 pub mod storage;
 pub mod tensor;
 pub mod view;
+pub mod copy;
 
 use crate::allocator::Allocator;
 use crate::device::Device;
