@@ -9,6 +9,7 @@
 
 pub mod copy;
 pub mod core;
+pub mod dlpack;
 pub mod storage;
 pub mod tensor;
 pub mod view;
