@@ -102,6 +102,7 @@ def load(path):
     P, I64, PP = C.c_void_p, C.c_int64, C.POINTER(C.c_void_p)
     sig = {
         "tensor_arange": ([I64, C.c_int32, PP], C.c_int32),
+        "tensor_zeros": ([C.POINTER(I64), I64, C.c_int32, PP], C.c_int32),
         "tensor_as_strided": (
             [P, C.POINTER(I64), C.POINTER(I64), I64, I64, PP],
             C.c_int32,
@@ -348,6 +349,20 @@ def torch_read_only_and_refusal(L):
     check(storage_uses(base) == uses - 1, "torch freed its own refused capsule")
 
 
+def empty_both_ways(L):
+    out = C.c_void_p()
+    L.ok(L.c.tensor_zeros(ints([0, 3]), 2, F32, C.byref(out)), "tensor_zeros")
+    x = torch.from_dlpack(Exported(L, out.value))  # our export has data = NULL
+    check(list(x.shape) == [0, 3] and x.dtype == torch.float32, f"empty export: {x.shape}")
+    del x
+    check(L.c.tensor_use_count(out.value) == 1, "empty export: deleter ran")
+    L.c.tensor_release(out.value)
+    st, t = import_capsule(L, torch.empty(0, 3).__dlpack__(max_version=(1, 0)), True)
+    check(st == 0 and L.geometry(t) == ([0, 3], [3, 1]), f"empty import: {st}")
+    if st == 0:
+        L.c.tensor_release(t)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="target/debug/libtensor.so")
@@ -360,6 +375,7 @@ def main():
     torch_to_ours(L, versioned=False)
     torch_dtypes_to_ours(L)
     torch_read_only_and_refusal(L)
+    empty_both_ways(L)
     print(f"dlpack_torch: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 
