@@ -30,6 +30,7 @@ pub mod error;
 pub mod allocator;
 pub mod copy;
 pub mod device;
+pub mod dlpack;
 pub mod dtype;
 pub mod ffi;
 pub mod format;

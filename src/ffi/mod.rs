@@ -10,6 +10,7 @@
 // In this order in the generated header: library-wide calls and tensor refcounts, storages,
 // creating and reading tensors, views, then the operations that copy.
 pub mod core;
+pub mod dlpack;
 pub mod storage;
 pub mod tensor;
 pub mod view;
