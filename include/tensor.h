@@ -310,45 +310,6 @@ const char *tensor_version_string(void);
 uint32_t tensor_abi_version(void);
 
 /**
- * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).
- * `data` is the address of the first element and `byte_offset` is 0 (as PyTorch does;
- * NULL data for a tensor with no elements); `shape` and `strides` (in elements) are owned
- * by the managed tensor; `flags` has DLPACK_FLAG_BITMASK_READ_ONLY when the storage is
- * read-only. The managed tensor holds a reference that keeps the tensor's data alive until
- * the consumer calls its `deleter` (exactly once, from any thread); `t` itself stays owned
- * by the caller. Errors: NULL_POINTER, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_to_dlpack(const struct tensor_t *t, struct DLManagedTensorVersioned **out);
-
-/**
- * Imports a DLPack 1.x managed tensor without copying, in `*out` (owned). The tensor's
- * storage starts at `data` plus the part of `byte_offset` that is not a whole element;
- * the whole elements become the storage offset; NULL `strides` means compact row-major.
- * DLPACK_FLAG_BITMASK_READ_ONLY makes the storage read-only. On success the library owns
- * `src` and calls its `deleter` (if non-NULL) exactly once, when the last reference to
- * the storage dies, on that thread; on failure the deleter is not called and the caller
- * still owns `src`. Errors: NULL_POINTER (src, out, shape with ndim > 0, data with
- * elements), INVALID_ARGUMENT (major version != 1, ndim < 0 or > 64, negative size or
- * stride, unknown device), DTYPE (lanes != 1, a type code/bits pair with no dtype),
- * OVERFLOW, OUT_OF_MEMORY.
- */
-tensor_status_t tensor_from_dlpack(struct DLManagedTensorVersioned *src, struct tensor_t **out);
-
-/**
- * As tensor_to_dlpack, as a legacy (unversioned) `DLManagedTensor`. It cannot signal
- * read-only, so a read-only tensor is refused. Errors: NULL_POINTER, READ_ONLY,
- * OUT_OF_MEMORY.
- */
-tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
-                                             struct DLManagedTensor **out);
-
-/**
- * As tensor_from_dlpack, for a legacy (unversioned) `DLManagedTensor` (no version check,
- * never read-only). Errors: as tensor_from_dlpack, without the version check.
- */
-tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, struct tensor_t **out);
-
-/**
  * Adds one strong reference to `s` and returns it (NULL gives NULL); release it once.
  */
 struct storage_t *storage_retain(const struct storage_t *s);
@@ -974,6 +935,45 @@ tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
  * int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b, bool *out);
+
+/**
+ * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).
+ * `data` is the address of the first element and `byte_offset` is 0 (as PyTorch does;
+ * NULL data for a tensor with no elements); `shape` and `strides` (in elements) are owned
+ * by the managed tensor; `flags` has DLPACK_FLAG_BITMASK_READ_ONLY when the storage is
+ * read-only. The managed tensor holds a reference that keeps the tensor's data alive until
+ * the consumer calls its `deleter` (exactly once, from any thread); `t` itself stays owned
+ * by the caller. Errors: NULL_POINTER, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_to_dlpack(const struct tensor_t *t, struct DLManagedTensorVersioned **out);
+
+/**
+ * Imports a DLPack 1.x managed tensor without copying, in `*out` (owned). The tensor's
+ * storage starts at `data` plus the part of `byte_offset` that is not a whole element;
+ * the whole elements become the storage offset; NULL `strides` means compact row-major.
+ * DLPACK_FLAG_BITMASK_READ_ONLY makes the storage read-only. On success the library owns
+ * `src` and calls its `deleter` (if non-NULL) exactly once, when the last reference to
+ * the storage dies, on that thread; on failure the deleter is not called and the caller
+ * still owns `src`. Errors: NULL_POINTER (src, out, shape with ndim > 0, data with
+ * elements), INVALID_ARGUMENT (major version != 1, ndim < 0 or > 64, negative size or
+ * stride, unknown device), DTYPE (lanes != 1, a type code/bits pair with no dtype),
+ * OVERFLOW, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_from_dlpack(struct DLManagedTensorVersioned *src, struct tensor_t **out);
+
+/**
+ * As tensor_to_dlpack, as a legacy (unversioned) `DLManagedTensor`. It cannot signal
+ * read-only, so a read-only tensor is refused. Errors: NULL_POINTER, READ_ONLY,
+ * OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
+                                             struct DLManagedTensor **out);
+
+/**
+ * As tensor_from_dlpack, for a legacy (unversioned) `DLManagedTensor` (no version check,
+ * never read-only). Errors: as tensor_from_dlpack, without the version check.
+ */
+tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, struct tensor_t **out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -8,13 +8,13 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 // In this order in the generated header: library-wide calls and tensor refcounts, storages,
-// creating and reading tensors, views, then the operations that copy.
+// creating and reading tensors, views, the operations that copy, then DLPack interop.
 pub mod core;
-pub mod dlpack;
 pub mod storage;
 pub mod tensor;
 pub mod view;
 pub mod copy;
+pub mod dlpack;
 
 use crate::allocator::Allocator;
 use crate::device::Device;
