@@ -61,7 +61,7 @@ impl Flags {
     }
 
     /// The refresh: the combination rules of c10's `TensorImpl::_refresh_contiguous`.
-    #[inline]
+    #[inline(always)]
     pub fn compute(sizes: &[i64], strides: &[i64], numel: i64) -> Flags {
         let contiguous = is_contiguous(sizes, strides, numel);
         let mut f = contiguous as u8 * Self::CONTIGUOUS;

@@ -220,7 +220,7 @@ pub fn storage_nbytes_needed(
 /// Validates a strided layout in one pass (the hot path of every view): ndim <= 64,
 /// sizes >= 0, strides >= 0, offset >= 0, numel and extent free of int64 overflow.
 /// Returns `(numel, bytes of storage needed)`. Errors carry the offending values.
-#[inline]
+#[inline(always)]
 pub fn validate_layout(
     sizes: &[i64],
     strides: &[i64],
