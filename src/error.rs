@@ -88,6 +88,19 @@ impl Error {
     }
 }
 
+impl Error {
+    /// [`Error::new`] with a formatted message, out of line: the formatting machinery of
+    /// `bail!` / `ensure!` stays out of the functions that use them (errors are cold).
+    #[cold]
+    #[inline(never)]
+    pub fn from_fmt(status: Status, message: fmt::Arguments<'_>) -> Error {
+        Error {
+            status,
+            message: fmt::format(message),
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -102,7 +115,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[macro_export]
 macro_rules! bail {
     ($status:ident, $($arg:tt)*) => {
-        return Err($crate::error::Error::new($crate::error::Status::$status, format!($($arg)*)))
+        return Err($crate::error::Error::from_fmt(
+            $crate::error::Status::$status,
+            format_args!($($arg)*),
+        ))
     };
 }
 
