@@ -9,8 +9,11 @@ use smallvec::SmallVec;
 /// Maximum number of dims (`TENSOR_MAX_DIMS`).
 pub const MAX_DIMS: usize = 64;
 
+/// How many dims [`Dims`] holds inline.
+pub const INLINE_DIMS: usize = 5;
+
 /// A list of sizes or strides; inline for the common <= 5 dims.
-pub type Dims = SmallVec<[i64; 5]>;
+pub type Dims = SmallVec<[i64; INLINE_DIMS]>;
 
 /// `[3, 5]`, the way PyTorch prints an `IntArrayRef`.
 pub fn fmt_dims(d: &[i64]) -> String {
@@ -272,6 +275,16 @@ pub fn validate_layout(
     Ok((numel, needed))
 }
 
+/// `len` zeros (inline without a loop for <= 5).
+#[inline]
+fn zeros(len: usize) -> Dims {
+    if len <= INLINE_DIMS {
+        SmallVec::from_buf_and_len([0; INLINE_DIMS], len)
+    } else {
+        SmallVec::from_elem(0, len)
+    }
+}
+
 /// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`).
 pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     check_ndim(shape.len())?;
@@ -296,7 +309,7 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
             );
         }
     }
-    let mut out: Dims = shape.iter().copied().collect();
+    let mut out: Dims = SmallVec::from_slice(shape);
     if numel == p {
         if let Some(i) = infer {
             // p == numel with a -1 present: -1 becomes 1 unless numel is 0 (ambiguous).
@@ -312,6 +325,11 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
         return Ok(out);
     }
     if let Some(i) = infer {
+        // view(-1) and friends: nothing else to divide by.
+        if p == 1 {
+            out[i] = numel;
+            return Ok(out);
+        }
         if p > 0 && numel % p == 0 {
             out[i] = numel / p;
             return Ok(out);
@@ -339,7 +357,9 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Di
             contiguous_strides(new_n).ok()
         };
     }
-    let mut out: Dims = SmallVec::from_elem(0, new_n.len());
+    let mut out: Dims = zeros(new_n.len());
+    // Same lengths, told to the optimiser (no bounds checks on old_st below).
+    let old_st = &old_st[..old_n.len()];
     let mut vd = new_n.len() as isize - 1;
     let mut base = old_st[old_n.len() - 1];
     let mut tn: i64 = 1;
