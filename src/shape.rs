@@ -277,7 +277,7 @@ pub fn validate_layout(
 
 /// `len` zeros (inline without a loop for <= 5).
 #[inline]
-fn zeros(len: usize) -> Dims {
+pub fn zeros(len: usize) -> Dims {
     if len <= INLINE_DIMS {
         SmallVec::from_buf_and_len([0; INLINE_DIMS], len)
     } else {

@@ -229,18 +229,31 @@ pub fn permute(n: &[i64], st: &[i64], off: i64, dims: &[i64]) -> Result<Geometry
         n.len(),
         dims.len()
     );
-    let mut seen: SmallVec<[bool; 8]> = SmallVec::from_elem(false, n.len());
+    // A tensor has at most 64 dims: a bit per dim (a list only for longer inputs).
+    let mut seen_bits = 0u64;
+    let mut seen_list: Vec<bool> = Vec::new();
+    if n.len() > 64 {
+        seen_list.resize(n.len(), false);
+    }
     let mut g = Geometry::new(n, st, off);
+    let (sizes, strides) = (&mut g.sizes[..], &mut g.strides[..]);
     for (i, &d) in dims.iter().enumerate() {
         let d = wrap_dim(d, n.len())?;
+        let repeated = if n.len() > 64 {
+            std::mem::replace(&mut seen_list[d], true)
+        } else {
+            let bit = 1u64 << d;
+            let was = seen_bits & bit != 0;
+            seen_bits |= bit;
+            was
+        };
         ensure!(
-            !seen[d],
+            !repeated,
             InvalidArgument,
             "permute(): duplicate dims are not allowed."
         );
-        seen[d] = true;
-        g.sizes[i] = n[d];
-        g.strides[i] = st[d];
+        sizes[i] = n[d];
+        strides[i] = st[d];
     }
     Ok(g)
 }
@@ -422,9 +435,10 @@ pub fn expand(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Geometry
     let nd = sizes.len();
     let mut g = Geometry {
         sizes: SmallVec::from_slice(sizes),
-        strides: SmallVec::from_elem(0, nd),
+        strides: shape::zeros(nd),
         offset: off,
     };
+    let (new_sizes, new_strides) = (&mut g.sizes[..], &mut g.strides[..]);
     if !n.is_empty() {
         let lead = nd - n.len();
         for i in (0..nd).rev() {
@@ -454,14 +468,14 @@ pub fn expand(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Geometry
                     "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
                 );
                 // A new size-1 dim keeps the stride it would have in memory order.
-                let inner = shape::mul(g.sizes[i + 1], g.strides[i + 1], "expand stride")?;
+                let inner = shape::mul(new_sizes[i + 1], new_strides[i + 1], "expand stride")?;
                 (target, if target == 1 { inner } else { 0 })
             };
-            g.sizes[i] = size;
-            g.strides[i] = stride;
+            new_sizes[i] = size;
+            new_strides[i] = stride;
         }
     }
-    if let Some(bad) = g.sizes.iter().find(|&&s| s < 0) {
+    if let Some(bad) = new_sizes.iter().find(|&&s| s < 0) {
         bail!(
             InvalidArgument,
             "expand: the expanded size of the tensor ({bad}) is negative (only -1, on an existing dimension, is allowed).  Target sizes: {}.  Tensor sizes: {}",
