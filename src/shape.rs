@@ -286,6 +286,7 @@ pub fn zeros(len: usize) -> Dims {
 }
 
 /// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`).
+#[inline(always)]
 pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     check_ndim(shape.len())?;
     let mut infer: Option<usize> = None;
@@ -345,12 +346,13 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
 /// Strides that let `new_n` view memory laid out as (`old_n`, `old_st`), or `None` when some
 /// group of new dims would span two non-contiguous chunks of old dims (PyTorch's
 /// `computeStride`). `new_n` must already have the same numel as `old_n`.
+#[inline(always)]
 pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Dims> {
     if old_n.is_empty() {
         return Some(SmallVec::from_elem(1, new_n.len()));
     }
-    let numel: i64 = old_n.iter().product();
-    if numel == 0 {
+    // No elements (a size-0 dim; no multiply chain to find out).
+    if old_n.contains(&0) {
         return if old_n == new_n {
             Some(old_st.iter().copied().collect())
         } else {
