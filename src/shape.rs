@@ -28,6 +28,8 @@ pub fn fmt_dims(d: &[i64]) -> String {
     s
 }
 
+#[cold]
+#[inline(never)]
 fn overflow_err(what: &str) -> Error {
     Error::new(Status::Overflow, format!("{what} overflows int64"))
 }
@@ -98,11 +100,11 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
 
 /// Row-major strides; size-0 and size-1 dims count as 1 (`st[d] = st[d+1]·max(n[d+1], 1)`).
 pub fn contiguous_strides(sizes: &[i64]) -> Result<Dims> {
-    let mut st: Dims = SmallVec::from_elem(1, sizes.len());
+    let mut st = zeros(sizes.len());
     let mut acc = 1i64;
-    for d in (0..sizes.len()).rev() {
-        st[d] = acc;
-        acc = mul(acc, sizes[d].max(1), "contiguous stride")?;
+    for (s, &n) in st.iter_mut().zip(sizes).rev() {
+        *s = acc;
+        acc = mul(acc, n.max(1), "contiguous stride")?;
     }
     Ok(st)
 }
