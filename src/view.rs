@@ -41,11 +41,21 @@ impl Geometry {
         Geometry::new(t.sizes(), t.strides(), t.storage_offset())
     }
 
-    /// `self` without dim `d`.
-    fn without(mut self, d: usize) -> Geometry {
-        self.sizes.remove(d);
-        self.strides.remove(d);
-        self
+    /// The geometry (`n`, `st`, `off`) without dim `d` (< `n.len()`): written once, without
+    /// copying all dims and then shifting.
+    #[inline(always)]
+    fn without(n: &[i64], st: &[i64], off: i64, d: usize) -> Geometry {
+        let mut g = Geometry {
+            sizes: shape::zeros(n.len() - 1),
+            strides: shape::zeros(n.len() - 1),
+            offset: off,
+        };
+        let kept = (0..n.len()).filter(|&k| k != d);
+        for ((size, stride), k) in g.sizes.iter_mut().zip(g.strides.iter_mut()).zip(kept) {
+            *size = n[k];
+            *stride = st[k];
+        }
+        g
     }
 }
 
@@ -381,7 +391,7 @@ pub fn select(n: &[i64], st: &[i64], off: i64, dim: i64, index: i64) -> Result<G
         fmt_dims(n)
     );
     let i = if index < 0 { index + size } else { index };
-    let mut g = Geometry::new(n, st, off).without(d);
+    let mut g = Geometry::without(n, st, off, d);
     // In range of a non-empty dim of a validated layout: cannot overflow.
     g.offset = off + i * st[d];
     Ok(g)
@@ -400,11 +410,10 @@ pub fn squeeze(n: &[i64], st: &[i64], off: i64) -> Geometry {
 /// `squeeze(dim)`: drops `dim` if its size is 1, else the same geometry. Errors: Index.
 pub fn squeeze_dim(n: &[i64], st: &[i64], off: i64, dim: i64) -> Result<Geometry> {
     let d = wrap_dim(dim, n.len())?;
-    let g = Geometry::new(n, st, off);
     Ok(if !n.is_empty() && n[d] == 1 {
-        g.without(d)
+        Geometry::without(n, st, off, d)
     } else {
-        g
+        Geometry::new(n, st, off)
     })
 }
 
