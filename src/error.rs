@@ -72,19 +72,41 @@ impl Status {
 }
 
 /// A failed operation: a status plus a PyTorch-style message naming the offending values.
-/// The FFI boundary prefixes the exported function's name.
+/// The FFI boundary prefixes the exported function's name. Boxed, so that a `Result` of a
+/// handle or of `()` stays one or two registers wide on the (hot) success path; the fields
+/// are read through `Deref` (`e.status`, `e.message`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<ErrorInner>);
+
+/// The contents of an [`Error`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorInner {
     pub status: Status,
     pub message: String,
 }
 
+impl std::ops::Deref for Error {
+    type Target = ErrorInner;
+    #[inline]
+    fn deref(&self) -> &ErrorInner {
+        &self.0
+    }
+}
+
 impl Error {
     pub fn new(status: Status, message: impl Into<String>) -> Error {
-        Error {
+        Error(Box::new(ErrorInner {
             status,
             message: message.into(),
-        }
+        }))
+    }
+
+    /// [`Error::new`] with a formatted message, out of line: the formatting machinery of
+    /// `bail!` / `ensure!` stays out of the functions that use them (errors are cold).
+    #[cold]
+    #[inline(never)]
+    pub fn from_fmt(status: Status, message: fmt::Arguments<'_>) -> Error {
+        Error::new(status, fmt::format(message))
     }
 }
 
@@ -102,7 +124,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[macro_export]
 macro_rules! bail {
     ($status:ident, $($arg:tt)*) => {
-        return Err($crate::error::Error::new($crate::error::Status::$status, format!($($arg)*)))
+        return Err($crate::error::Error::from_fmt(
+            $crate::error::Status::$status,
+            format_args!($($arg)*),
+        ))
     };
 }
 

@@ -61,7 +61,7 @@ impl Flags {
     }
 
     /// The refresh: the combination rules of c10's `TensorImpl::_refresh_contiguous`.
-    #[inline]
+    #[inline(always)]
     pub fn compute(sizes: &[i64], strides: &[i64], numel: i64) -> Flags {
         let contiguous = is_contiguous(sizes, strides, numel);
         let mut f = contiguous as u8 * Self::CONTIGUOUS;
@@ -144,14 +144,95 @@ fn strides_like_order<const D: usize>(n: &[i64; D], st: &[i64; D], order: &[usiz
     true
 }
 
+/// Sorting networks (compare-exchanges of slots `a < b`) for 2..=5 keys: sorting by a
+/// fixed sequence of branch-free compare-exchanges is cheaper than any data-dependent
+/// sort at these lengths. Checked exhaustively on 0/1 inputs by the tests.
+const NETWORK_2: [(usize, usize); 1] = [(0, 1)];
+const NETWORK_3: [(usize, usize); 3] = [(0, 2), (0, 1), (1, 2)];
+const NETWORK_4: [(usize, usize); 5] = [(0, 1), (2, 3), (0, 2), (1, 3), (1, 2)];
+const NETWORK_5: [(usize, usize); 9] = [
+    (0, 3),
+    (1, 4),
+    (0, 2),
+    (1, 3),
+    (0, 1),
+    (2, 4),
+    (1, 2),
+    (3, 4),
+    (2, 3),
+];
+
+/// c10's formulation for `D` <= 5 dims: sort the (stride, size) pairs of the dims with a
+/// sorting network, then walk. A dim of size < 2 gets the key `u64::MAX`, above every
+/// stride, so those dims sort last and end the walk. Equal strides may land in either
+/// order: the walk fails on them either way (the requirement grows past a repeated
+/// stride), unless it has saturated at i64::MAX, when every remaining stride must equal it.
+#[inline(always)]
+fn dense_by_network<const D: usize>(
+    sizes: &[i64; D],
+    strides: &[i64; D],
+    network: &[(usize, usize)],
+) -> bool {
+    let mut key = [0u64; D];
+    let mut negative = 0i64;
+    for i in 0..D {
+        let counted = sizes[i] >= 2;
+        // A negative stride of a counted dim never equals the (positive) requirement.
+        negative |= if counted { strides[i] } else { 0 };
+        key[i] = if counted { strides[i] as u64 } else { u64::MAX };
+    }
+    if negative < 0 {
+        return false;
+    }
+    let mut n = *sizes;
+    for &(a, b) in network {
+        let (ka, kb, na, nb) = (key[a], key[b], n[a], n[b]);
+        let swap = ka > kb;
+        key[a] = if swap { kb } else { ka };
+        key[b] = if swap { ka } else { kb };
+        n[a] = if swap { nb } else { na };
+        n[b] = if swap { na } else { nb };
+    }
+    let mut req = 1i64;
+    for (&k, &size) in key.iter().zip(&n) {
+        if k == u64::MAX {
+            break;
+        }
+        if k != req as u64 {
+            return false;
+        }
+        req = req.saturating_mul(size);
+    }
+    true
+}
+
 /// Every element at a distinct offset, and together filling a dense block, in some dim
 /// order: c10's rule — dims of size < 2 are ignored; the others, by increasing stride,
 /// must have strides 1, n0, n0·n1, ...
 pub fn non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
     let d = sizes.len();
-    if d == 1 {
-        return sizes[0] < 2 || strides[0] == 1;
+    debug_assert_eq!(d, strides.len());
+    // Computed for every new TensorImpl that is neither contiguous nor channels-last (every
+    // transpose, permute, expand, ...): <= 5 dims sort with a network.
+    macro_rules! small {
+        ($d:literal, $network:expr) => {
+            if let (Ok(n), Ok(st)) = (
+                <&[i64; $d]>::try_from(sizes),
+                <&[i64; $d]>::try_from(strides),
+            ) {
+                return dense_by_network(n, st, &$network);
+            }
+        };
     }
+    match d {
+        0 => return true,
+        1 => return sizes[0] < 2 || strides[0] == 1,
+        _ => {}
+    }
+    small!(2, NETWORK_2);
+    small!(3, NETWORK_3);
+    small!(4, NETWORK_4);
+    small!(5, NETWORK_5);
     if d > MAX_DIMS {
         // Not a tensor layout (at most 64 dims): c10's formulation, sort then walk.
         let mut pairs: Vec<(i64, i64)> = sizes
@@ -170,8 +251,7 @@ pub fn non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
         }
         return true;
     }
-    // The same walk without sorting (this runs for every new TensorImpl that is neither
-    // contiguous nor channels-last, e.g. every transpose): each step matches one unmatched
+    // 6..=64 dims: the same walk without sorting. Each step matches one unmatched
     // dim of size >= 2 whose stride equals the requirement (1, then req·n). It agrees with
     // the sorted walk: a match is the next dim in stride order; two dims sharing a stride
     // fail in both (the requirement grows past it), unless it has saturated at i64::MAX,
@@ -307,6 +387,30 @@ mod tests {
         true
     }
 
+    /// The sorting networks sort every 0/1 input (the 0-1 principle: then they sort all).
+    #[test]
+    fn sorting_networks_sort() {
+        fn check(d: usize, network: &[(usize, usize)]) {
+            for bits in 0u32..1 << d {
+                let mut v: Vec<u32> = (0..d).map(|i| bits >> i & 1).collect();
+                for &(a, b) in network {
+                    assert!(a < b && b < d);
+                    if v[a] > v[b] {
+                        v.swap(a, b);
+                    }
+                }
+                assert!(
+                    v.windows(2).all(|w| w[0] <= w[1]),
+                    "{d} dims, input {bits:b}"
+                );
+            }
+        }
+        check(2, &NETWORK_2);
+        check(3, &NETWORK_3);
+        check(4, &NETWORK_4);
+        check(5, &NETWORK_5);
+    }
+
     /// Every layout of 0..=9 dims with sizes in 0..=3 and strides drawn from a small set
     /// (dense ones, ties, zeros, gaps) agrees with the reference.
     #[test]
@@ -361,6 +465,20 @@ mod tests {
             assert_eq!(
                 non_overlapping_and_dense(&sizes, &strides),
                 reference_dense(&sizes, &strides),
+                "sizes {sizes:?} strides {strides:?}"
+            );
+        }
+        // Negative strides (outside valid layouts): never dense when counted.
+        for (sizes, strides) in [
+            (&[2i64, 3][..], &[-3i64, 1][..]),
+            (&[1, 3], &[-3, 1]),
+            (&[2, 3, 4, 2], &[12, 4, 1, -1]),
+            (&[2, 1, 4, 2], &[8, -5, 2, 1]),
+            (&[2, 3, 4, 2, 2], &[48, 16, 4, 2, -1]),
+        ] {
+            assert_eq!(
+                non_overlapping_and_dense(sizes, strides),
+                reference_dense(sizes, strides),
                 "sizes {sizes:?} strides {strides:?}"
             );
         }

@@ -9,8 +9,11 @@ use smallvec::SmallVec;
 /// Maximum number of dims (`TENSOR_MAX_DIMS`).
 pub const MAX_DIMS: usize = 64;
 
+/// How many dims [`Dims`] holds inline.
+pub const INLINE_DIMS: usize = 5;
+
 /// A list of sizes or strides; inline for the common <= 5 dims.
-pub type Dims = SmallVec<[i64; 5]>;
+pub type Dims = SmallVec<[i64; INLINE_DIMS]>;
 
 /// `[3, 5]`, the way PyTorch prints an `IntArrayRef`.
 pub fn fmt_dims(d: &[i64]) -> String {
@@ -25,6 +28,8 @@ pub fn fmt_dims(d: &[i64]) -> String {
     s
 }
 
+#[cold]
+#[inline(never)]
 fn overflow_err(what: &str) -> Error {
     Error::new(Status::Overflow, format!("{what} overflows int64"))
 }
@@ -95,11 +100,11 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
 
 /// Row-major strides; size-0 and size-1 dims count as 1 (`st[d] = st[d+1]·max(n[d+1], 1)`).
 pub fn contiguous_strides(sizes: &[i64]) -> Result<Dims> {
-    let mut st: Dims = SmallVec::from_elem(1, sizes.len());
+    let mut st = zeros(sizes.len());
     let mut acc = 1i64;
-    for d in (0..sizes.len()).rev() {
-        st[d] = acc;
-        acc = mul(acc, sizes[d].max(1), "contiguous stride")?;
+    for (s, &n) in st.iter_mut().zip(sizes).rev() {
+        *s = acc;
+        acc = mul(acc, n.max(1), "contiguous stride")?;
     }
     Ok(st)
 }
@@ -220,7 +225,7 @@ pub fn storage_nbytes_needed(
 /// Validates a strided layout in one pass (the hot path of every view): ndim <= 64,
 /// sizes >= 0, strides >= 0, offset >= 0, numel and extent free of int64 overflow.
 /// Returns `(numel, bytes of storage needed)`. Errors carry the offending values.
-#[inline]
+#[inline(always)]
 pub fn validate_layout(
     sizes: &[i64],
     strides: &[i64],
@@ -272,7 +277,18 @@ pub fn validate_layout(
     Ok((numel, needed))
 }
 
+/// `len` zeros (inline without a loop for <= 5).
+#[inline]
+pub fn zeros(len: usize) -> Dims {
+    if len <= INLINE_DIMS {
+        SmallVec::from_buf_and_len([0; INLINE_DIMS], len)
+    } else {
+        SmallVec::from_elem(0, len)
+    }
+}
+
 /// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`).
+#[inline(always)]
 pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     check_ndim(shape.len())?;
     let mut infer: Option<usize> = None;
@@ -296,7 +312,7 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
             );
         }
     }
-    let mut out: Dims = shape.iter().copied().collect();
+    let mut out: Dims = SmallVec::from_slice(shape);
     if numel == p {
         if let Some(i) = infer {
             // p == numel with a -1 present: -1 becomes 1 unless numel is 0 (ambiguous).
@@ -312,6 +328,11 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
         return Ok(out);
     }
     if let Some(i) = infer {
+        // view(-1) and friends: nothing else to divide by.
+        if p == 1 {
+            out[i] = numel;
+            return Ok(out);
+        }
         if p > 0 && numel % p == 0 {
             out[i] = numel / p;
             return Ok(out);
@@ -327,19 +348,22 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
 /// Strides that let `new_n` view memory laid out as (`old_n`, `old_st`), or `None` when some
 /// group of new dims would span two non-contiguous chunks of old dims (PyTorch's
 /// `computeStride`). `new_n` must already have the same numel as `old_n`.
+#[inline(always)]
 pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Dims> {
     if old_n.is_empty() {
         return Some(SmallVec::from_elem(1, new_n.len()));
     }
-    let numel: i64 = old_n.iter().product();
-    if numel == 0 {
+    // No elements (a size-0 dim; no multiply chain to find out).
+    if old_n.contains(&0) {
         return if old_n == new_n {
             Some(old_st.iter().copied().collect())
         } else {
             contiguous_strides(new_n).ok()
         };
     }
-    let mut out: Dims = SmallVec::from_elem(0, new_n.len());
+    let mut out: Dims = zeros(new_n.len());
+    // Same lengths, told to the optimiser (no bounds checks on old_st below).
+    let old_st = &old_st[..old_n.len()];
     let mut vd = new_n.len() as isize - 1;
     let mut base = old_st[old_n.len() - 1];
     let mut tn: i64 = 1;

@@ -203,33 +203,48 @@ pub(crate) fn last_error_ptr() -> *const std::ffi::c_char {
 }
 
 /// Runs an exported function's body; a panic becomes `on_panic` plus a message.
+#[inline(always)]
 pub(crate) fn guard<T>(function: &'static str, on_panic: T, body: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(v) => v,
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            set_last_error(function, &format!("internal error (caught panic: {what})"));
+            caught_panic(function, payload);
             on_panic
         }
     }
 }
 
+/// The panic path of [`guard`], kept out of line (and out of every caller's hot path).
+#[cold]
+#[inline(never)]
+fn caught_panic(function: &'static str, payload: Box<dyn std::any::Any + Send>) {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    set_last_error(function, &format!("internal error (caught panic: {what})"));
+}
+
 /// Runs a fallible exported function's body: `Err` becomes its status and message.
+#[inline(always)]
 pub(crate) fn call(function: &'static str, body: impl FnOnce() -> Result<()>) -> tensor_status_t {
     guard(function, TENSOR_ERR_INTERNAL, || match body() {
         Ok(()) => TENSOR_OK,
-        Err(e) => {
-            set_last_error(function, &e.message);
-            tensor_status_t(e.status as i32)
-        }
+        Err(e) => failed(function, e),
     })
 }
 
+/// The error path of [`call`]: records the message, returns the status (out of line).
+#[cold]
+#[inline(never)]
+fn failed(function: &'static str, e: Error) -> tensor_status_t {
+    set_last_error(function, &e.message);
+    tensor_status_t(e.status as i32)
+}
+
 /// [`call`] for functions that produce a new tensor in `*out` (+1 reference).
+#[inline(always)]
 pub(crate) fn call_tensor(
     function: &'static str,
     out: *mut *mut tensor_t,
@@ -245,6 +260,8 @@ pub(crate) fn call_tensor(
 
 // ---- argument conversion ----------------------------------------------------------------
 
+#[cold]
+#[inline(never)]
 fn null(what: &str) -> Error {
     Error::new(Status::NullPointer, format!("argument '{what}' is NULL"))
 }

@@ -48,6 +48,21 @@ fn rules_match_pytorch() {
     check_err(permute(&[3, 4], &[4, 1], 0, &[0]), Status::InvalidArgument, "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 2 is not equal to len(dims) = 1");
     check_err(permute(&[3, 4], &[4, 1], 0, &[1, -1]), Status::InvalidArgument, "permute(): duplicate dims are not allowed.");
     check_err(permute(&[3, 4], &[4, 1], 0, &[0, 2]), Status::Index, "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+    // 64 dims (the last bit of the mask) and more (outside tensor layouts: the list).
+    for d in [64usize, 70] {
+        let n: Vec<i64> = (1..=d as i64).collect();
+        let st: Vec<i64> = (0..d as i64).map(|i| 1000 + i).collect();
+        let rev: Vec<i64> = (0..d as i64).rev().collect();
+        let g = permute(&n, &st, 0, &rev).unwrap();
+        let (rn, rst): (Vec<i64>, Vec<i64>) = (n.iter().rev().copied().collect(), st.iter().rev().copied().collect());
+        check(g, &rn, &rst, 0);
+        // The last dim twice (bit 63 when d = 64), then dim 0 twice, once wrapped from -d.
+        for (at, dim) in [(1, d as i64 - 1), (0, 0), (0, -(d as i64))] {
+            let mut dup = rev.clone();
+            dup[at] = dim;
+            check_err(permute(&n, &st, 0, &dup), Status::InvalidArgument, "permute(): duplicate dims are not allowed.");
+        }
+    }
     check(movedim(&[2, 3, 4, 5], &[60, 1, 15, 3], 0, 3, 1).unwrap(), &[2, 5, 3, 4], &[60, 3, 1, 15], 0);
     check(movedim(&[2, 3, 4, 5], &[60, 1, 15, 3], 0, 0, -1).unwrap(), &[3, 4, 5, 2], &[1, 15, 3, 60], 0);
     check(movedim(&[2, 3, 4, 5, 6], &[360, 1, 90, 18, 3], 0, -4, 0).unwrap(), &[3, 2, 4, 5, 6], &[1, 360, 90, 18, 3], 0);
