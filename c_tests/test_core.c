@@ -961,6 +961,25 @@ static void test_format(void) {
   tensor_release(a);
 }
 
+/* Freed big blocks (>= 2 MiB) are cached for reuse, not counted as live, and handed back to
+ * the system by tensor_empty_cache. */
+static void test_empty_cache(void) {
+  int64_t four_mib[1] = {1 << 20};
+  tensor_t *t = NULL, *u = NULL;
+  tensor_memory_stats_t s0, s1;
+  (void)tensor_empty_cache();
+  CHECK(tensor_empty_cache() == 0); /* nothing cached any more */
+  s0 = stats();
+  CHECK_OK(tensor_empty(four_mib, 1, TENSOR_FLOAT32, &t));
+  tensor_release(t);
+  s1 = stats();
+  CHECK(s1.live_bytes == s0.live_bytes); /* a cached block is not live */
+  CHECK_OK(tensor_empty(four_mib, 1, TENSOR_FLOAT32, &u)); /* reuses the cached block */
+  tensor_release(u);
+  CHECK(tensor_empty_cache() >= (uint64_t)4 << 20);
+  CHECK(tensor_empty_cache() == 0);
+}
+
 int main(void) {
   tensor_memory_stats_t before, after;
   CHECK(strcmp(tensor_last_error(), "") == 0); /* no failed call yet */
@@ -979,6 +998,7 @@ int main(void) {
   test_memory_stats();
   test_allocators();
   test_format();
+  test_empty_cache();
   after = stats();
   /* everything created above was released */
   CHECK(after.live_storages == before.live_storages);

@@ -299,6 +299,14 @@ const char *tensor_dtype_name(tensor_dtype_t d);
 tensor_status_t tensor_memory_stats(struct tensor_memory_stats_t *out);
 
 /**
+ * Returns the built-in allocator's cache of freed big blocks (>= 2 MiB, at most 256 MiB,
+ * kept so that ops run in a loop do not page-fault again) to the system, like
+ * `torch.cuda.empty_cache()`. Returns the number of bytes released. Cached blocks are
+ * never counted in `live_bytes`. Safe to call at any time, from any thread.
+ */
+uint64_t tensor_empty_cache(void);
+
+/**
  * The library version, "0.1.0" (static).
  */
 const char *tensor_version_string(void);

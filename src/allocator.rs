@@ -143,6 +143,22 @@ unsafe fn cache_put(cap: usize, p: *mut u8) {
     }
 }
 
+/// Returns every cached block to the system; the number of bytes released.
+pub fn empty_cache() -> u64 {
+    let blocks = {
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        c.bytes = 0;
+        std::mem::take(&mut c.blocks)
+    };
+    let mut freed = 0u64;
+    for (cap, p) in blocks {
+        // SAFETY: cached blocks came from posix_memalign and are owned by the cache alone.
+        unsafe { libc::free(p as *mut c_void) };
+        freed += cap as u64;
+    }
+    freed
+}
+
 /// Frees a block from [`builtin_alloc`]: big ones go to the reuse cache.
 unsafe fn builtin_free(p: *mut u8, nbytes: usize) {
     if nbytes >= HUGE_THRESHOLD {

@@ -135,6 +135,15 @@ pub extern "C" fn tensor_memory_stats(out: *mut tensor_memory_stats_t) -> tensor
     })
 }
 
+/// Returns the built-in allocator's cache of freed big blocks (>= 2 MiB, at most 256 MiB,
+/// kept so that ops run in a loop do not page-fault again) to the system, like
+/// `torch.cuda.empty_cache()`. Returns the number of bytes released. Cached blocks are
+/// never counted in `live_bytes`. Safe to call at any time, from any thread.
+#[no_mangle]
+pub extern "C" fn tensor_empty_cache() -> u64 {
+    guard("tensor_empty_cache", 0, crate::allocator::empty_cache)
+}
+
 /// The library version, "0.1.0" (static).
 #[no_mangle]
 pub extern "C" fn tensor_version_string() -> *const c_char {
