@@ -58,29 +58,15 @@ pub(crate) trait Kernel {
         sr: isize,
         sc: isize,
     ) -> bool {
-        if cols >= rows {
-            for r in 0..rows {
-                if !self.run(
-                    d.offset(r as isize * dr),
-                    s.offset(r as isize * sr),
-                    cols,
-                    dc,
-                    sc,
-                ) {
-                    return false;
-                }
-            }
+        // Runs go along the longer side of the tile.
+        let (outer, len, d_out, d_in, s_out, s_in) = if cols >= rows {
+            (rows, cols, dr, dc, sr, sc)
         } else {
-            for c in 0..cols {
-                if !self.run(
-                    d.offset(c as isize * dc),
-                    s.offset(c as isize * sc),
-                    rows,
-                    dr,
-                    sr,
-                ) {
-                    return false;
-                }
+            (cols, rows, dc, dr, sc, sr)
+        };
+        for i in 0..outer as isize {
+            if !self.run(d.offset(i * d_out), s.offset(i * s_out), len, d_in, s_in) {
+                return false;
             }
         }
         true
