@@ -407,8 +407,13 @@ bool storage_is_resizable(const struct storage_t *s);
 /**
  * Reallocates to `nbytes`, keeping the common prefix; the data pointer changes. Tensors
  * whose elements no longer fit fail data access with OUT_OF_BOUNDS. Not thread-safe with
- * concurrent users of the storage's data (as PyTorch's resize_).
- * Errors: NULL_POINTER, NOT_RESIZABLE, READ_ONLY, OUT_OF_MEMORY.
+ * concurrent users of the storage's data (as PyTorch's resize_). While a DLPack export
+ * (tensor_to_dlpack*) of a tensor on this storage is outstanding, i.e. its consumer has
+ * not called the managed tensor's deleter yet, the bytes must not move: the resize is
+ * refused with NOT_RESIZABLE (the message gives the storage size and the number of
+ * outstanding exports) and nothing changes.
+ * Errors: NULL_POINTER, NOT_RESIZABLE (wrapped memory, or a DLPack export outstanding),
+ * READ_ONLY, OVERFLOW (nbytes > PTRDIFF_MAX), OUT_OF_MEMORY.
  */
 tensor_status_t storage_resize(struct storage_t *s, size_t nbytes);
 
@@ -951,7 +956,10 @@ tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b,
  * by the managed tensor; `flags` has DLPACK_FLAG_BITMASK_READ_ONLY when the storage is
  * read-only. The managed tensor holds a reference that keeps the tensor's data alive until
  * the consumer calls its `deleter` (exactly once, from any thread); `t` itself stays owned
- * by the caller. Errors: NULL_POINTER, OUT_OF_MEMORY.
+ * by the caller. Until then storage_resize of that storage fails with NOT_RESIZABLE, so
+ * the exported bytes never move. The layout is checked against the storage as it is now:
+ * a tensor that no longer fits its (shrunk) storage is refused with OUT_OF_BOUNDS.
+ * Errors: NULL_POINTER, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_to_dlpack(const struct tensor_t *t, struct DLManagedTensorVersioned **out);
 
@@ -970,9 +978,10 @@ tensor_status_t tensor_to_dlpack(const struct tensor_t *t, struct DLManagedTenso
 tensor_status_t tensor_from_dlpack(struct DLManagedTensorVersioned *src, struct tensor_t **out);
 
 /**
- * As tensor_to_dlpack, as a legacy (unversioned) `DLManagedTensor`. It cannot signal
+ * As tensor_to_dlpack, as a legacy (unversioned) `DLManagedTensor` (the same bounds
+ * check, and the same refusal of storage_resize until the deleter runs). It cannot signal
  * read-only, so a read-only tensor is refused. Errors: NULL_POINTER, READ_ONLY,
- * OUT_OF_MEMORY.
+ * OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
                                              struct DLManagedTensor **out);

@@ -448,6 +448,13 @@ impl TensorImpl {
             dev.device_type,
             dev.device_id
         );
+        self.check_in_bounds()?;
+        Ok(self.data_ptr())
+    }
+
+    /// The layout still inside the storage as it is now (a storage may have been resized
+    /// since the tensor was made): the check of every data access and of DLPack export.
+    pub fn check_in_bounds(&self) -> Result<()> {
         if self.numel > 0 {
             // Cannot overflow: checked at construction.
             let needed = shape::storage_nbytes_needed(
@@ -463,7 +470,7 @@ impl TensorImpl {
                 self.storage.nbytes()
             );
         }
-        Ok(self.data_ptr())
+        Ok(())
     }
 
     /// [`data_for_read`](Self::data_for_read) plus: the storage is writable and no two
