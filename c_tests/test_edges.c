@@ -90,8 +90,78 @@ static void test_resize_refused_while_exported(void) {
   tensor_release(back); /* runs the export's deleter: the storage goes too */
 }
 
+/* ---- 3. copy_ overlap from the actual bytes, whatever the storages --------------------- */
+
+static int is_transpose_of_iota(const tensor_t *p) {
+  int ok = 1;
+  for (int64_t i = 0; i < 4; i++) {
+    for (int64_t j = 0; j < 4; j++) {
+      int64_t idx[2] = {i, j};
+      double v = -1;
+      ok &= tensor_get_f64(p, idx, 2, &v) == TENSOR_OK && v == (double)(j * 4 + i);
+    }
+  }
+  return ok;
+}
+
+static void test_copy_between_aliasing_storages(void) {
+  double buf[16];
+  for (int i = 0; i < 16; i++) buf[i] = i;
+  int64_t sizes[2] = {4, 4};
+  tensor_device_t cpu = {1, 0};
+  tensor_t *p = NULL, *alias = NULL, *alias_t = NULL;
+  CHECK_OK(tensor_from_blob(buf, sizes, NULL, 2, TENSOR_FLOAT64, cpu, NULL, NULL, &p));
+  CHECK_OK(tensor_from_blob(buf, sizes, NULL, 2, TENSOR_FLOAT64, cpu, NULL, NULL, &alias));
+  CHECK(!tensor_shares_storage(p, alias));
+  CHECK_OK(tensor_transpose(alias, 0, 1, &alias_t));
+  CHECK_OK(tensor_copy_(p, alias_t)); /* p.copy_(alias_of_p.T): the snapshot's transpose */
+  CHECK(is_transpose_of_iota(p));
+  tensor_release(alias_t);
+  tensor_release(alias);
+  tensor_release(p);
+
+  /* The normal PyTorch <-> libtensor path: a DLPack round trip. */
+  tensor_t *q = NULL, *back = NULL, *back_t = NULL, *flat = NULL;
+  CHECK_OK(tensor_arange(16, TENSOR_FLOAT64, &flat));
+  CHECK_OK(tensor_view(flat, sizes, 2, &q));
+  DLManagedTensorVersioned *m = NULL;
+  CHECK_OK(tensor_to_dlpack(q, &m));
+  CHECK_OK(tensor_from_dlpack(m, &back));
+  CHECK(!tensor_shares_storage(q, back));
+  CHECK_OK(tensor_transpose(back, 0, 1, &back_t));
+  CHECK_OK(tensor_copy_(q, back_t));
+  CHECK(is_transpose_of_iota(q));
+  /* Shifted by one element across the two storages (a converting copy too). */
+  tensor_t *dst = NULL, *src = NULL, *back_flat = NULL;
+  int64_t n16[1] = {16};
+  CHECK_OK(tensor_view(back, n16, 1, &back_flat));
+  CHECK_OK(tensor_narrow(flat, 0, 1, 15, &dst));
+  CHECK_OK(tensor_narrow(back_flat, 0, 0, 15, &src));
+  double before[16];
+  for (int64_t i = 0; i < 16; i++) {
+    int64_t idx[1] = {i};
+    CHECK_OK(tensor_get_f64(flat, idx, 1, &before[i]));
+  }
+  CHECK_OK(tensor_copy_(dst, src));
+  int shifted = 1;
+  for (int64_t i = 1; i < 16; i++) {
+    int64_t idx[1] = {i};
+    double v = -1;
+    shifted &= tensor_get_f64(flat, idx, 1, &v) == TENSOR_OK && v == before[i - 1];
+  }
+  CHECK(shifted);
+  tensor_release(src);
+  tensor_release(dst);
+  tensor_release(back_flat);
+  tensor_release(back_t);
+  tensor_release(back);
+  tensor_release(q);
+  tensor_release(flat);
+}
+
 int main(void) {
   test_export_of_shrunk_storage_refused();
   test_resize_refused_while_exported();
+  test_copy_between_aliasing_storages();
   return harness_finish("c_edges");
 }

@@ -111,24 +111,29 @@ fn broadcast_strides(sizes: &[i64], src: &TensorImpl) -> Result<Dims> {
         .collect())
 }
 
-/// Byte range `[start, end)` of the storage a tensor's elements occupy.
-fn byte_range(t: &TensorImpl) -> (usize, usize) {
+/// Address range `[start, end)` of the bytes a tensor's elements occupy (in memory, not
+/// in its storage: two storages may wrap the same bytes, e.g. two from_blob calls on one
+/// buffer or a DLPack round trip). For a tensor with elements whose layout was checked
+/// against its storage (data_for_read): the range lies inside the storage's block.
+fn address_range(t: &TensorImpl) -> (usize, usize) {
     let isz = t.itemsize();
+    let base = t.storage().data_ptr() as usize;
     let start = t.storage_offset() as usize * isz;
-    // Validated at construction: cannot overflow.
+    // Inside the storage (checked by data_for_read): cannot overflow.
     let end =
         shape::extent_elems(t.sizes(), t.strides(), t.storage_offset()).unwrap_or(0) as usize * isz;
-    (start, end.max(start))
+    (base + start, base + end.max(start))
 }
 
-/// Whether writing `dst` may change elements `src` still has to read: same storage and
-/// intersecting byte ranges (conservative).
+/// Whether writing `dst` may change elements `src` still has to read: intersecting
+/// address ranges, whatever the storages (conservative: interleaved layouts over one
+/// range count as overlapping). Disjoint ranges keep the direct copy.
 fn may_overlap(dst: &TensorImpl, src: &TensorImpl) -> bool {
-    if !dst.shares_storage(src) || dst.numel() == 0 || src.numel() == 0 {
+    if dst.numel() == 0 || src.numel() == 0 {
         return false;
     }
-    let (a0, a1) = byte_range(dst);
-    let (b0, b1) = byte_range(src);
+    let (a0, a1) = address_range(dst);
+    let (b0, b1) = address_range(src);
     a0 < b1 && b0 < a1
 }
 
