@@ -159,9 +159,128 @@ static void test_copy_between_aliasing_storages(void) {
   tensor_release(flat);
 }
 
+/* ---- 4. checked 64-bit arithmetic on layout values -------------------------------------
+ * Tensors without elements may have any offset and strides; every operation on them
+ * answers a documented status, the same in release and debug builds (this program runs
+ * against both in CI). */
+
+static void test_layout_arithmetic_on_empty_tensors(void) {
+  storage_t *s = NULL;
+  CHECK_OK(storage_new(0, NULL, &s));
+  const int64_t big_off = INT64_MAX - 1;
+  tensor_t *t = NULL, *out = NULL;
+
+  /* select: offset + index * stride passes INT64_MAX */
+  int64_t sz2[2] = {0, 4}, st2[2] = {1, INT64_MAX / 2};
+  CHECK_OK(tensor_from_storage(s, big_off, sz2, st2, 2, TENSOR_FLOAT32, &t));
+  CHECK(tensor_numel(t) == 0 && tensor_storage_offset(t) == big_off);
+  CHECK_STATUS(tensor_select(t, 1, 3, &out), TENSOR_ERR_OVERFLOW);
+  CHECK_ERROR_HAS("tensor_select");
+  CHECK_ERROR_HAS("overflows");
+  CHECK_OK(tensor_select(t, 1, 0, &out)); /* index 0 adds nothing */
+  CHECK(tensor_storage_offset(out) == big_off && tensor_numel(out) == 0);
+  tensor_release(out);
+  /* data_ptr: as c10's, NULL for a tensor with no elements (the offset may lie anywhere) */
+  CHECK(tensor_data_ptr(t) == NULL);
+  /* element_offset: no element exists, so the index is out of range (checked first) */
+  int64_t idx2[2] = {0, 3}, off = -1;
+  CHECK_STATUS(tensor_element_offset(t, idx2, 2, &off), TENSOR_ERR_INDEX);
+  CHECK(off == -1);
+  tensor_release(t);
+
+  int64_t sz2b[2] = {4, 0}, st2b[2] = {INT64_MAX / 2, 1};
+  CHECK_OK(tensor_from_storage(s, big_off, sz2b, st2b, 2, TENSOR_FLOAT32, &t));
+  int64_t idx2b[2] = {3, 0};
+  CHECK_STATUS(tensor_element_offset(t, idx2b, 2, &off), TENSOR_ERR_INDEX);
+  tensor_release(t);
+
+  /* diagonal: offset * stride added to the storage offset */
+  int64_t sz3[3] = {0, 4, 4}, st3[3] = {1, INT64_C(1) << 61, INT64_C(1) << 61};
+  CHECK_OK(tensor_from_storage(s, big_off, sz3, st3, 3, TENSOR_FLOAT32, &t));
+  CHECK_STATUS(tensor_diagonal(t, 1, 1, 2, &out), TENSOR_ERR_OVERFLOW);
+  CHECK_ERROR_HAS("tensor_diagonal");
+  CHECK_STATUS(tensor_diagonal(t, -1, 1, 2, &out), TENSOR_ERR_OVERFLOW);
+  CHECK_OK(tensor_diagonal(t, 0, 1, 2, &out));
+  CHECK(tensor_ndim(out) == 2 && tensor_storage_offset(out) == big_off);
+  tensor_release(out);
+  tensor_release(t);
+
+  /* repeat: a zero repeat leaves nothing to copy; the interleaved strides are not formed */
+  int64_t sz3r[3] = {INT64_C(1) << 40, 0, INT64_C(1) << 40};
+  CHECK_OK(tensor_from_storage(s, 0, sz3r, NULL, 3, TENSOR_UINT8, &t));
+  int64_t reps[3] = {0, 1, INT64_C(1) << 20};
+  CHECK_OK(tensor_repeat(t, reps, 3, &out));
+  CHECK(tensor_numel(out) == 0 && tensor_sizes(out)[2] == (INT64_C(1) << 60));
+  tensor_release(out);
+  tensor_release(t);
+
+  /* view / reshape / unflatten to a shape whose contiguous strides overflow: OVERFLOW (not
+   * NOT_VIEWABLE, which would send the caller to reshape) */
+  int64_t one0[1] = {0};
+  CHECK_OK(tensor_from_storage(s, big_off, one0, NULL, 1, TENSOR_FLOAT64, &t));
+  int64_t huge[3] = {0, INT64_C(1) << 40, INT64_C(1) << 40};
+  CHECK_STATUS(tensor_view(t, huge, 3, &out), TENSOR_ERR_OVERFLOW);
+  CHECK_STATUS(tensor_reshape(t, huge, 3, &out), TENSOR_ERR_OVERFLOW);
+  CHECK_STATUS(tensor_unflatten(t, 0, huge, 3, &out), TENSOR_ERR_OVERFLOW);
+  int64_t fine[3] = {0, 3, 2};
+  CHECK_OK(tensor_reshape(t, fine, 3, &out));
+  CHECK(tensor_strides(out)[0] == 6 && tensor_storage_offset(out) == big_off);
+  tensor_release(out);
+  tensor_release(t);
+  storage_release(s);
+
+  /* nbytes of an expanded view with more element bytes than size_t holds: saturates */
+  tensor_t *one = NULL;
+  int64_t sz1[1] = {1}, wide[2] = {INT64_C(1) << 31, INT64_C(1) << 31};
+  CHECK_OK(tensor_zeros(sz1, 1, TENSOR_FLOAT64, &one));
+  CHECK_OK(tensor_expand(one, wide, 2, &out));
+  CHECK(tensor_numel(out) == (INT64_C(1) << 62));
+  CHECK(tensor_nbytes(out) == SIZE_MAX);
+  tensor_release(out);
+  tensor_release(one);
+}
+
+/* ---- 5. statuses the header documents -------------------------------------------------
+ * (tests/documented_statuses.rs drives every function; these are the cases the issue
+ * names.) */
+
+static void test_documented_statuses(void) {
+  tensor_t *t = NULL, *out = NULL;
+  /* Views of a tensor whose storage was shrunk below it: OUT_OF_BOUNDS, now documented on
+   * every view function (squeeze, alias and detach said "only NULL_POINTER,
+   * OUT_OF_MEMORY"). */
+  CHECK_OK(tensor_arange(12, TENSOR_FLOAT32, &t));
+  CHECK_OK(storage_resize(tensor_storage(t), 8));
+  CHECK_STATUS(tensor_squeeze(t, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+  CHECK_STATUS(tensor_alias(t, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+  CHECK_STATUS(tensor_detach(t, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+  CHECK_STATUS(tensor_transpose(t, 0, 0, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+  int64_t one[1] = {1};
+  CHECK_STATUS(tensor_repeat(t, one, 1, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+  CHECK(out == NULL);
+  tensor_release(t);
+
+  /* narrow and view_dtype answer OVERFLOW (documented) on a tensor without elements at a
+   * huge offset */
+  storage_t *s = NULL;
+  CHECK_OK(storage_new(0, NULL, &s));
+  int64_t sz[2] = {0, 4}, st[2] = {1, INT64_MAX / 2};
+  CHECK_OK(tensor_from_storage(s, INT64_MAX - 1, sz, st, 2, TENSOR_FLOAT32, &t));
+  CHECK_STATUS(tensor_narrow(t, 1, 3, 1, &out), TENSOR_ERR_OVERFLOW);
+  tensor_release(t);
+  int64_t sz2[2] = {4, 0}, st2[2] = {1, 1};
+  CHECK_OK(tensor_from_storage(s, INT64_MAX - 1, sz2, st2, 2, TENSOR_FLOAT32, &t));
+  CHECK_STATUS(tensor_view_dtype(t, TENSOR_UINT8, &out), TENSOR_ERR_OVERFLOW);
+  CHECK_ERROR_HAS("tensor_view_dtype");
+  tensor_release(t);
+  storage_release(s);
+}
+
 int main(void) {
   test_export_of_shrunk_storage_refused();
   test_resize_refused_while_exported();
   test_copy_between_aliasing_storages();
+  test_layout_arithmetic_on_empty_tensors();
+  test_documented_statuses();
   return harness_finish("c_edges");
 }

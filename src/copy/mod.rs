@@ -58,7 +58,8 @@ unsafe fn copy_raw(
     // bool -> bool converts too: a bool byte other than 0 / 1 (foreign memory, a
     // view_dtype) is written as 1, as PyTorch's copies do.
     if dst_dtype == src_dtype && dst_dtype != DType::Bool {
-        let out_bytes = sizes.iter().product::<i64>().max(0) as usize * i0;
+        // numel of a validated layout fits; its bytes saturate (only a size hint).
+        let out_bytes = (sizes.iter().product::<i64>().max(0) as usize).saturating_mul(i0);
         // Same dtype: only the item width matters.
         macro_rules! same {
             ($word:ty) => {
@@ -305,12 +306,16 @@ impl TensorImpl {
         }
         let src = self.data_for_read()?;
         let out = Tensor::empty(&out_sizes, self.dtype())?;
+        if out.numel() == 0 {
+            return Ok(out);
+        }
         let (mut sizes, mut dst_st, mut src_st) = (Vec::new(), Vec::new(), Vec::new());
         for (d, &r) in repeats.iter().enumerate() {
             let (n, st) = padded(d);
             let os = out.strides()[d];
             sizes.extend([r, n]);
-            dst_st.extend([os * n, os]);
+            // n <= r·n, a size of the (allocated) output: cannot overflow; checked anyway.
+            dst_st.extend([shape::mul(os, n, "repeat stride")?, os]);
             src_st.extend([0, st]);
         }
         // SAFETY: self validated; out fresh; the interleaved layout addresses exactly the
