@@ -276,11 +276,56 @@ static void test_documented_statuses(void) {
   storage_release(s);
 }
 
+/* ---- 6. equal's alias fast path -------------------------------------------------------- */
+
+static void test_equal_alias_fast_path(void) {
+  int64_t one[2] = {1, 1}, huge[2] = {INT64_C(1) << 30, INT64_C(1) << 30};
+  const tensor_dtype_t dtypes[3] = {TENSOR_FLOAT32, TENSOR_INT64, TENSOR_COMPLEX128};
+  for (int k = 0; k < 3; k++) {
+    for (int nan = 0; nan < 2; nan++) {
+      tensor_t *t = NULL, *e = NULL, *a = NULL;
+      CHECK_OK(tensor_full(one, 2, dtypes[k], nan ? NAN : 2.0, &t));
+      CHECK_OK(tensor_expand(t, huge, 2, &e)); /* 2^60 elements over one */
+      CHECK_OK(tensor_alias(e, &a));
+      bool eq = !nan;
+      /* NaN converts to 0 in int64 (equal); in float and complex NaN != NaN */
+      bool want = dtypes[k] == TENSOR_INT64 || !nan;
+      CHECK_OK(tensor_equal(e, e, &eq));
+      CHECK(eq == want);
+      eq = !want;
+      CHECK_OK(tensor_equal(e, a, &eq));
+      CHECK(eq == want);
+      tensor_release(a);
+      tensor_release(e);
+      tensor_release(t);
+    }
+  }
+  /* Two storages over the same bytes: the same elements. */
+  double buf[4] = {1, 2, NAN, 4};
+  int64_t four[1] = {4};
+  tensor_device_t cpu = {1, 0};
+  tensor_t *p = NULL, *q = NULL, *ph = NULL, *qh = NULL;
+  CHECK_OK(tensor_from_blob(buf, four, NULL, 1, TENSOR_FLOAT64, cpu, NULL, NULL, &p));
+  CHECK_OK(tensor_from_blob(buf, four, NULL, 1, TENSOR_FLOAT64, cpu, NULL, NULL, &q));
+  bool eq = true;
+  CHECK_OK(tensor_equal(p, q, &eq));
+  CHECK(!eq); /* buf[2] is NaN */
+  CHECK_OK(tensor_narrow(p, 0, 0, 2, &ph));
+  CHECK_OK(tensor_narrow(q, 0, 0, 2, &qh));
+  CHECK_OK(tensor_equal(ph, qh, &eq));
+  CHECK(eq);
+  tensor_release(qh);
+  tensor_release(ph);
+  tensor_release(q);
+  tensor_release(p);
+}
+
 int main(void) {
   test_export_of_shrunk_storage_refused();
   test_resize_refused_while_exported();
   test_copy_between_aliasing_storages();
   test_layout_arithmetic_on_empty_tensors();
   test_documented_statuses();
+  test_equal_alias_fast_path();
   return harness_finish("c_edges");
 }

@@ -202,12 +202,7 @@ impl TensorImpl {
         // SAFETY: 16 bytes hold any dtype's item.
         unsafe { write_scalar(self.dtype(), item.as_mut_ptr(), value) };
         let zeros: Dims = smallvec::SmallVec::from_elem(0, self.ndim());
-        let distinct: Dims = self
-            .sizes()
-            .iter()
-            .zip(self.strides())
-            .map(|(&n, &s)| if s == 0 { n.min(1) } else { n })
-            .collect();
+        let distinct = self.distinct_sizes();
         // SAFETY: validated destination; the source is one item read with stride 0.
         unsafe {
             copy_raw(
@@ -222,6 +217,17 @@ impl TensorImpl {
         };
         self.bump_version();
         Ok(())
+    }
+
+    /// The sizes with every stride-0 dim collapsed to (at most) 1: with `self`'s strides,
+    /// each distinct memory location once (an expanded view of 10^18 elements may hold
+    /// three).
+    fn distinct_sizes(&self) -> Dims {
+        self.sizes()
+            .iter()
+            .zip(self.strides())
+            .map(|(&n, &s)| if s == 0 { n.min(1) } else { n })
+            .collect()
     }
 
     /// The strides `empty_like` / `clone` give a tensor like `self` in `fmt`: Preserve
@@ -352,6 +358,22 @@ impl TensorImpl {
             return a.equal(&b);
         }
         let isz = self.itemsize();
+        // ATen's alias fast path (cpu_equal): the same elements of the same bytes (here the
+        // same address, whatever the storages) are equal, except that a floating or
+        // complex NaN is never equal to itself: then compare each distinct element with
+        // itself (stride-0 dims collapsed, so an expanded view costs what its base does).
+        if pa == pb && self.strides() == other.strides() {
+            if !common.is_floating_point() && !common.is_complex() {
+                return Ok(true);
+            }
+            let distinct = self.distinct_sizes();
+            return Ok(crate::with_dtype!(common, T => {
+                let mut k = Equal::<T>::new();
+                // SAFETY: a layout validated by data_for_read, read twice.
+                unsafe { run_engine(&distinct, pa, self.strides(), isz, pa, self.strides(), isz, &mut k) };
+                k.equal
+            }));
+        }
         Ok(crate::with_dtype!(common, T => {
             let mut k = Equal::<T>::new();
             // SAFETY: both layouts validated by data_for_read; the kernel only reads.

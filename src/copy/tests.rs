@@ -994,3 +994,33 @@ proptest! {
         }
     }
 }
+
+/// ATen's alias fast path: equal on the same elements of the same bytes answers without
+/// walking every element (an expanded view of 10^18 elements here), and a float NaN is
+/// still never equal to itself.
+#[test]
+fn equal_on_the_same_layout_is_immediate_and_nan_aware() {
+    let huge = [1i64 << 30, 1 << 30];
+    for (dtype, value, want) in [
+        (DType::F32, Scalar::Float(1.5), true),
+        (DType::F64, Scalar::Float(f64::NAN), false),
+        (DType::C64, Scalar::Float(f64::NAN), false),
+        (DType::I64, Scalar::Int(7), true),
+        (DType::Bool, Scalar::Int(1), true),
+    ] {
+        let t = Tensor::full(&[1, 1], dtype, value).unwrap();
+        let e = t.expand(&huge).unwrap();
+        assert_eq!(e.numel(), 1 << 60);
+        assert_eq!(e.equal(&e).unwrap(), want, "{dtype:?}");
+        let alias = e.alias().unwrap();
+        assert_eq!(e.equal(&alias).unwrap(), want, "{dtype:?} alias");
+    }
+    // One NaN among distinct elements is found; other layouts take the full comparison.
+    let t = base(6, DType::F32);
+    assert!(t.equal(&t).unwrap());
+    t.set(&[4], Scalar::Float(f64::NAN)).unwrap();
+    assert!(!t.equal(&t).unwrap());
+    assert!(!t.equal(&t.alias().unwrap()).unwrap());
+    let head = t.narrow(0, 0, 3).unwrap();
+    assert!(head.equal(&head).unwrap());
+}

@@ -154,7 +154,10 @@ pub extern "C" fn tensor_fill_i64(dst: *mut tensor_t, value: i64) -> tensor_stat
 
 /// `torch.equal(a, b)` in `*out`: true when the sizes match and every element is equal
 /// (NaN is never equal; -0 equals +0). Different dtypes are compared after PyTorch's type
-/// promotion. Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
+/// promotion. As ATen's, the same layout over the same bytes (e.g. `tensor_equal(t, t)`)
+/// is answered without comparing pairs: true for integer and bool dtypes, and for floating
+/// and complex ones true unless a distinct element is NaN (stride-0 dims are not walked,
+/// so an expanded view costs what its base does). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
 /// int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_equal(
