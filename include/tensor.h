@@ -1158,7 +1158,7 @@ tensor_status_t tensor_safetensors_get(const struct tensor_safetensors_t *f,
  * file is written next to `path` and renamed over it.
  * Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
  * INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
- * (complex128), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY, IO.
+ * (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO.
  */
 tensor_status_t tensor_save_safetensors(const char *path,
                                         const char *const *names,

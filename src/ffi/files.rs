@@ -323,7 +323,7 @@ pub extern "C" fn tensor_safetensors_get(
 /// file is written next to `path` and renamed over it.
 /// Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
 /// INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
-/// (complex128), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY, IO.
+/// (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO.
 #[no_mangle]
 pub extern "C" fn tensor_save_safetensors(
     path: *const c_char,

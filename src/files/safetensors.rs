@@ -18,8 +18,7 @@ use crate::error::{Error, Result, Status};
 use crate::shape;
 use crate::storage::Storage;
 use crate::tensor_impl::Tensor;
-use ::safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, View};
-use std::borrow::Cow;
+use ::safetensors::tensor::{Dtype, Metadata, SafeTensorError, SafeTensors, TensorInfo};
 use std::path::Path;
 
 /// One tensor of a parsed file: absolute byte range in the file.
@@ -173,38 +172,14 @@ pub fn load(path: &Path) -> Result<SafetensorsFile> {
     Ok(SafetensorsFile { storage, tensors })
 }
 
-/// A tensor as the writer sees it: dense C-order bytes.
-struct Contig {
-    dtype: Dtype,
-    shape: Vec<usize>,
-    tensor: Tensor,
-    nbytes: usize,
-}
-
-impl View for &Contig {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        if self.nbytes == 0 {
-            return Cow::Borrowed(&[]);
-        }
-        // SAFETY: a contiguous host tensor (checked in `save`) has nbytes readable bytes.
-        Cow::Borrowed(unsafe { std::slice::from_raw_parts(self.tensor.data_ptr(), self.nbytes) })
-    }
-    fn data_len(&self) -> usize {
-        self.nbytes
-    }
-}
-
-/// Writes the named tensors to `path` (non-contiguous ones are made contiguous first).
+/// Writes the named tensors to `path` (non-contiguous ones are made contiguous first), in
+/// the reference writer's order (decreasing alignment, then name, so every tensor starts
+/// aligned) with the header padded to 8 bytes. The header is the crate's `Metadata`
+/// (validated by it) serialized as JSON; the data is streamed from the tensors.
 /// Errors: InvalidArgument (duplicate or reserved name), DType (complex128), Device,
-/// Io.
+/// OutOfBounds, Overflow, OutOfMemory, Io.
 pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
-    let mut items: Vec<(String, Contig)> = Vec::with_capacity(named.len());
+    let mut items: Vec<(&str, Dtype, Tensor, usize)> = Vec::with_capacity(named.len());
     for &(name, t) in named {
         ensure!(
             name != "__metadata__",
@@ -212,32 +187,56 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
             "tensor name '__metadata__' is reserved by the safetensors format"
         );
         ensure!(
-            !items.iter().any(|(n, _)| n == name),
+            !items.iter().any(|it| it.0 == name),
             InvalidArgument,
             "tensor name '{name}' given twice"
         );
         let dtype = to_theirs(t.dtype())
             .map_err(|e| Error::new(e.status, format!("tensor '{name}': {}", e.message)))?;
-        let (tensor, nbytes) = super::npy::contiguous_bytes(t)?;
-        items.push((
-            name.to_string(),
-            Contig {
-                dtype,
-                shape: t.sizes().iter().map(|&d| d as usize).collect(),
-                tensor,
-                nbytes,
-            },
-        ));
+        let (c, nbytes) = super::npy::contiguous_bytes(t)?;
+        items.push((name, dtype, c, nbytes));
     }
-    let views: Vec<(&str, &Contig)> = items.iter().map(|(n, c)| (n.as_str(), c)).collect();
-    ::safetensors::tensor::serialize_to_file(views, None, path).map_err(|e| match e {
-        SafeTensorError::IoError(io) => Error::new(
+    items.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut infos = Vec::with_capacity(items.len());
+    let mut offset = 0usize;
+    for (name, dtype, t, nbytes) in &items {
+        let info = TensorInfo {
+            dtype: *dtype,
+            shape: t.sizes().iter().map(|&d| d as usize).collect(),
+            data_offsets: (offset, offset.saturating_add(*nbytes)),
+        };
+        offset = offset
+            .checked_add(*nbytes)
+            .filter(|&o| o <= isize::MAX as usize)
+            .ok_or_else(|| {
+                Error::new(
+                    Status::Overflow,
+                    "the tensors' total size overflows the address space",
+                )
+            })?;
+        infos.push((name.to_string(), info));
+    }
+    let meta = Metadata::new(None, infos).map_err(format_error)?;
+    let mut header = serde_json::to_vec(&meta).map_err(|e| {
+        Error::new(
             Status::Io,
-            format!("cannot write '{}': {io}", path.display()),
-        ),
-        other => Error::new(
-            Status::Io,
-            format!("cannot write '{}': {other}", path.display()),
-        ),
-    })
+            format!(
+                "cannot serialize the safetensors header of '{}': {e}",
+                path.display()
+            ),
+        )
+    })?;
+    header.resize(header.len().div_ceil(8) * 8, b' ');
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(items.len() + 2);
+    let len = (header.len() as u64).to_le_bytes();
+    parts.push(&len);
+    parts.push(&header);
+    for (_, _, t, nbytes) in &items {
+        if *nbytes > 0 {
+            // SAFETY: a contiguous host tensor (contiguous_bytes checked it) has nbytes
+            // readable bytes at data_ptr().
+            parts.push(unsafe { std::slice::from_raw_parts(t.data_ptr(), *nbytes) });
+        }
+    }
+    super::write_atomically(path, &parts)
 }
