@@ -224,8 +224,8 @@ typedef int32_t tensor_map_mode_t;
 
 /**
  * A file or descriptor could not be opened, read, mapped or written (missing file,
- * permission denied, region past the end of the file), or a file's contents are not
- * valid for its format (truncated, bad header, offsets outside the data).
+ * permission denied, a directory), or a file's contents are not valid for its format
+ * (empty, truncated, bad header, offsets outside the data).
  */
 #define TENSOR_ERR_IO 14
 

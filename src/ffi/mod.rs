@@ -78,8 +78,8 @@ pub const TENSOR_ERR_NOT_RESIZABLE: tensor_status_t = tensor_status_t(12);
 /// Write into a storage marked read-only.
 pub const TENSOR_ERR_READ_ONLY: tensor_status_t = tensor_status_t(13);
 /// A file or descriptor could not be opened, read, mapped or written (missing file,
-/// permission denied, region past the end of the file), or a file's contents are not
-/// valid for its format (truncated, bad header, offsets outside the data).
+/// permission denied, a directory), or a file's contents are not valid for its format
+/// (empty, truncated, bad header, offsets outside the data).
 pub const TENSOR_ERR_IO: tensor_status_t = tensor_status_t(14);
 /// A bug: a panic was caught at the boundary.
 pub const TENSOR_ERR_INTERNAL: tensor_status_t = tensor_status_t(99);
