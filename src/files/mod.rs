@@ -52,3 +52,18 @@ pub fn storage_from_bytes(bytes: &[u8]) -> Result<Storage> {
     }
     Ok(s)
 }
+
+/// The bytes of a host storage holding a whole file of `format` (for the parsers).
+pub(crate) fn storage_bytes<'a>(storage: &'a Storage, format: &str) -> Result<&'a [u8]> {
+    ensure!(
+        storage.device().is_host_accessible(),
+        Device,
+        "cannot parse a {format} file in memory the host cannot read"
+    );
+    if storage.nbytes() == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: a host storage owns nbytes() readable bytes at data_ptr(), alive as long as
+    // the borrowed storage.
+    Ok(unsafe { std::slice::from_raw_parts(storage.data_ptr(), storage.nbytes()) })
+}

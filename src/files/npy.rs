@@ -347,18 +347,8 @@ fn strides_of(h: &NpyHeader) -> Result<Vec<i64>> {
 /// The array of a `.npy` file held in `storage` (the whole file): a view over it, or a
 /// copy when the bytes must be swapped or are misaligned (see the module doc).
 pub fn tensor_from_storage(storage: &Storage) -> Result<Tensor> {
-    ensure!(
-        storage.device().is_host_accessible(),
-        Device,
-        "cannot parse a .npy file in memory the host cannot read"
-    );
+    let bytes = super::storage_bytes(storage, ".npy")?;
     let ptr = storage.data_ptr();
-    let bytes: &[u8] = if storage.nbytes() == 0 {
-        &[]
-    } else {
-        // SAFETY: a host storage owns nbytes() readable bytes at data_ptr().
-        unsafe { std::slice::from_raw_parts(ptr, storage.nbytes()) }
-    };
     let h = parse_header(bytes)?;
     let strides = strides_of(&h)?;
     let isz = h.dtype.itemsize();

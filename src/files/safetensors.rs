@@ -124,18 +124,8 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
 /// The tensors of the safetensors file held in `storage` (the whole file), in data order:
 /// views over it, or aligned copies of misaligned tensors (see the module doc).
 pub fn tensors_from_storage(storage: &Storage) -> Result<Vec<(String, Tensor)>> {
-    ensure!(
-        storage.device().is_host_accessible(),
-        Device,
-        "cannot parse a safetensors file in memory the host cannot read"
-    );
+    let bytes = super::storage_bytes(storage, "safetensors")?;
     let ptr = storage.data_ptr();
-    let bytes: &[u8] = if storage.nbytes() == 0 {
-        &[]
-    } else {
-        // SAFETY: a host storage owns nbytes() readable bytes at data_ptr().
-        unsafe { std::slice::from_raw_parts(ptr, storage.nbytes()) }
-    };
     let entries = parse(bytes)?;
     let mut out = Vec::with_capacity(entries.len());
     for e in entries {
