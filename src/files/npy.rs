@@ -491,3 +491,43 @@ pub fn save(path: &Path, t: &Tensor) -> Result<()> {
     };
     super::write_atomically(path, &[&header, data])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_replaces_the_file_without_disturbing_its_mappings() {
+        let p = std::env::temp_dir().join(format!("libtensor-npy-{}.npy", std::process::id()));
+        let a = Tensor::arange(1000, DType::I32).unwrap();
+        save(&p, &a).unwrap();
+        let mapped = load(&p, MapMode::ReadOnly).unwrap();
+        assert!(mapped.equal(&a).unwrap());
+        assert!(mapped.storage().is_read_only());
+        // Saving over the path while it is mapped: the old view keeps the old bytes.
+        let b = Tensor::full(&[3], DType::F64, crate::Scalar::Float(2.5)).unwrap();
+        save(&p, &b).unwrap();
+        assert!(mapped.equal(&a).unwrap());
+        let again = load(&p, MapMode::Private).unwrap();
+        assert!(again.equal(&b).unwrap());
+        assert!(!again.storage().is_read_only());
+        // No temporary file is left behind.
+        let dir = std::fs::read_dir(std::env::temp_dir()).unwrap();
+        let stray = format!(".libtensor-npy-{}.npy.tmp", std::process::id());
+        assert!(!dir
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with(&stray)));
+        std::fs::remove_file(&p).unwrap();
+        let e = match save(&p.join("not-a-dir/x.npy"), &b) {
+            Err(e) => e,
+            Ok(()) => panic!("saving under a file must fail"),
+        };
+        assert_eq!(e.status, crate::Status::Io);
+        let bf = Tensor::zeros(&[2], DType::BF16).unwrap();
+        let e = match save(&p, &bf) {
+            Err(e) => e,
+            Ok(()) => panic!("bfloat16 has no .npy dtype"),
+        };
+        assert_eq!(e.status, crate::Status::DType);
+    }
+}
