@@ -15,6 +15,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The head of DLPack 1.x's DLManagedTensorVersioned (public ABI), up to the flags this
+ * test reads; the DLTensor that follows is not used here. */
+struct DLManagedTensorVersioned {
+  uint32_t version_major, version_minor;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned *self);
+  uint64_t flags;
+};
+#define DLPACK_FLAG_READ_ONLY 1u
+
 #include "harness.h"
 
 static char dir[64];
@@ -89,7 +99,11 @@ static void test_map_modes(void) {
   CHECK_STATUS(storage_resize(s, 10), TENSOR_ERR_NOT_RESIZABLE);
   {
     struct DLManagedTensor *u = NULL; /* a read-only export needs the versioned protocol */
+    struct DLManagedTensorVersioned *m = NULL;
     CHECK_STATUS(tensor_to_dlpack_unversioned(t, &u), TENSOR_ERR_READ_ONLY);
+    CHECK_OK(tensor_to_dlpack(t, &m));
+    CHECK(m != NULL && (m->flags & DLPACK_FLAG_READ_ONLY) != 0);
+    if (m) m->deleter(m);
   }
   /* Lifetimes: the tensor holds the mapping; a weak reference does not. */
   CHECK_OK(storage_weak_new(s, &weak));
