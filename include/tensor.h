@@ -37,6 +37,11 @@ struct DLManagedTensor;
 #define TENSOR_ABI_VERSION 1
 
 /**
+ * Pass as `nbytes` to map from `offset` to the end of the file.
+ */
+#define TENSOR_MAP_TO_END UINT64_MAX
+
+/**
  * Opaque handle: one reference-counted StorageImpl (untyped bytes).
  */
 typedef struct storage_t storage_t;
@@ -45,6 +50,12 @@ typedef struct storage_t storage_t;
  * Opaque weak reference to a StorageImpl.
  */
 typedef struct storage_weak_t storage_weak_t;
+
+/**
+ * Opaque handle: a loaded `.safetensors` file (its names and tensors, over one read-only
+ * mapping).
+ */
+typedef struct tensor_safetensors_t tensor_safetensors_t;
 
 /**
  * Opaque handle: one reference-counted TensorImpl (like `at::Tensor`).
@@ -139,6 +150,11 @@ typedef void (*tensor_deleter_fn)(void *data, void *ctx);
  */
 typedef int32_t tensor_memory_format_t;
 
+/**
+ * How a file region is mapped (`TENSOR_MAP_*`).
+ */
+typedef int32_t tensor_map_mode_t;
+
 #define TENSOR_OK 0
 
 /**
@@ -207,6 +223,13 @@ typedef int32_t tensor_memory_format_t;
 #define TENSOR_ERR_READ_ONLY 13
 
 /**
+ * A file or descriptor could not be opened, read, mapped or written (missing file,
+ * permission denied, a directory), or a file's contents are not valid for its format
+ * (empty, truncated, bad header, offsets outside the data).
+ */
+#define TENSOR_ERR_IO 14
+
+/**
  * A bug: a panic was caught at the boundary.
  */
 #define TENSOR_ERR_INTERNAL 99
@@ -248,6 +271,22 @@ typedef int32_t tensor_memory_format_t;
 #define TENSOR_CHANNELS_LAST 2
 
 #define TENSOR_CHANNELS_LAST_3D 3
+
+/**
+ * Read-only pages; the storage is read-only (every write refuses with READ_ONLY, DLPack
+ * exports carry the read-only flag).
+ */
+#define TENSOR_MAP_READ_ONLY 0
+
+/**
+ * Read-write and shared: writes reach the file (like `numpy.memmap(mode="r+")`).
+ */
+#define TENSOR_MAP_SHARED 1
+
+/**
+ * Read-write, private copy-on-write: writes stay in this process (`mode="c"`).
+ */
+#define TENSOR_MAP_PRIVATE 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -1030,6 +1069,149 @@ tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
  * never read-only). Errors: as tensor_from_dlpack, without the version check.
  */
 tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, struct tensor_t **out);
+
+/**
+ * A storage over `nbytes` bytes at byte `offset` of the file at `path`
+ * (`TENSOR_MAP_TO_END`: to the end of the file), mapped with `mode`, in `*out` (owned, not
+ * resizable, `storage_is_mapped`). No byte is read or copied: the data pointer is inside
+ * the mapping, which is released when the last strong reference dies. Any offset works
+ * (the mapping starts at the page boundary below it). Like
+ * `torch.UntypedStorage.from_file` and `numpy.memmap`; truncating the file while it is
+ * mapped makes later reads fault, as with them.
+ * Errors: NULL_POINTER (path, out), INVALID_ARGUMENT (unknown mode, zero-length region),
+ * IO (cannot open, stat or map: missing file, permission denied, a directory),
+ * OUT_OF_BOUNDS (region past the end of the file), OVERFLOW, OUT_OF_MEMORY.
+ */
+tensor_status_t storage_from_file(const char *path,
+                                  uint64_t offset,
+                                  uint64_t nbytes,
+                                  tensor_map_mode_t mode,
+                                  struct storage_t **out);
+
+/**
+ * [`storage_from_file`] on an open descriptor (a file, or a shared-memory segment received
+ * from another process). The caller keeps `fd`; the storage keeps its own duplicate
+ * (returned by `storage_fd`, so the segment can be passed on). `TENSOR_MAP_SHARED` needs
+ * a descriptor open for writing.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (negative fd, unknown mode, zero-length region),
+ * IO (bad descriptor, permission denied), OUT_OF_BOUNDS (region past the end),
+ * OVERFLOW, OUT_OF_MEMORY.
+ */
+tensor_status_t storage_from_fd(int fd,
+                                uint64_t offset,
+                                uint64_t nbytes,
+                                tensor_map_mode_t mode,
+                                struct storage_t **out);
+
+/**
+ * A new shared-memory storage of `nbytes` zero bytes (an anonymous `memfd_create`
+ * segment, read-write) in `*out` (owned). Send `storage_fd`'s descriptor to another
+ * process over a UNIX socket (`SCM_RIGHTS`); it maps the same pages with
+ * `storage_from_fd`. The segment is sealed against resizing, and lives until every
+ * process's last reference is gone.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (nbytes 0), OVERFLOW, OUT_OF_MEMORY, IO.
+ */
+tensor_status_t storage_new_shared(size_t nbytes, struct storage_t **out);
+
+/**
+ * The descriptor of a shared-memory storage, or of one made by `storage_from_fd`, in
+ * `*out`: borrowed (owned by the storage, closed when its last strong reference dies;
+ * do not close it). Send it with `SCM_RIGHTS`, which gives the receiver its own copy.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (the storage keeps no descriptor: allocated,
+ * wrapped, or mapped from a path).
+ */
+tensor_status_t storage_fd(const struct storage_t *s, int *out);
+
+/**
+ * True when the storage's bytes are a memory mapping (a file, a received descriptor, or
+ * shared memory); false for allocated or wrapped memory and NULL.
+ */
+bool storage_is_mapped(const struct storage_t *s);
+
+/**
+ * Loads the `.npy` file at `path` (format 1.0, 2.0 or 3.0; C or Fortran order; every
+ * libtensor dtype NumPy has; 0-d and empty arrays) in `*out` (owned): a view over a
+ * mapping of the file made with `mode`, no byte copied, like
+ * `numpy.load(path, mmap_mode=...)`. Two cases load a copy instead: big-endian data
+ * (converted to native order) and data not aligned to its element size (never the case
+ * for files NumPy writes); `TENSOR_MAP_SHARED` refuses both with DTYPE.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (cannot
+ * open or map; not a .npy file, truncated, malformed header), DTYPE (unsupported dtype:
+ * structured, datetime, strings, float128...), OVERFLOW (shape), OUT_OF_BOUNDS,
+ * OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_load_npy(const char *path, tensor_map_mode_t mode, struct tensor_t **out);
+
+/**
+ * Writes `t` to `path` as a `.npy` file (C order, format 1.0, or 2.0 for very long
+ * headers) that `numpy.load` reads; a non-contiguous `t` is written in C order. The file
+ * is written next to `path` and renamed over it, so existing mappings of `path` stay
+ * valid.
+ * Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
+ * OUT_OF_MEMORY, IO.
+ */
+tensor_status_t tensor_save_npy(const char *path, const struct tensor_t *t);
+
+/**
+ * Loads the `.safetensors` file at `path` in `*out` (owned; release with
+ * `tensor_safetensors_release`): the header is validated as the format requires (by the
+ * format's reference implementation) and every tensor is a read-only view over one
+ * read-only mapping of the file, no byte copied. A tensor whose offset is not a multiple
+ * of its element size (never the case for files the reference writers produce) is copied
+ * to an aligned block. The tensors keep the mapping alive after the handle is released.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (more than 64 dims), IO (cannot open or map;
+ * truncated, bad header length, invalid JSON, offsets overlapping, with gaps or outside
+ * the data, shape not matching the byte length), DTYPE (a dtype libtensor lacks: float8,
+ * float6, float4, named in the message), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_safetensors_load(const char *path, struct tensor_safetensors_t **out);
+
+/**
+ * Releases a loaded file's handle (its tensors stay valid: each holds the mapping). NULL
+ * is a no-op.
+ */
+void tensor_safetensors_release(struct tensor_safetensors_t *f);
+
+/**
+ * Number of tensors in the file (0 for NULL).
+ */
+size_t tensor_safetensors_count(const struct tensor_safetensors_t *f);
+
+/**
+ * Name of tensor `i` (tensors are in file data order), borrowed until the handle is
+ * released; NULL when `i` is out of range or `f` is NULL.
+ */
+const char *tensor_safetensors_name(const struct tensor_safetensors_t *f, size_t i);
+
+/**
+ * Tensor `i` in `*out` (a new reference, owned).
+ * Errors: NULL_POINTER, INDEX (i >= count).
+ */
+tensor_status_t tensor_safetensors_at(const struct tensor_safetensors_t *f,
+                                      size_t i,
+                                      struct tensor_t **out);
+
+/**
+ * The tensor named `name` in `*out` (a new reference, owned).
+ * Errors: NULL_POINTER, INDEX (no tensor of that name).
+ */
+tensor_status_t tensor_safetensors_get(const struct tensor_safetensors_t *f,
+                                       const char *name,
+                                       struct tensor_t **out);
+
+/**
+ * Writes `n` tensors named `names[i]` to `path` as a `.safetensors` file that the
+ * format's readers (Python `safetensors.numpy` / `safetensors.torch`) read back; each is
+ * written in C order. Every libtensor dtype but complex128 (the format has none). The
+ * file is written next to `path` and renamed over it.
+ * Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
+ * INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
+ * (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO.
+ */
+tensor_status_t tensor_save_safetensors(const char *path,
+                                        const char *const *names,
+                                        const struct tensor_t *const *tensors,
+                                        size_t n);
 
 #ifdef __cplusplus
 }  // extern "C"

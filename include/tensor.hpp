@@ -216,6 +216,13 @@ class Tensor {
   Tensor empty_like(tensor_memory_format_t f = TENSOR_PRESERVE_FORMAT) const {
     return make([&](tensor_t** o) { return tensor_empty_like(impl_, f, o); });
   }
+  /// Loads a .npy file as a view over a mapping of it (no copy), like
+  /// numpy.load(path, mmap_mode="r") for the default mode.
+  static Tensor load_npy(const std::string& path, tensor_map_mode_t mode = TENSOR_MAP_READ_ONLY) {
+    return make([&](tensor_t** o) { return tensor_load_npy(path.c_str(), mode, o); });
+  }
+  /// Writes this tensor to a .npy file (C order) that numpy.load reads.
+  void save_npy(const std::string& path) const { detail::check(tensor_save_npy(path.c_str(), impl_)); }
 
   // ---- metadata -----------------------------------------------------------------------
   int64_t dim() const { return tensor_ndim(impl_); }
@@ -471,6 +478,36 @@ class Storage {
   }
   inline WeakStorage weak() const;
 
+  // ---- mapped files and shared memory ---------------------------------------------------
+  /// `nbytes` bytes at `offset` of the file at `path` (default: all of it), mapped: no copy.
+  static Storage from_file(const std::string& path, uint64_t offset = 0, uint64_t nbytes = TENSOR_MAP_TO_END,
+                           tensor_map_mode_t mode = TENSOR_MAP_READ_ONLY) {
+    storage_t* out = nullptr;
+    detail::check(storage_from_file(path.c_str(), offset, nbytes, mode, &out));
+    return Storage(out);
+  }
+  /// A mapping of an open descriptor (e.g. a shared-memory segment received from another
+  /// process); the caller keeps `fd`.
+  static Storage from_fd(int fd, uint64_t offset = 0, uint64_t nbytes = TENSOR_MAP_TO_END,
+                         tensor_map_mode_t mode = TENSOR_MAP_READ_ONLY) {
+    storage_t* out = nullptr;
+    detail::check(storage_from_fd(fd, offset, nbytes, mode, &out));
+    return Storage(out);
+  }
+  /// A new zero-filled shared-memory segment (memfd); send fd() to another process.
+  static Storage shared(size_t nbytes) {
+    storage_t* out = nullptr;
+    detail::check(storage_new_shared(nbytes, &out));
+    return Storage(out);
+  }
+  /// The descriptor of a shared / fd-mapped storage (owned by the storage).
+  int fd() const {
+    int fd = -1;
+    detail::check(storage_fd(impl_, &fd));
+    return fd;
+  }
+  bool is_mapped() const noexcept { return storage_is_mapped(impl_); }
+
  private:
   explicit Storage(storage_t* owned) noexcept : impl_(owned) {}
   storage_t* impl_;
@@ -514,6 +551,68 @@ inline WeakStorage Storage::weak() const {
   storage_weak_t* w = nullptr;
   detail::check(storage_weak_new(impl_, &w));
   return WeakStorage::adopt(w);
+}
+
+/// A loaded .safetensors file: its tensors, read-only views over one mapping of the file.
+/// Move-only; the tensors stay valid after it is destroyed.
+///
+///   tensor::SafetensorsFile f("model.safetensors");
+///   tensor::Tensor w = f["encoder.weight"];
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::string& path) : impl_(nullptr) {
+    detail::check(tensor_safetensors_load(path.c_str(), &impl_));
+  }
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+  SafetensorsFile(SafetensorsFile&& o) noexcept : impl_(o.impl_) { o.impl_ = nullptr; }
+  SafetensorsFile& operator=(SafetensorsFile&& o) noexcept {
+    if (this != &o) {
+      tensor_safetensors_release(impl_);
+      impl_ = o.impl_;
+      o.impl_ = nullptr;
+    }
+    return *this;
+  }
+  ~SafetensorsFile() { tensor_safetensors_release(impl_); }
+
+  size_t size() const noexcept { return tensor_safetensors_count(impl_); }
+  /// Name of tensor i (tensors are in file order).
+  std::string name(size_t i) const {
+    const char* n = tensor_safetensors_name(impl_, i);
+    if (!n) throw Error(TENSOR_ERR_INDEX, "SafetensorsFile::name: index " + std::to_string(i) + " out of range");
+    return n;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < size(); i++) v.push_back(name(i));
+    return v;
+  }
+  Tensor at(size_t i) const {
+    tensor_t* out = nullptr;
+    detail::check(tensor_safetensors_at(impl_, i, &out));
+    return Tensor::adopt(out);
+  }
+  /// The tensor named `name` (throws tensor::Error with TENSOR_ERR_INDEX if absent).
+  Tensor operator[](const std::string& name) const {
+    tensor_t* out = nullptr;
+    detail::check(tensor_safetensors_get(impl_, name.c_str(), &out));
+    return Tensor::adopt(out);
+  }
+
+ private:
+  tensor_safetensors_t* impl_;
+};
+
+/// Writes named tensors to a .safetensors file that the Python safetensors package reads.
+inline void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& named) {
+  std::vector<const char*> names;
+  std::vector<const tensor_t*> handles;
+  for (const auto& nt : named) {
+    names.push_back(nt.first.c_str());
+    handles.push_back(nt.second.get());
+  }
+  detail::check(tensor_save_safetensors(path.c_str(), names.data(), handles.data(), named.size()));
 }
 
 }  // namespace tensor

@@ -23,12 +23,13 @@ pub enum Status {
     Overlap = 11,
     NotResizable = 12,
     ReadOnly = 13,
+    Io = 14,
     Internal = 99,
 }
 
 impl Status {
     /// Every status, in code order (used by `tensor_status_string` and tests).
-    pub const ALL: [Status; 15] = [
+    pub const ALL: [Status; 16] = [
         Status::Ok,
         Status::NullPointer,
         Status::InvalidArgument,
@@ -43,6 +44,7 @@ impl Status {
         Status::Overlap,
         Status::NotResizable,
         Status::ReadOnly,
+        Status::Io,
         Status::Internal,
     ];
 
@@ -67,6 +69,9 @@ impl Status {
             Status::Overlap => "destination elements overlap\0",
             Status::NotResizable => "storage is not resizable\0",
             Status::ReadOnly => "storage is read-only\0",
+            Status::Io => {
+                "file error: cannot open, map or write the file, or its contents are malformed\0"
+            }
             Status::Internal => "internal error\0",
         }
     }
@@ -102,7 +107,7 @@ macro_rules! fallbacks {
 
 /// One static error per status (empty message): see [`Error`]. A status added to
 /// `Status::ALL` needs its entry here (a test checks).
-static FALLBACK: [ErrorInner; 15] = fallbacks!(
+static FALLBACK: [ErrorInner; 16] = fallbacks!(
     Ok,
     NullPointer,
     InvalidArgument,
@@ -117,6 +122,7 @@ static FALLBACK: [ErrorInner; 15] = fallbacks!(
     Overlap,
     NotResizable,
     ReadOnly,
+    Io,
     Internal
 );
 

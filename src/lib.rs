@@ -21,7 +21,8 @@
 //! (+ memory statistics), `storage`, `shape` (pure shape arithmetic), `layout` (sizes,
 //! strides, cached flags), `tensor_impl` (TensorImpl and the Rust `Tensor` handle),
 //! `copy` (the strided-iteration engine and every op that moves element data), `format`
-//! (repr), `ffi` (the C boundary).
+//! (repr), `files` (memory-mapped files, shared memory, .safetensors and .npy), `ffi` (the C
+//! boundary).
 
 #![allow(non_camel_case_types)]
 
@@ -33,6 +34,7 @@ pub mod device;
 pub mod dlpack;
 pub mod dtype;
 pub mod ffi;
+pub mod files;
 pub mod format;
 pub mod layout;
 pub mod refcount;

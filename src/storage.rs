@@ -32,6 +32,19 @@ struct Data {
     owner: Owner,
 }
 
+/// Where a storage's bytes come from, fixed at creation (for memory snapshots and
+/// `storage_is_mapped`). Allocated storages own their block through an allocator; the
+/// other two are external memory released by a deleter (a mapped one's deleter unmaps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StorageKind {
+    /// From an allocator (resizable).
+    Allocated,
+    /// Caller memory wrapped with a deleter (from_blob, DLPack import).
+    External,
+    /// A memory mapping of a file or of a shared-memory descriptor (`crate::files::mmap`).
+    Mapped,
+}
+
 pub struct StorageImpl {
     // Mutated only by `resize` (the caller synchronises, as with PyTorch's resize_) and by
     // the release path (strong count 0: nobody else can look).
@@ -41,6 +54,7 @@ pub struct StorageImpl {
     /// DLPack exports of this storage whose consumer has not called the deleter yet:
     /// while > 0 the bytes must not move, so `resize` refuses.
     exports: AtomicUsize,
+    kind: StorageKind,
 }
 
 // SAFETY: see the comment on `data`; the raw pointers are plain addresses.
@@ -80,6 +94,7 @@ impl StorageImpl {
             device: Device::CPU,
             read_only: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
+            kind: StorageKind::Allocated,
         };
         stats_storage_born(false);
         // On failure the StorageImpl drops here and frees the block.
@@ -94,6 +109,18 @@ impl StorageImpl {
         device: Device,
         deleter: Option<DeleterFn>,
         ctx: *mut c_void,
+    ) -> Result<Storage> {
+        Self::from_external(data, nbytes, device, deleter, ctx, StorageKind::External)
+    }
+
+    /// [`from_blob`](Self::from_blob) recording another kind of external memory (a mapping).
+    pub(crate) fn from_external(
+        data: *mut c_void,
+        nbytes: usize,
+        device: Device,
+        deleter: Option<DeleterFn>,
+        ctx: *mut c_void,
+        kind: StorageKind,
     ) -> Result<Storage> {
         ensure!(
             device.is_known(),
@@ -121,6 +148,7 @@ impl StorageImpl {
             device,
             read_only: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
+            kind,
         };
         stats_storage_born(true);
         match IntrusivePtr::try_new(s) {
@@ -161,6 +189,19 @@ impl StorageImpl {
 
     pub fn is_external(&self) -> bool {
         matches!(self.data().owner, Owner::External { .. })
+    }
+
+    /// Where the bytes come from (set at creation, never changes).
+    pub fn kind(&self) -> StorageKind {
+        self.kind
+    }
+
+    /// The ctx given at creation to an external storage's deleter (NULL otherwise).
+    pub(crate) fn external_ctx(&self) -> *mut c_void {
+        match self.data().owner {
+            Owner::External { ctx, .. } => ctx,
+            _ => std::ptr::null_mut(),
+        }
     }
 
     pub fn is_read_only(&self) -> bool {

@@ -28,6 +28,7 @@ use tensor::dlpack::{
 use tensor::ffi::copy::*;
 use tensor::ffi::core::*;
 use tensor::ffi::dlpack::{self as fdl};
+use tensor::ffi::files::*;
 use tensor::ffi::storage::*;
 use tensor::ffi::tensor::*;
 use tensor::ffi::view::*;
@@ -542,6 +543,100 @@ impl Ctx {
     }
 }
 
+// ---- files for the file-API drivers --------------------------------------------------------
+
+/// A directory of files made once per test process: a valid `.npy`, a valid `.safetensors`
+/// (tensors "a" and "b"), garbage, and an output path; plus a missing path and a directory.
+struct Files {
+    npy: std::ffi::CString,
+    st: std::ffi::CString,
+    garbage: std::ffi::CString,
+    missing: std::ffi::CString,
+    dir: std::ffi::CString,
+    out: std::ffi::CString,
+}
+
+fn files() -> &'static Files {
+    static FILES: std::sync::OnceLock<Files> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("libtensor-statuses-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = |name: &str| {
+            std::ffi::CString::new(dir.join(name).to_str().unwrap().to_string()).unwrap()
+        };
+        let f = Files {
+            npy: c("a.npy"),
+            st: c("a.safetensors"),
+            garbage: c("garbage.bin"),
+            missing: c("missing.npy"),
+            dir: std::ffi::CString::new(dir.to_str().unwrap().to_string()).unwrap(),
+            out: c("out.bin"),
+        };
+        std::fs::write(dir.join("garbage.bin"), [0x93u8, b'N', b'U', 0xff, 7, 7, 7]).unwrap();
+        let mut a: *mut tensor_t = null_mut();
+        let mut b: *mut tensor_t = null_mut();
+        assert!(ok(tensor_arange(12, tensor_dtype_t(6), &mut a)));
+        assert!(ok(tensor_arange(5, tensor_dtype_t(4), &mut b)));
+        assert!(ok(tensor_save_npy(f.npy.as_ptr(), a)));
+        let names = [c"a".as_ptr(), c"b".as_ptr()];
+        let ts = [a as *const tensor_t, b as *const tensor_t];
+        assert!(ok(tensor_save_safetensors(
+            f.st.as_ptr(),
+            names.as_ptr(),
+            ts.as_ptr(),
+            2
+        )));
+        tensor_release(a);
+        tensor_release(b);
+        f
+    })
+}
+
+impl Ctx {
+    fn path(&mut self) -> *const std::ffi::c_char {
+        let f = files();
+        match self.rng.below(6) {
+            0 => null(),
+            1 => f.npy.as_ptr(),
+            2 => f.st.as_ptr(),
+            3 => f.garbage.as_ptr(),
+            4 => f.missing.as_ptr(),
+            _ => f.dir.as_ptr(),
+        }
+    }
+    /// Where a save may write: never over the input files.
+    fn save_path(&mut self) -> *const std::ffi::c_char {
+        let f = files();
+        self.rng.pick(&[
+            f.out.as_ptr(),
+            f.out.as_ptr(),
+            f.dir.as_ptr(),
+            c"/nonexistent-libtensor-dir/x".as_ptr(),
+            null(),
+        ])
+    }
+    fn map_mode(&mut self) -> tensor_map_mode_t {
+        tensor_map_mode_t(self.rng.pick(&[0, 1, 2, 3, -1, i32::MAX]))
+    }
+    fn file_offset(&mut self) -> u64 {
+        self.rng.pick(&[0u64, 1, 8, 4095, 4096, 1 << 40, u64::MAX])
+    }
+    fn file_len(&mut self) -> u64 {
+        self.rng
+            .pick(&[0u64, 1, 16, 128, 1 << 40, TENSOR_MAP_TO_END])
+    }
+    /// A loaded `.safetensors` handle (release it), or NULL.
+    fn safetensors(&mut self) -> *mut tensor_safetensors_t {
+        if self.rng.one_in(5) {
+            return null_mut();
+        }
+        // Fails (f stays NULL) in the rounds with a failing allocator.
+        let mut f: *mut tensor_safetensors_t = null_mut();
+        let _ = tensor_safetensors_load(files().st.as_ptr(), &mut f);
+        f
+    }
+}
+
 fn last_error() -> String {
     // SAFETY: a NUL-terminated thread-local string.
     unsafe { CStr::from_ptr(tensor_last_error()) }
@@ -688,6 +783,111 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             Some(Some(st.0))
         }
         "storage_data_ptr" => plain!(storage_data_ptr(c.s())),
+
+        // files and shared memory
+        "storage_from_file" => {
+            let (p, off, n, m) = (c.path(), c.file_offset(), c.file_len(), c.map_mode());
+            let mut s: *mut storage_t = null_mut();
+            let o = out_ptr(c, &mut s);
+            let st = storage_from_file(p, off, n, m, o);
+            storage_release(s);
+            Some(Some(st.0))
+        }
+        "storage_from_fd" => {
+            let file = std::fs::File::open(files().npy.to_str().unwrap()).unwrap();
+            use std::os::fd::AsRawFd;
+            let fd = c
+                .rng
+                .pick(&[-1, i32::MIN, 1 << 20, file.as_raw_fd(), file.as_raw_fd()]);
+            let (off, n, m) = (c.file_offset(), c.file_len(), c.map_mode());
+            let mut s: *mut storage_t = null_mut();
+            let o = out_ptr(c, &mut s);
+            let st = storage_from_fd(fd, off, n, m, o);
+            storage_release(s);
+            Some(Some(st.0))
+        }
+        "storage_new_shared" => {
+            let n = c.rng.pick(&[0usize, 1, 4096, 1 << 50, usize::MAX]);
+            let mut s: *mut storage_t = null_mut();
+            let o = out_ptr(c, &mut s);
+            let st = storage_new_shared(n, o);
+            storage_release(s);
+            Some(Some(st.0))
+        }
+        "storage_fd" => {
+            let mut shared: *mut storage_t = null_mut();
+            let s = if c.rng.one_in(2) {
+                let _ = storage_new_shared(64, &mut shared);
+                shared
+            } else {
+                c.s()
+            };
+            let mut fd = -1;
+            let o = out_ptr(c, &mut fd);
+            let st = storage_fd(s, o);
+            storage_release(shared);
+            Some(Some(st.0))
+        }
+        "storage_is_mapped" => plain!(storage_is_mapped(c.s())),
+        "tensor_load_npy" => {
+            let (p, m) = (c.path(), c.map_mode());
+            make!(|o| tensor_load_npy(p, m, o))
+        }
+        "tensor_save_npy" => {
+            let p = c.save_path();
+            let t = c.t();
+            Some(Some(tensor_save_npy(p, t).0))
+        }
+        "tensor_safetensors_load" => {
+            let p = c.path();
+            let mut f: *mut tensor_safetensors_t = null_mut();
+            let o = out_ptr(c, &mut f);
+            let st = tensor_safetensors_load(p, o);
+            tensor_safetensors_release(f);
+            Some(Some(st.0))
+        }
+        "tensor_safetensors_release" => {
+            tensor_safetensors_release(c.safetensors());
+            Some(None)
+        }
+        "tensor_safetensors_count" | "tensor_safetensors_name" => {
+            let f = c.safetensors();
+            let i = c.rng.pick(&[0usize, 1, 2, usize::MAX]);
+            let _ = tensor_safetensors_count(f);
+            let _ = tensor_safetensors_name(f, i);
+            tensor_safetensors_release(f);
+            Some(None)
+        }
+        "tensor_safetensors_at" => {
+            let f = c.safetensors();
+            let i = c.rng.pick(&[0usize, 1, 2, usize::MAX]);
+            let r = make!(|o| tensor_safetensors_at(f, i, o));
+            tensor_safetensors_release(f);
+            r
+        }
+        "tensor_safetensors_get" => {
+            let f = c.safetensors();
+            let name = c
+                .rng
+                .pick(&[c"a".as_ptr(), c"b".as_ptr(), c"nope".as_ptr(), null()]);
+            let r = make!(|o| tensor_safetensors_get(f, name, o));
+            tensor_safetensors_release(f);
+            r
+        }
+        "tensor_save_safetensors" => {
+            let p = c.save_path();
+            let n = c.rng.below(4);
+            let pool = [c"x".as_ptr(), c"y".as_ptr(), c"x".as_ptr(), null()];
+            let names: Vec<*const std::ffi::c_char> = (0..n).map(|_| c.rng.pick(&pool)).collect();
+            let ts: Vec<*const tensor_t> = (0..n).map(|_| c.t() as *const tensor_t).collect();
+            let np = if c.rng.one_in(8) {
+                null()
+            } else {
+                names.as_ptr()
+            };
+            let tp = if c.rng.one_in(8) { null() } else { ts.as_ptr() };
+            Some(Some(tensor_save_safetensors(p, np, tp, n).0))
+        }
         "storage_nbytes" => plain!(storage_nbytes(c.s())),
         "storage_device" => plain!(storage_device(c.s())),
         "storage_is_resizable" => plain!(storage_is_resizable(c.s())),
@@ -1280,6 +1480,7 @@ fn hostile_calls_return_only_documented_statuses() {
         .iter()
         .map(|((f, code), msg)| format!("{f} returned {} ({msg})", h.status_name(*code)))
         .collect();
+    let _ = std::fs::remove_dir_all(files().dir.to_str().unwrap());
     println!("{calls} hostile calls over {rounds} rounds");
     for (name, codes) in &seen {
         let names: Vec<String> = codes.iter().map(|&c| h.status_name(c)).collect();

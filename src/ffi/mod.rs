@@ -8,13 +8,15 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 // In this order in the generated header: library-wide calls and tensor refcounts, storages,
-// creating and reading tensors, views, the operations that copy, then DLPack interop.
+// creating and reading tensors, views, the operations that copy, DLPack interop, then
+// mapped files, shared memory and file formats.
 pub mod core;
 pub mod storage;
 pub mod tensor;
 pub mod view;
 pub mod copy;
 pub mod dlpack;
+pub mod files;
 
 use crate::allocator::Allocator;
 use crate::device::Device;
@@ -75,6 +77,10 @@ pub const TENSOR_ERR_OVERLAP: tensor_status_t = tensor_status_t(11);
 pub const TENSOR_ERR_NOT_RESIZABLE: tensor_status_t = tensor_status_t(12);
 /// Write into a storage marked read-only.
 pub const TENSOR_ERR_READ_ONLY: tensor_status_t = tensor_status_t(13);
+/// A file or descriptor could not be opened, read, mapped or written (missing file,
+/// permission denied, a directory), or a file's contents are not valid for its format
+/// (empty, truncated, bad header, offsets outside the data).
+pub const TENSOR_ERR_IO: tensor_status_t = tensor_status_t(14);
 /// A bug: a panic was caught at the boundary.
 pub const TENSOR_ERR_INTERNAL: tensor_status_t = tensor_status_t(99);
 

@@ -1,0 +1,367 @@
+//! Memory beyond the allocator: storages over memory-mapped files, shared memory between
+//! processes (memfd + a descriptor to send with SCM_RIGHTS), and loading / saving
+//! `.safetensors` and `.npy` files without copying.
+
+use super::storage::storage_into_raw;
+use super::*;
+use crate::files::mmap::{self, MapMode};
+use crate::files::{npy, safetensors};
+use crate::storage::StorageKind;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// How a file region is mapped (`TENSOR_MAP_*`).
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct tensor_map_mode_t(pub i32);
+
+/// Read-only pages; the storage is read-only (every write refuses with READ_ONLY, DLPack
+/// exports carry the read-only flag).
+pub const TENSOR_MAP_READ_ONLY: tensor_map_mode_t = tensor_map_mode_t(0);
+/// Read-write and shared: writes reach the file (like `numpy.memmap(mode="r+")`).
+pub const TENSOR_MAP_SHARED: tensor_map_mode_t = tensor_map_mode_t(1);
+/// Read-write, private copy-on-write: writes stay in this process (`mode="c"`).
+pub const TENSOR_MAP_PRIVATE: tensor_map_mode_t = tensor_map_mode_t(2);
+
+/// Pass as `nbytes` to map from `offset` to the end of the file.
+pub const TENSOR_MAP_TO_END: u64 = u64::MAX;
+
+/// Opaque handle: a loaded `.safetensors` file (its names and tensors, over one read-only
+/// mapping).
+pub struct tensor_safetensors_t {
+    _opaque: [u8; 0],
+}
+
+struct LoadedFile {
+    names: Vec<CString>,
+    tensors: Vec<Tensor>,
+    /// Indices sorted by name, for lookups.
+    by_name: Vec<usize>,
+}
+
+fn path_arg<'a>(p: *const c_char, what: &str) -> Result<&'a Path> {
+    if p.is_null() {
+        bail!(NullPointer, "argument '{what}' is NULL");
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    Ok(Path::new(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+fn mode_arg(m: tensor_map_mode_t) -> Result<MapMode> {
+    MapMode::from_code(m.0)
+        .ok_or_else(|| Error::new(Status::InvalidArgument, format!("unknown map mode {}", m.0)))
+}
+
+fn region_arg(nbytes: u64) -> Result<Option<usize>> {
+    if nbytes == TENSOR_MAP_TO_END {
+        return Ok(None);
+    }
+    ensure!(
+        nbytes <= isize::MAX as u64,
+        Overflow,
+        "region of {nbytes} bytes exceeds the address space"
+    );
+    Ok(Some(nbytes as usize))
+}
+
+/// A storage over `nbytes` bytes at byte `offset` of the file at `path`
+/// (`TENSOR_MAP_TO_END`: to the end of the file), mapped with `mode`, in `*out` (owned, not
+/// resizable, `storage_is_mapped`). No byte is read or copied: the data pointer is inside
+/// the mapping, which is released when the last strong reference dies. Any offset works
+/// (the mapping starts at the page boundary below it). Like
+/// `torch.UntypedStorage.from_file` and `numpy.memmap`; truncating the file while it is
+/// mapped makes later reads fault, as with them.
+/// Errors: NULL_POINTER (path, out), INVALID_ARGUMENT (unknown mode, zero-length region),
+/// IO (cannot open, stat or map: missing file, permission denied, a directory),
+/// OUT_OF_BOUNDS (region past the end of the file), OVERFLOW, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn storage_from_file(
+    path: *const c_char,
+    offset: u64,
+    nbytes: u64,
+    mode: tensor_map_mode_t,
+    out: *mut *mut storage_t,
+) -> tensor_status_t {
+    call("storage_from_file", || {
+        let out = out_arg(out)?;
+        let path = path_arg(path, "path")?;
+        let s = mmap::map_file(path, offset, region_arg(nbytes)?, mode_arg(mode)?)?;
+        *out = storage_into_raw(s);
+        Ok(())
+    })
+}
+
+/// [`storage_from_file`] on an open descriptor (a file, or a shared-memory segment received
+/// from another process). The caller keeps `fd`; the storage keeps its own duplicate
+/// (returned by `storage_fd`, so the segment can be passed on). `TENSOR_MAP_SHARED` needs
+/// a descriptor open for writing.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (negative fd, unknown mode, zero-length region),
+/// IO (bad descriptor, permission denied), OUT_OF_BOUNDS (region past the end),
+/// OVERFLOW, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn storage_from_fd(
+    fd: c_int,
+    offset: u64,
+    nbytes: u64,
+    mode: tensor_map_mode_t,
+    out: *mut *mut storage_t,
+) -> tensor_status_t {
+    call("storage_from_fd", || {
+        let out = out_arg(out)?;
+        let s = mmap::map_descriptor(fd, offset, region_arg(nbytes)?, mode_arg(mode)?)?;
+        *out = storage_into_raw(s);
+        Ok(())
+    })
+}
+
+/// A new shared-memory storage of `nbytes` zero bytes (an anonymous `memfd_create`
+/// segment, read-write) in `*out` (owned). Send `storage_fd`'s descriptor to another
+/// process over a UNIX socket (`SCM_RIGHTS`); it maps the same pages with
+/// `storage_from_fd`. The segment is sealed against resizing, and lives until every
+/// process's last reference is gone.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (nbytes 0), OVERFLOW, OUT_OF_MEMORY, IO.
+#[no_mangle]
+pub extern "C" fn storage_new_shared(nbytes: usize, out: *mut *mut storage_t) -> tensor_status_t {
+    call("storage_new_shared", || {
+        let out = out_arg(out)?;
+        *out = storage_into_raw(mmap::new_shared(nbytes)?);
+        Ok(())
+    })
+}
+
+/// The descriptor of a shared-memory storage, or of one made by `storage_from_fd`, in
+/// `*out`: borrowed (owned by the storage, closed when its last strong reference dies;
+/// do not close it). Send it with `SCM_RIGHTS`, which gives the receiver its own copy.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (the storage keeps no descriptor: allocated,
+/// wrapped, or mapped from a path).
+#[no_mangle]
+pub extern "C" fn storage_fd(s: *const storage_t, out: *mut c_int) -> tensor_status_t {
+    call("storage_fd", || {
+        let out = out_arg(out)?;
+        *out = mmap::storage_fd(storage_arg(s, "s")?)?;
+        Ok(())
+    })
+}
+
+/// True when the storage's bytes are a memory mapping (a file, a received descriptor, or
+/// shared memory); false for allocated or wrapped memory and NULL.
+#[no_mangle]
+pub extern "C" fn storage_is_mapped(s: *const storage_t) -> bool {
+    guard("storage_is_mapped", false, || {
+        storage_arg(s, "s").is_ok_and(|s| s.kind() == StorageKind::Mapped)
+    })
+}
+
+/// Loads the `.npy` file at `path` (format 1.0, 2.0 or 3.0; C or Fortran order; every
+/// libtensor dtype NumPy has; 0-d and empty arrays) in `*out` (owned): a view over a
+/// mapping of the file made with `mode`, no byte copied, like
+/// `numpy.load(path, mmap_mode=...)`. Two cases load a copy instead: big-endian data
+/// (converted to native order) and data not aligned to its element size (never the case
+/// for files NumPy writes); `TENSOR_MAP_SHARED` refuses both with DTYPE.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (cannot
+/// open or map; not a .npy file, truncated, malformed header), DTYPE (unsupported dtype:
+/// structured, datetime, strings, float128...), OVERFLOW (shape), OUT_OF_BOUNDS,
+/// OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_load_npy(
+    path: *const c_char,
+    mode: tensor_map_mode_t,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_load_npy", out, || {
+        npy::load(path_arg(path, "path")?, mode_arg(mode)?)
+    })
+}
+
+/// Writes `t` to `path` as a `.npy` file (C order, format 1.0, or 2.0 for very long
+/// headers) that `numpy.load` reads; a non-contiguous `t` is written in C order. The file
+/// is written next to `path` and renamed over it, so existing mappings of `path` stay
+/// valid.
+/// Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
+/// OUT_OF_MEMORY, IO.
+#[no_mangle]
+pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> tensor_status_t {
+    call("tensor_save_npy", || {
+        let path = path_arg(path, "path")?;
+        let t = tensor_owned(t, "t")?;
+        npy::save(path, &t)
+    })
+}
+
+/// Loads the `.safetensors` file at `path` in `*out` (owned; release with
+/// `tensor_safetensors_release`): the header is validated as the format requires (by the
+/// format's reference implementation) and every tensor is a read-only view over one
+/// read-only mapping of the file, no byte copied. A tensor whose offset is not a multiple
+/// of its element size (never the case for files the reference writers produce) is copied
+/// to an aligned block. The tensors keep the mapping alive after the handle is released.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (more than 64 dims), IO (cannot open or map;
+/// truncated, bad header length, invalid JSON, offsets overlapping, with gaps or outside
+/// the data, shape not matching the byte length), DTYPE (a dtype libtensor lacks: float8,
+/// float6, float4, named in the message), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_load(
+    path: *const c_char,
+    out: *mut *mut tensor_safetensors_t,
+) -> tensor_status_t {
+    call("tensor_safetensors_load", || {
+        let out = out_arg(out)?;
+        let file = safetensors::load(path_arg(path, "path")?)?;
+        let mut names = Vec::with_capacity(file.tensors.len());
+        let mut tensors = Vec::with_capacity(file.tensors.len());
+        for (name, t) in file.tensors {
+            // A JSON name may hold "\u0000": cut there (C strings end at the first NUL).
+            let mut bytes = name.into_bytes();
+            if let Some(i) = bytes.iter().position(|&b| b == 0) {
+                bytes.truncate(i);
+            }
+            names.push(CString::new(bytes).unwrap_or_default());
+            tensors.push(t);
+        }
+        let mut by_name: Vec<usize> = (0..names.len()).collect();
+        by_name.sort_by(|&a, &b| names[a].cmp(&names[b]));
+        let loaded = LoadedFile {
+            names,
+            tensors,
+            by_name,
+        };
+        *out = Box::into_raw(Box::new(loaded)) as *mut tensor_safetensors_t;
+        Ok(())
+    })
+}
+
+fn loaded<'a>(f: *const tensor_safetensors_t) -> Option<&'a LoadedFile> {
+    // SAFETY: a non-NULL handle is live for the duration of the call.
+    unsafe { (f as *const LoadedFile).as_ref() }
+}
+
+/// Releases a loaded file's handle (its tensors stay valid: each holds the mapping). NULL
+/// is a no-op.
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_release(f: *mut tensor_safetensors_t) {
+    guard("tensor_safetensors_release", (), || {
+        if !f.is_null() {
+            // SAFETY: the caller gives up the handle it owns.
+            drop(unsafe { Box::from_raw(f as *mut LoadedFile) });
+        }
+    })
+}
+
+/// Number of tensors in the file (0 for NULL).
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_count(f: *const tensor_safetensors_t) -> usize {
+    guard("tensor_safetensors_count", 0, || {
+        loaded(f).map_or(0, |f| f.tensors.len())
+    })
+}
+
+/// Name of tensor `i` (tensors are in file data order), borrowed until the handle is
+/// released; NULL when `i` is out of range or `f` is NULL.
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_name(
+    f: *const tensor_safetensors_t,
+    i: usize,
+) -> *const c_char {
+    guard("tensor_safetensors_name", std::ptr::null(), || {
+        loaded(f)
+            .and_then(|f| f.names.get(i))
+            .map_or(std::ptr::null(), |n| n.as_ptr())
+    })
+}
+
+/// Tensor `i` in `*out` (a new reference, owned).
+/// Errors: NULL_POINTER, INDEX (i >= count).
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_at(
+    f: *const tensor_safetensors_t,
+    i: usize,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_safetensors_at", out, || {
+        let f = loaded(f).ok_or_else(|| Error::new(Status::NullPointer, "argument 'f' is NULL"))?;
+        let n = f.tensors.len();
+        f.tensors.get(i).cloned().ok_or_else(|| {
+            Error::new(
+                Status::Index,
+                format!("index {i} is out of range for a file of {n} tensors"),
+            )
+        })
+    })
+}
+
+/// The tensor named `name` in `*out` (a new reference, owned).
+/// Errors: NULL_POINTER, INDEX (no tensor of that name).
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_get(
+    f: *const tensor_safetensors_t,
+    name: *const c_char,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_safetensors_get", out, || {
+        let f = loaded(f).ok_or_else(|| Error::new(Status::NullPointer, "argument 'f' is NULL"))?;
+        ensure!(!name.is_null(), NullPointer, "argument 'name' is NULL");
+        // SAFETY: a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(name) };
+        match f
+            .by_name
+            .binary_search_by(|&i| f.names[i].as_c_str().cmp(name))
+        {
+            Ok(k) => Ok(f.tensors[f.by_name[k]].clone()),
+            Err(_) => bail!(
+                Index,
+                "no tensor named '{}' in the file",
+                name.to_string_lossy()
+            ),
+        }
+    })
+}
+
+/// Writes `n` tensors named `names[i]` to `path` as a `.safetensors` file that the
+/// format's readers (Python `safetensors.numpy` / `safetensors.torch`) read back; each is
+/// written in C order. Every libtensor dtype but complex128 (the format has none). The
+/// file is written next to `path` and renamed over it.
+/// Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
+/// INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
+/// (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO.
+#[no_mangle]
+pub extern "C" fn tensor_save_safetensors(
+    path: *const c_char,
+    names: *const *const c_char,
+    tensors: *const *const tensor_t,
+    n: usize,
+) -> tensor_status_t {
+    call("tensor_save_safetensors", || {
+        let path = path_arg(path, "path")?;
+        let (names, tensors) = if n == 0 {
+            (&[][..], &[][..])
+        } else {
+            ensure!(
+                !names.is_null() && !tensors.is_null(),
+                NullPointer,
+                "argument 'names' or 'tensors' is NULL with n = {n}"
+            );
+            // SAFETY: the caller passes n entries in each array.
+            unsafe {
+                (
+                    std::slice::from_raw_parts(names, n),
+                    std::slice::from_raw_parts(tensors, n),
+                )
+            }
+        };
+        let mut owned: Vec<(&str, Tensor)> = Vec::with_capacity(n);
+        for (i, (&name, &t)) in names.iter().zip(tensors).enumerate() {
+            ensure!(!name.is_null(), NullPointer, "names[{i}] is NULL");
+            // SAFETY: a NUL-terminated string.
+            let name = unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| {
+                Error::new(
+                    Status::InvalidArgument,
+                    format!("names[{i}] is not valid UTF-8"),
+                )
+            })?;
+            owned.push((name, tensor_owned(t, "tensors[i]")?));
+        }
+        let named: Vec<(&str, &Tensor)> = owned.iter().map(|(n, t)| (*n, t)).collect();
+        safetensors::save(path, &named)
+    })
+}
