@@ -24,6 +24,13 @@ struct DLManagedTensor;
 struct DLManagedTensorVersioned;
 struct DLManagedTensor;
 #endif
+/** libtensor version of this header (Cargo.toml); tensor_version_string() is the
+ * loaded library's. */
+#define TENSOR_VERSION_MAJOR 0
+#define TENSOR_VERSION_MINOR 1
+#define TENSOR_VERSION_PATCH 0
+#define TENSOR_VERSION_STRING "0.1.0"
+
 
 /**
  * Maximum number of dims of a tensor.

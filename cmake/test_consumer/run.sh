@@ -9,7 +9,8 @@ trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
 cd "$root"
 
-echo "--- make install PREFIX=$prefix"
+echo "--- make (release build, staged in build/lib); make install PREFIX=$prefix"
+make --no-print-directory release >/dev/null
 make --no-print-directory install PREFIX="$prefix"
 for f in lib/libtensor.so.0.1.0 lib/libtensor.so.0 lib/libtensor.so lib/libtensor.a include/tensor.h \
          lib/pkgconfig/tensor.pc lib/cmake/tensor/tensorConfig.cmake lib/cmake/tensor/tensorConfigVersion.cmake; do
