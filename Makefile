@@ -28,8 +28,9 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 
 RELEASE := $(CARGO_TARGET_DIR)/release
 STAGE   := build/lib
-# Native libraries the Rust static library needs (cargo rustc -- --print native-static-libs).
-STATIC_DEPS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+# Native libraries the Rust static library needs (cargo rustc -- --print native-static-libs,
+# less -lgcc_s: the C driver adds the unwinder itself, libgcc_s or with -static libgcc_eh).
+STATIC_DEPS := -lutil -lrt -lpthread -lm -ldl -lc
 
 # Install directories: absolute, and as written in tensor.pc / tensorConfig.cmake (relative to
 # the prefix when they are inside it, so the CMake package stays relocatable).

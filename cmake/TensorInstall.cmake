@@ -35,7 +35,7 @@ install(FILES "${CMAKE_CURRENT_BINARY_DIR}/tensorConfig.cmake"
         DESTINATION "${_lib}/cmake/tensor")
 
 # tensor.pc names the prefix, which `cmake --install --prefix DIR` only knows at install time.
-set(STATIC_DEPS "-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc")
+set(STATIC_DEPS "-lutil -lrt -lpthread -lm -ldl -lc") # as the Makefile's STATIC_DEPS
 foreach(_kind LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${_kind}}")
     set(PC_${_kind} "${CMAKE_INSTALL_${_kind}}")
