@@ -49,8 +49,15 @@ INC_DEST := $(DESTDIR)$(abs_incdir)
 
 all: release
 
+# The build also checks that the committed include/tensor.h (installed, and compiled by the
+# examples) is the header build.rs generated (its path comes from cargo's JSON messages).
 release:
-	$(CARGO) build --release
+	mkdir -p build
+	$(CARGO) build --release --message-format=json-render-diagnostics > build/cargo.json
+	@gen=$$(sed -n 's/.*\["TENSOR_GENERATED_HEADER","\([^"]*\)"\].*/\1/p' build/cargo.json | tail -n 1); \
+	if [ -z "$$gen" ] || ! cmp -s include/tensor.h "$$gen"; then \
+	  echo "include/tensor.h differs from the header generated from src/ffi/ ($$gen):" >&2; \
+	  echo "  run 'make header' (TENSOR_UPDATE_HEADER=1 cargo build) and commit it" >&2; exit 1; fi
 	sh cmake/stage.sh $(RELEASE)/libtensor.a $(STAGE) $(VERSION)
 
 header:
