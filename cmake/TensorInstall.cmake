@@ -19,11 +19,14 @@ install(FILES "${TENSOR_SOURCE_DIR}/include/tensor.h" "${TENSOR_SOURCE_DIR}/incl
 set(VERSION ${TENSOR_VERSION})
 set(SOMAJOR ${TENSOR_VERSION_MAJOR})
 file(RELATIVE_PATH CONFIG_TO_PREFIX "/p/${_lib}/cmake/tensor" "/p")
+# The directories as tensorConfig.cmake (CONFIG_*) and tensor.pc (PC_*) name them.
 foreach(_kind LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${_kind}}")
     set(CONFIG_${_kind} "${CMAKE_INSTALL_${_kind}}")
+    set(PC_${_kind} "${CMAKE_INSTALL_${_kind}}")
   else()
     set(CONFIG_${_kind} "\${_tensor_prefix}/${CMAKE_INSTALL_${_kind}}")
+    set(PC_${_kind} "\${prefix}/${CMAKE_INSTALL_${_kind}}")
   endif()
 endforeach()
 configure_file("${TENSOR_SOURCE_DIR}/cmake/tensorConfig.cmake.in"
@@ -35,14 +38,14 @@ install(FILES "${CMAKE_CURRENT_BINARY_DIR}/tensorConfig.cmake"
         DESTINATION "${_lib}/cmake/tensor")
 
 # tensor.pc names the prefix, which `cmake --install --prefix DIR` only knows at install time.
-set(STATIC_DEPS "-lutil -lrt -lpthread -lm -ldl -lc") # as the Makefile's STATIC_DEPS
-foreach(_kind LIBDIR INCLUDEDIR)
-  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_kind}}")
-    set(PC_${_kind} "${CMAKE_INSTALL_${_kind}}")
-  else()
-    set(PC_${_kind} "\${prefix}/${CMAKE_INSTALL_${_kind}}")
-  endif()
-endforeach()
+# Libs.private: the Makefile's STATIC_DEPS (one list for both installs).
+file(STRINGS "${TENSOR_SOURCE_DIR}/Makefile" STATIC_DEPS REGEX "^STATIC_DEPS *:=" LIMIT_COUNT 1)
+string(REGEX REPLACE "^STATIC_DEPS *:= *" "" STATIC_DEPS "${STATIC_DEPS}")
+if(IS_ABSOLUTE "${_lib}")
+  set(_pc_dest "${_lib}/pkgconfig")
+else()
+  set(_pc_dest "\${CMAKE_INSTALL_PREFIX}/${_lib}/pkgconfig")
+endif()
 install(CODE "
   set(VERSION \"${VERSION}\")
   set(STATIC_DEPS \"${STATIC_DEPS}\")
@@ -50,6 +53,6 @@ install(CODE "
   set(PC_INCLUDEDIR [[${PC_INCLUDEDIR}]])
   set(PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
   configure_file(\"${TENSOR_SOURCE_DIR}/cmake/tensor.pc.in\" \"${CMAKE_CURRENT_BINARY_DIR}/tensor.pc\" @ONLY)
-  file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${_lib}/pkgconfig\" TYPE FILE
+  file(INSTALL DESTINATION \"${_pc_dest}\" TYPE FILE
        FILES \"${CMAKE_CURRENT_BINARY_DIR}/tensor.pc\")
 ")
