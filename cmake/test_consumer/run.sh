@@ -5,10 +5,11 @@
 #      (libtensor.a with Libs.private) and fully static (-static); an incompatible version refused
 #   2. make install PREFIX=/usr LIBDIR=lib/x86_64-linux-gnu DESTDIR=D (multiarch, staged):
 #      find_package from the staged tree (relocatable), pkg-config with PKG_CONFIG_SYSROOT_DIR
-#   3. CMake from source, standalone: Debug (cargo dev profile) with --target <host triple>,
-#      ctest, cmake --install --prefix P2 with LIBDIR lib64, then find_package + pkg-config there
+#   3. CMake from source, standalone: Debug (cargo dev profile), ctest, cmake --install
+#      --prefix P3 with LIBDIR lib64, then find_package + pkg-config there
 #   4. add_subdirectory(<checkout>), Release; tensor::tensor static with BUILD_SHARED_LIBS=OFF
-#   5. FetchContent from the local checkout (git, at HEAD: committed changes only)
+#   5. FetchContent from the local checkout (git, at HEAD: committed changes only), with a
+#      cargo --target triple (the host's: the path a cross build takes)
 # All CMake-from-source builds run with CARGO_TARGET_DIR set, to one shared directory (the
 # checkout's target/ unless CARGO_TARGET_DIR is already set), so cargo reuses its builds.
 # Usage: cmake/test_consumer/run.sh   (from anywhere; needs cargo, cmake, pkg-config, cc, c++, git)
@@ -23,7 +24,8 @@ major=${version%%.*}
 cd "$root"
 
 fail() { echo "FAILED: $*" >&2; exit 1; }
-say() { echo; echo "--- $*"; }
+t0=$(date +%s)
+say() { echo; echo "--- [$(( $(date +%s) - t0 )) s] $*"; }
 
 # run_programs DIR [static-only]: runs the consumers DIR built; the _static ones (and all of
 # them with static-only) must not load libtensor.so.
@@ -136,12 +138,11 @@ mkdir -p "$work/pc2"
 PKG_CONFIG_PATH="$work/stage/usr/lib/x86_64-linux-gnu/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$work/stage" \
   pkgconfig_consumer pc2
 
-host=$(rustc -vV | sed -n 's/^host: //p')
-say "3. CMake from source, standalone: Debug, --target $host, CARGO_TARGET_DIR=$CARGO_TARGET_DIR; ctest; install"
-cmake -S "$root" -B "$work/standalone" -DCMAKE_BUILD_TYPE=Debug -DTENSOR_CARGO_TARGET="$host" \
+say "3. CMake from source, standalone: Debug (cargo dev profile), CARGO_TARGET_DIR=$CARGO_TARGET_DIR; ctest; install"
+cmake -S "$root" -B "$work/standalone" -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_INSTALL_LIBDIR=lib64 >"$work/standalone.log" 2>&1 || { cat "$work/standalone.log"; fail configure; }
 cmake --build "$work/standalone" -j 2 >>"$work/standalone.log" 2>&1 || { cat "$work/standalone.log"; fail build; }
-[ -f "$CARGO_TARGET_DIR/$host/debug/libtensor.a" ] || fail "cargo did not build into CARGO_TARGET_DIR/$host/debug"
+grep -q 'Finished `dev` profile' "$work/standalone.log" || fail "a Debug build did not build cargo's dev profile"
 ctest --test-dir "$work/standalone" --output-on-failure
 cmake --install "$work/standalone" --prefix "$work/prefix3" >/dev/null
 check_install "$work/prefix3" lib64 include
@@ -158,10 +159,12 @@ fi
 STATIC_ONLY=static-only cmake_consumer subdir_static -DTENSOR_CONSUME=subdirectory -DTENSOR_SOURCE="$root" \
   -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
 
-say "5. FetchContent from the local checkout (git, HEAD $(git -C "$root" rev-parse --short HEAD))"
+host=$(rustc -vV | sed -n 's/^host: //p')
+say "5. FetchContent from the local checkout (git, HEAD $(git -C "$root" rev-parse --short HEAD)), Debug, --target $host"
 cmake_consumer fetch -DTENSOR_CONSUME=fetchcontent -DTENSOR_GIT="$root" \
-  -DTENSOR_GIT_TAG="$(git -C "$root" rev-parse HEAD)" -DCMAKE_BUILD_TYPE=Debug
+  -DTENSOR_GIT_TAG="$(git -C "$root" rev-parse HEAD)" -DCMAKE_BUILD_TYPE=Debug -DTENSOR_CARGO_TARGET="$host"
+[ -f "$CARGO_TARGET_DIR/$host/debug/libtensor.a" ] || fail "cargo did not build into CARGO_TARGET_DIR/$host/debug"
 
 echo
-echo "consumer test passed: make install, multiarch + DESTDIR, CMake standalone + ctest + install," \
+echo "consumer test passed in $(( $(date +%s) - t0 )) s: make install, multiarch + DESTDIR, CMake standalone + ctest + install," \
      "add_subdirectory, FetchContent, find_package, pkg-config (C and C++ each)"
