@@ -4,7 +4,7 @@
 #    anything else -> release), optionally with `--target TRIPLE` (TENSOR_CARGO_TARGET) and
 #    into TENSOR_CARGO_TARGET_DIR (default: $ENV{CARGO_TARGET_DIR}, else <build dir>/cargo);
 # 2. cmake/stage.sh turns cargo's libtensor.a into the shipped libraries in
-#    <build dir>/lib: libtensor.so.VERSION (+ .debug, .so.MAJOR, .so links) and a
+#    <build dir>/tensor-lib: libtensor.so.VERSION (+ .debug, .so.MAJOR, .so links) and a
 #    symbol-localized libtensor.a;
 # 3. two imported targets name them: libtensor_shared and libtensor_static.
 # Cargo decides what to rebuild; the custom command reruns when a Rust source, Cargo.toml,
@@ -38,7 +38,8 @@ if(TENSOR_CARGO_TARGET)
 endif()
 string(APPEND _tensor_artifacts "/${_tensor_profile_dir}")
 
-set(TENSOR_STAGE_DIR "${CMAKE_CURRENT_BINARY_DIR}/lib")
+# (not <build>/lib: `cmake -B build` in the checkout would share it with the Makefile's build/lib)
+set(TENSOR_STAGE_DIR "${CMAKE_CURRENT_BINARY_DIR}/tensor-lib")
 set(TENSOR_SHARED_FILE "${TENSOR_STAGE_DIR}/libtensor.so.${TENSOR_VERSION}")
 set(TENSOR_STATIC_FILE "${TENSOR_STAGE_DIR}/libtensor.a")
 
