@@ -40,7 +40,7 @@ fn main() {
         .expect("cbindgen.toml is valid");
     // The version macros come from Cargo.toml, the one source of truth for the version.
     let version_macros = format!(
-        "\n/** libtensor version of this header (Cargo.toml); tensor_version_string() is the\n \
+        "\n\n/** libtensor version of this header (Cargo.toml); tensor_version_string() is the\n \
          * loaded library's. */\n\
          #define TENSOR_VERSION_MAJOR {major}\n\
          #define TENSOR_VERSION_MINOR {}\n\
