@@ -1,38 +1,72 @@
 # libtensor: build, example, tests and installation.
-#   make example                 build the library (release) and run the flagship C example
+#   make                         build (cargo build --release) and stage the shipped libraries
+#                                in build/lib (cmake/stage.sh): libtensor.so.VERSION (+ .debug),
+#                                libtensor.so.MAJOR, libtensor.so, libtensor.a (only the public
+#                                tensor_*/storage_* symbols are global)
+#   make example                 build the library and run the flagship C example
 #   make test                    every test: Rust, C and C++ (cargo test)
+#   make header                  refresh the committed include/tensor.h from src/ffi/
 #   make docs                    HTML API reference in build/docs/html (needs doxygen)
-#   make install PREFIX=/opt/x   lib/libtensor.so.0.1.0 (+ .so.0, .so links), lib/libtensor.a,
-#                                include/tensor.h[pp], lib/pkgconfig/tensor.pc,
-#                                lib/cmake/tensor/tensorConfig{,Version}.cmake
-# DESTDIR is honoured for staged installs.
+#   make install PREFIX=/opt/x   installs what `make` built (it never runs cargo):
+#                                LIBDIR/libtensor.so.VERSION (stripped) + .so.MAJOR, .so links,
+#                                LIBDIR/libtensor.so.VERSION.debug (INSTALL_DEBUG=0 to skip),
+#                                LIBDIR/libtensor.a, INCLUDEDIR/tensor.h[pp],
+#                                LIBDIR/pkgconfig/tensor.pc, LIBDIR/cmake/tensor/*.cmake
+# LIBDIR (default lib) and INCLUDEDIR (default include) are relative to PREFIX or absolute,
+# as GNUInstallDirs has them: LIBDIR=lib64, LIBDIR=lib/x86_64-linux-gnu. DESTDIR is honoured.
 
-CARGO   ?= cargo
-CC      ?= cc
-PREFIX  ?= /usr/local
-DESTDIR ?=
-VERSION := 0.1.0
-SOMAJOR := 0
+CARGO      ?= cargo
+CC         ?= cc
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LIBDIR     ?= lib
+INCLUDEDIR ?= include
+INSTALL_DEBUG ?= 1
+CARGO_TARGET_DIR ?= target
+# One source of truth for the version: Cargo.toml.
+VERSION := $(shell sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 
-RELEASE := target/release
-LIBDIR  := $(DESTDIR)$(PREFIX)/lib
-INCDIR  := $(DESTDIR)$(PREFIX)/include
-# Native libraries the Rust static library needs (cargo rustc -- --print native-static-libs).
-STATIC_DEPS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+RELEASE := $(CARGO_TARGET_DIR)/release
+STAGE   := build/lib
+# Native libraries the Rust static library needs (cargo rustc -- --print native-static-libs,
+# less -lgcc_s: the C driver adds the unwinder itself, libgcc_s or with -static libgcc_eh).
+STATIC_DEPS := -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: all release example test install uninstall clean docs
+# Install directories: absolute, and as written in tensor.pc / tensorConfig.cmake (relative to
+# the prefix when they are inside it, so the CMake package stays relocatable).
+abs_libdir := $(if $(filter /%,$(LIBDIR)),$(LIBDIR),$(PREFIX)/$(LIBDIR))
+abs_incdir := $(if $(filter /%,$(INCLUDEDIR)),$(INCLUDEDIR),$(PREFIX)/$(INCLUDEDIR))
+rel_libdir := $(patsubst $(PREFIX)/%,%,$(abs_libdir))
+rel_incdir := $(patsubst $(PREFIX)/%,%,$(abs_incdir))
+pc_path     = $(if $(filter /%,$(1)),$(1),$${prefix}/$(1))
+cm_path     = $(if $(filter /%,$(1)),$(1),$${_tensor_prefix}/$(1))
+# From LIBDIR/cmake/tensor back up to the prefix: one ".." per directory.
+cm_to_prefix := $(shell echo "$(rel_libdir)/cmake/tensor" | sed 's|[^/][^/]*|..|g')
+LIB_DEST := $(DESTDIR)$(abs_libdir)
+INC_DEST := $(DESTDIR)$(abs_incdir)
+
+.PHONY: all release header example test install uninstall clean docs
 
 all: release
 
+# The build also checks that the committed include/tensor.h (installed, and compiled by the
+# examples) is the header build.rs generated (its path comes from cargo's JSON messages).
 release:
-	$(CARGO) build --release
+	mkdir -p build
+	$(CARGO) build --release --message-format=json-render-diagnostics > build/cargo.json
+	@gen=$$(sed -n 's/.*\["TENSOR_GENERATED_HEADER","\([^"]*\)"\].*/\1/p' build/cargo.json | tail -n 1); \
+	if [ -z "$$gen" ] || ! cmp -s include/tensor.h "$$gen"; then \
+	  echo "include/tensor.h differs from the header generated from src/ffi/ ($$gen):" >&2; \
+	  echo "  run 'make header' (TENSOR_UPDATE_HEADER=1 cargo build) and commit it" >&2; exit 1; fi
+	sh cmake/stage.sh $(RELEASE)/libtensor.a $(STAGE) $(VERSION)
 
-# The example links against target/release through build/lib, which also carries the
-# libtensor.so.0 name (the library's SONAME) the executable asks for at run time.
+header:
+	TENSOR_UPDATE_HEADER=1 $(CARGO) build
+
+# The example links against build/lib, which also carries the libtensor.so.MAJOR name (the
+# library's SONAME) the executable asks for at run time.
 example: release
-	mkdir -p build/lib
-	ln -sf ../../$(RELEASE)/libtensor.so build/lib/libtensor.so
-	ln -sf ../../$(RELEASE)/libtensor.so build/lib/libtensor.so.$(SOMAJOR)
 	$(CC) -std=c99 -Wall -Wextra -pedantic -O2 -Iinclude examples_c/image_crop.c \
 	    -o build/image_crop -Lbuild/lib -Wl,-rpath,'$$ORIGIN/lib' -ltensor
 	./build/image_crop
@@ -45,27 +79,37 @@ docs:
 	doxygen docs/Doxyfile
 	@echo "API reference: build/docs/html/index.html"
 
-install: release
-	install -d $(LIBDIR)/pkgconfig $(LIBDIR)/cmake/tensor $(INCDIR)
-	install -m 755 $(RELEASE)/libtensor.so $(LIBDIR)/libtensor.so.$(VERSION)
-	ln -sf libtensor.so.$(VERSION) $(LIBDIR)/libtensor.so.$(SOMAJOR)
-	ln -sf libtensor.so.$(SOMAJOR) $(LIBDIR)/libtensor.so
-	install -m 644 $(RELEASE)/libtensor.a $(LIBDIR)/libtensor.a
-	install -m 644 include/tensor.h $(INCDIR)/tensor.h
-	if [ -f include/tensor.hpp ]; then install -m 644 include/tensor.hpp $(INCDIR)/tensor.hpp; fi
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    -e 's|@STATIC_DEPS@|$(STATIC_DEPS)|g' cmake/tensor.pc.in > $(LIBDIR)/pkgconfig/tensor.pc
+install:
+	@if [ ! -f $(STAGE)/libtensor.so.$(VERSION) ] || [ ! -f $(STAGE)/libtensor.a ]; then \
+	  echo "make install: nothing is built in $(STAGE)/ (libtensor $(VERSION)):" >&2; \
+	  echo "  run 'make' first, as your user; 'make install' only copies what it built" >&2; \
+	  exit 1; fi
+	install -d $(LIB_DEST)/pkgconfig $(LIB_DEST)/cmake/tensor $(INC_DEST)
+	install -m 755 $(STAGE)/libtensor.so.$(VERSION) $(LIB_DEST)/libtensor.so.$(VERSION)
+	if [ "$(INSTALL_DEBUG)" = 1 ]; then install -m 644 $(STAGE)/libtensor.so.$(VERSION).debug \
+	    $(LIB_DEST)/libtensor.so.$(VERSION).debug; fi
+	ln -sf libtensor.so.$(VERSION) $(LIB_DEST)/libtensor.so.$(SOMAJOR)
+	ln -sf libtensor.so.$(SOMAJOR) $(LIB_DEST)/libtensor.so
+	install -m 644 $(STAGE)/libtensor.a $(LIB_DEST)/libtensor.a
+	install -m 644 include/tensor.h include/tensor.hpp $(INC_DEST)/
+	sed -e 's|@PC_PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@PC_LIBDIR@|$(call pc_path,$(rel_libdir))|g' \
+	    -e 's|@PC_INCLUDEDIR@|$(call pc_path,$(rel_incdir))|g' \
+	    -e 's|@STATIC_DEPS@|$(STATIC_DEPS)|g' cmake/tensor.pc.in > $(LIB_DEST)/pkgconfig/tensor.pc
 	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' \
-	    cmake/tensorConfig.cmake.in > $(LIBDIR)/cmake/tensor/tensorConfig.cmake
+	    -e 's|@CONFIG_TO_PREFIX@|$(cm_to_prefix)|g' \
+	    -e 's|@CONFIG_LIBDIR@|$(call cm_path,$(rel_libdir))|g' \
+	    -e 's|@CONFIG_INCLUDEDIR@|$(call cm_path,$(rel_incdir))|g' \
+	    cmake/tensorConfig.cmake.in > $(LIB_DEST)/cmake/tensor/tensorConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|g' \
-	    cmake/tensorConfigVersion.cmake.in > $(LIBDIR)/cmake/tensor/tensorConfigVersion.cmake
+	    cmake/tensorConfigVersion.cmake.in > $(LIB_DEST)/cmake/tensor/tensorConfigVersion.cmake
 
 uninstall:
-	rm -f $(LIBDIR)/libtensor.so.$(VERSION) $(LIBDIR)/libtensor.so.$(SOMAJOR) \
-	    $(LIBDIR)/libtensor.so $(LIBDIR)/libtensor.a $(INCDIR)/tensor.h $(INCDIR)/tensor.hpp \
-	    $(LIBDIR)/pkgconfig/tensor.pc $(LIBDIR)/cmake/tensor/tensorConfig.cmake \
-	    $(LIBDIR)/cmake/tensor/tensorConfigVersion.cmake
-	-rmdir $(LIBDIR)/cmake/tensor
+	rm -f $(LIB_DEST)/libtensor.so.$(VERSION) $(LIB_DEST)/libtensor.so.$(VERSION).debug \
+	    $(LIB_DEST)/libtensor.so.$(SOMAJOR) $(LIB_DEST)/libtensor.so $(LIB_DEST)/libtensor.a \
+	    $(INC_DEST)/tensor.h $(INC_DEST)/tensor.hpp $(LIB_DEST)/pkgconfig/tensor.pc \
+	    $(LIB_DEST)/cmake/tensor/tensorConfig.cmake $(LIB_DEST)/cmake/tensor/tensorConfigVersion.cmake
+	-rmdir $(LIB_DEST)/cmake/tensor
 
 clean:
 	rm -rf build

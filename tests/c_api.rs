@@ -1,5 +1,5 @@
 //! Builds every C (`c_tests/*.c`, C99) and C++ (`c_tests/*.cpp`, C++17) test program
-//! against `include/tensor.h` with `-Wall -Wextra -pedantic -Werror`, links it to the real
+//! against `include/tensor.h` (first checked to equal the header build.rs generated) with `-Wall -Wextra -pedantic -Werror`, links it to the real
 //! `libtensor.so` that cargo built for this test run, and runs it. Each program prints
 //! "<name>: N passed, N failed" and exits non-zero on any failure.
 //!
@@ -132,8 +132,22 @@ fn run(exe: &Path) -> Result<String, String> {
     }
 }
 
+/// The programs compile against the committed include/tensor.h (tensor.hpp includes it from
+/// there): it must be the header build.rs just generated from src/ffi/ into OUT_DIR.
+fn assert_header_is_fresh() {
+    let committed = manifest_dir().join("include/tensor.h");
+    let generated = env!("TENSOR_GENERATED_HEADER");
+    assert!(
+        std::fs::read(&committed).ok() == std::fs::read(generated).ok(),
+        "{} differs from the header generated from src/ffi/ ({generated}): \
+         run `make header` (TENSOR_UPDATE_HEADER=1 cargo build) and commit include/tensor.h",
+        committed.display()
+    );
+}
+
 #[test]
 fn c_and_cpp_programs_pass() {
+    assert_header_is_fresh();
     let lib = library_dir();
     let bin = lib.parent().unwrap().join("bin");
     std::fs::create_dir_all(&bin).unwrap();

@@ -1,5 +1,6 @@
-/* Consumer test: links an installed libtensor (shared or static), checks that the header
- * and the library agree, and does a little work. Exit code 0 on success. */
+/* Consumer test (C): links libtensor however the consumer project found it (shared or static),
+ * checks that the header and the library agree (ABI, version; with -DEXPECTED_VERSION="x.y.z"
+ * also the version the build system reported) and does a little work. Exit code 0 on success. */
 #include <stdio.h>
 #include <string.h>
 #include <tensor.h>
@@ -13,6 +14,18 @@ int main(void) {
     fprintf(stderr, "ABI mismatch: header %u, library %u\n", TENSOR_ABI_VERSION, tensor_abi_version());
     return 1;
   }
+  if (strcmp(tensor_version_string(), TENSOR_VERSION_STRING) != 0) {
+    fprintf(stderr, "version mismatch: header %s, library %s\n", TENSOR_VERSION_STRING,
+            tensor_version_string());
+    return 1;
+  }
+#ifdef EXPECTED_VERSION
+  if (strcmp(EXPECTED_VERSION, TENSOR_VERSION_STRING) != 0) {
+    fprintf(stderr, "version mismatch: build system %s, header %s\n", EXPECTED_VERSION,
+            TENSOR_VERSION_STRING);
+    return 1;
+  }
+#endif
   if (tensor_ones(sizes, 2, TENSOR_FLOAT32, &t) != TENSOR_OK) {
     fprintf(stderr, "tensor_ones: %s\n", tensor_last_error());
     return 1;
@@ -23,6 +36,7 @@ int main(void) {
     fprintf(stderr, "unexpected repr:\n%s\n", text);
     return 1;
   }
-  printf("consumer OK: libtensor %s\n", tensor_version_string());
+  printf("C consumer OK: libtensor %s (%d.%d.%d)\n", tensor_version_string(), TENSOR_VERSION_MAJOR,
+         TENSOR_VERSION_MINOR, TENSOR_VERSION_PATCH);
   return 0;
 }

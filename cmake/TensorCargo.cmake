@@ -1,0 +1,87 @@
+# The cargo glue of libtensor's CMake build (included by the top-level CMakeLists.txt).
+#
+# 1. `cargo build` of this crate, at the cargo profile matching CMAKE_BUILD_TYPE (Debug -> dev,
+#    anything else -> release), optionally with `--target TRIPLE` (TENSOR_CARGO_TARGET) and
+#    into TENSOR_CARGO_TARGET_DIR (default: $ENV{CARGO_TARGET_DIR}, else <build dir>/cargo);
+# 2. cmake/stage.sh turns cargo's libtensor.a into the shipped libraries in
+#    <build dir>/tensor-lib: libtensor.so.VERSION (+ .debug, .so.MAJOR, .so links) and a
+#    symbol-localized libtensor.a;
+# 3. two imported targets name them: libtensor_shared and libtensor_static.
+# Cargo decides what to rebuild; the custom command reruns when a Rust source, Cargo.toml,
+# Cargo.lock, build.rs, cbindgen.toml or the version script changes.
+
+find_program(TENSOR_CARGO cargo HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin" REQUIRED)
+
+if(DEFINED ENV{CARGO_TARGET_DIR} AND NOT "$ENV{CARGO_TARGET_DIR}" STREQUAL "")
+  set(_tensor_default_target_dir "$ENV{CARGO_TARGET_DIR}")
+else()
+  set(_tensor_default_target_dir "${CMAKE_CURRENT_BINARY_DIR}/cargo")
+endif()
+set(TENSOR_CARGO_TARGET_DIR "${_tensor_default_target_dir}" CACHE PATH
+    "cargo's target directory for libtensor (default: $CARGO_TARGET_DIR, else <build>/cargo)")
+set(TENSOR_CARGO_TARGET "" CACHE STRING "Rust target triple for cargo --target (cross builds)")
+
+# CMAKE_BUILD_TYPE -> cargo profile and the directory cargo puts its artifacts in.
+if(CMAKE_BUILD_TYPE STREQUAL "Debug")
+  set(_tensor_profile dev)
+  set(_tensor_profile_dir debug)
+else()
+  set(_tensor_profile release)
+  set(_tensor_profile_dir release)
+endif()
+set(_tensor_cargo_args build --manifest-path "${TENSOR_SOURCE_DIR}/Cargo.toml"
+    --profile ${_tensor_profile} --lib)
+set(_tensor_artifacts "${TENSOR_CARGO_TARGET_DIR}")
+if(TENSOR_CARGO_TARGET)
+  list(APPEND _tensor_cargo_args --target ${TENSOR_CARGO_TARGET})
+  string(APPEND _tensor_artifacts "/${TENSOR_CARGO_TARGET}")
+endif()
+string(APPEND _tensor_artifacts "/${_tensor_profile_dir}")
+
+# (not <build>/lib: `cmake -B build` in the checkout would share it with the Makefile's build/lib)
+set(TENSOR_STAGE_DIR "${CMAKE_CURRENT_BINARY_DIR}/tensor-lib")
+set(TENSOR_SHARED_FILE "${TENSOR_STAGE_DIR}/libtensor.so.${TENSOR_VERSION}")
+set(TENSOR_STATIC_FILE "${TENSOR_STAGE_DIR}/libtensor.a")
+
+file(GLOB_RECURSE _tensor_sources CONFIGURE_DEPENDS "${TENSOR_SOURCE_DIR}/src/*.rs")
+# The binutils CMake found (the cross ones in a cross build) for stage.sh.
+set(_tensor_tools CC=${CMAKE_C_COMPILER} AR=${CMAKE_AR})
+foreach(_tool LINKER OBJCOPY READELF)
+  if(CMAKE_${_tool})
+    string(REPLACE LINKER LD _var ${_tool})
+    list(APPEND _tensor_tools ${_var}=${CMAKE_${_tool}})
+  endif()
+endforeach()
+
+add_custom_command(
+  OUTPUT "${TENSOR_SHARED_FILE}" "${TENSOR_STATIC_FILE}"
+  COMMAND ${CMAKE_COMMAND} -E env CARGO_TARGET_DIR=${TENSOR_CARGO_TARGET_DIR}
+          ${TENSOR_CARGO} ${_tensor_cargo_args}
+  COMMAND ${CMAKE_COMMAND} -E env ${_tensor_tools}
+          sh "${TENSOR_SOURCE_DIR}/cmake/stage.sh" "${_tensor_artifacts}/libtensor.a"
+          "${TENSOR_STAGE_DIR}" ${TENSOR_VERSION}
+  DEPENDS ${_tensor_sources} "${TENSOR_SOURCE_DIR}/Cargo.toml" "${TENSOR_SOURCE_DIR}/Cargo.lock"
+          "${TENSOR_SOURCE_DIR}/build.rs" "${TENSOR_SOURCE_DIR}/cbindgen.toml"
+          "${TENSOR_SOURCE_DIR}/cmake/tensor.map" "${TENSOR_SOURCE_DIR}/cmake/stage.sh"
+  WORKING_DIRECTORY "${TENSOR_SOURCE_DIR}"
+  COMMENT "cargo build --profile ${_tensor_profile} (libtensor ${TENSOR_VERSION}); cmake/stage.sh"
+  USES_TERMINAL VERBATIM)
+add_custom_target(libtensor_cargo ALL DEPENDS "${TENSOR_SHARED_FILE}" "${TENSOR_STATIC_FILE}")
+
+find_package(Threads REQUIRED)
+
+add_library(libtensor_shared SHARED IMPORTED GLOBAL)
+set_target_properties(libtensor_shared PROPERTIES
+  IMPORTED_LOCATION "${TENSOR_SHARED_FILE}"
+  IMPORTED_SONAME "libtensor.so.${TENSOR_VERSION_MAJOR}"
+  INTERFACE_INCLUDE_DIRECTORIES "${TENSOR_SOURCE_DIR}/include")
+add_dependencies(libtensor_shared libtensor_cargo)
+
+# The native libraries the archive needs: `rustc --print native-static-libs` lists
+# gcc_s util rt pthread m dl c; the C compiler driver adds gcc_s and c itself.
+add_library(libtensor_static STATIC IMPORTED GLOBAL)
+set_target_properties(libtensor_static PROPERTIES
+  IMPORTED_LOCATION "${TENSOR_STATIC_FILE}"
+  INTERFACE_INCLUDE_DIRECTORIES "${TENSOR_SOURCE_DIR}/include"
+  INTERFACE_LINK_LIBRARIES "Threads::Threads;${CMAKE_DL_LIBS};m;rt;util")
+add_dependencies(libtensor_static libtensor_cargo)

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Turns the static library cargo built into the libraries libtensor ships, in OUT_DIR:
+#   libtensor.a               one pre-linked object (ld -r) whose only global symbols are the
+#                             public tensor_* / storage_*: Rust's standard library inside it is
+#                             local, so it links beside other Rust static libraries
+#   libtensor.so.VERSION      linked from that object with the SONAME libtensor.so.MAJOR and the
+#                             version script cmake/tensor.map (every symbol @@TENSOR_0), stripped
+#   libtensor.so.VERSION.debug  its debug info (found by gdb through .gnu_debuglink)
+#   libtensor.so.MAJOR, libtensor.so   symlinks
+# Used by `make release` and by the CMake build (cmake/TensorCargo.cmake), so both ship the
+# same files. It never runs cargo.
+#
+# Usage: cmake/stage.sh CARGO_ARCHIVE OUT_DIR VERSION
+#   CARGO_ARCHIVE  target/<profile>/libtensor.a from cargo
+# Tools (override for cross builds): CC, LD, AR, OBJCOPY, READELF; TENSOR_NATIVE_LIBS (the libraries
+# `rustc --print native-static-libs` lists).
+set -eu
+archive=$1
+out=$2
+version=$3
+major=${version%%.*}
+here=$(cd "$(dirname "$0")" && pwd)
+CC=${CC:-cc}
+LD=${LD:-ld}
+AR=${AR:-ar}
+OBJCOPY=${OBJCOPY:-objcopy}
+READELF=${READELF:-readelf}
+TENSOR_NATIVE_LIBS=${TENSOR_NATIVE_LIBS:--lgcc_s -lutil -lrt -lpthread -lm -ldl -lc}
+
+[ -f "$archive" ] || { echo "stage.sh: $archive does not exist (build the library first)" >&2; exit 1; }
+mkdir -p "$out"
+tmp="$out/.stage.$$"
+rm -rf "$tmp"
+mkdir -p "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+
+# 1. One relocatable object holding every member; then every defined global symbol but the
+#    public API becomes local (undefined references to libc etc. stay as they are).
+"$LD" -r --whole-archive "$archive" -o "$tmp/tensor.o"
+# (readelf, not nm: nm crashes in the LLVM plugin some systems install for binutils)
+"$READELF" -sW "$tmp/tensor.o" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" {print $8}' \
+  | sort -u > "$tmp/defined.txt"
+grep -E '^(tensor|storage)_' "$tmp/defined.txt" > "$tmp/public.txt" || true
+# The others are also renamed (__libtensor_ prefix): a local symbol that names a COMDAT group
+# (DW.ref.rust_eh_personality, ...) would otherwise still win the group against the same
+# group in another Rust library, whose references to it would then stay undefined.
+grep -vE '^(tensor|storage)_' "$tmp/defined.txt" | awk '{print $1, "__libtensor_" $1}' > "$tmp/rename.txt"
+[ -s "$tmp/public.txt" ] || { echo "stage.sh: no tensor_*/storage_* symbol in $archive" >&2; exit 1; }
+# The .llvmbc/.llvmcmd sections (bitcode Rust embeds for LTO) are dropped: merged by ld -r
+# they are no longer valid bitcode, and LLVM-based tools (the LLVMgold plugin of nm/ar) abort.
+"$OBJCOPY" --redefine-syms="$tmp/rename.txt" --keep-global-symbols="$tmp/public.txt" \
+  --remove-section=.llvmbc --remove-section=.llvmcmd \
+  "$tmp/tensor.o" "$tmp/libtensor.o"
+rm -f "$tmp/libtensor.a"
+"$AR" rcs "$tmp/libtensor.a" "$tmp/libtensor.o"
+
+# 2. The shared library from the same object, with symbol versions.
+lib="libtensor.so.$version"
+# shellcheck disable=SC2086
+"$CC" -shared -o "$tmp/$lib" -Wl,--whole-archive "$tmp/libtensor.a" -Wl,--no-whole-archive \
+  -Wl,-soname,"libtensor.so.$major" -Wl,--version-script="$here/tensor.map" -Wl,--gc-sections \
+  -Wl,-z,relro -Wl,-z,now $TENSOR_NATIVE_LIBS
+
+# 3. Debug info into its own file; the library keeps a .gnu_debuglink to it.
+"$OBJCOPY" --only-keep-debug "$tmp/$lib" "$tmp/$lib.debug"
+"$OBJCOPY" --strip-debug --strip-unneeded "$tmp/$lib"
+(cd "$tmp" && "$OBJCOPY" --add-gnu-debuglink="$lib.debug" "$lib")
+
+mv -f "$tmp/libtensor.a" "$tmp/$lib" "$tmp/$lib.debug" "$out/"
+ln -sf "$lib" "$out/libtensor.so.$major"
+ln -sf "libtensor.so.$major" "$out/libtensor.so"
+echo "stage.sh: $out/libtensor.a, $out/$lib (+ .debug, libtensor.so.$major, libtensor.so)"
