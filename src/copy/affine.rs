@@ -1,0 +1,333 @@
+//! `copy_affine_`: `dst[..., c, ...] = src[..., c, ...] · scale[c] + shift[c]` in one pass,
+//! with `src` broadcast to `dst` and converted as `copy_` converts.
+//!
+//! The op runs the one strided-iteration engine once per index `c` of `dst`'s dim `dim`
+//! (or once over everything when one scale/shift serves all), with an [`Affine`] kernel
+//! holding that index's scale and shift. Arithmetic: float64 for a float64 or integer
+//! destination (integer results then truncate and saturate as `copy_` does), float32 for
+//! float32 / float16 / bfloat16 destinations (then rounded to the output type).
+//!
+//! The hot case of image preprocessing, a uint8 HWC frame permuted to CHW into a float32
+//! CHW tensor, becomes per channel one run of `H·W` items read 3 bytes apart and written
+//! contiguously; that run has an AVX2 loop (`simd`) that computes exactly what the scalar
+//! loop computes (multiply, then add, each rounded to float32).
+
+use super::engine::{execute, Kernel, Plan};
+use crate::dtype::{Bool, DType, Element};
+use half::{bf16, f16};
+use std::any::TypeId;
+use std::mem::size_of;
+
+/// The arithmetic type of an output element type.
+pub(crate) trait AffineOut: Element {
+    /// `x · scale + shift` rounded to `Self`, from an input read as f64.
+    fn affine(x: f64, scale: f64, shift: f64) -> Self;
+}
+
+macro_rules! via_f64 {
+    ($($t:ty),*) => {$(
+        impl AffineOut for $t {
+            #[inline(always)]
+            fn affine(x: f64, scale: f64, shift: f64) -> Self {
+                <$t as Element>::from_scalar(crate::dtype::Scalar::Float(x * scale + shift))
+            }
+        }
+    )*};
+}
+via_f64!(u8, i8, i16, i32, i64, u16, u32, u64, Bool, f64);
+
+macro_rules! via_f32 {
+    ($($t:ty),*) => {$(
+        impl AffineOut for $t {
+            #[inline(always)]
+            fn affine(x: f64, scale: f64, shift: f64) -> Self {
+                let v = (x as f32) * (scale as f32) + (shift as f32);
+                <$t as Element>::from_scalar(crate::dtype::Scalar::Float(v as f64))
+            }
+        }
+    )*};
+}
+via_f32!(f32, f16, bf16);
+
+/// The kernel: one scale and shift for every element it is given.
+pub(crate) struct Affine<S, D> {
+    pub scale: f64,
+    pub shift: f64,
+    _t: std::marker::PhantomData<(S, D)>,
+}
+
+impl<S, D> Affine<S, D> {
+    pub fn new(scale: f64, shift: f64) -> Self {
+        Affine {
+            scale,
+            shift,
+            _t: std::marker::PhantomData,
+        }
+    }
+}
+
+fn is<A: 'static, B: 'static>() -> bool {
+    TypeId::of::<A>() == TypeId::of::<B>()
+}
+
+impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
+    #[inline]
+    unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
+        let (a, b) = (self.scale, self.shift);
+        if is::<S, u8>() && is::<D, f32>() && ds == 4 {
+            #[cfg(target_arch = "x86_64")]
+            if simd::u8_to_f32(d, s, n, ss, a as f32, b as f32) {
+                return true;
+            }
+            // Scalar: the same two float32 roundings as the SIMD loop.
+            let (a, b) = (a as f32, b as f32);
+            let d = d as *mut f32;
+            for i in 0..n {
+                let x = *s.offset(i as isize * ss) as f32;
+                d.add(i).write_unaligned(x * a + b);
+            }
+            return true;
+        }
+        let rd = |x: S| x.to_scalar().to_f64();
+        if ss == 0 {
+            let v = D::affine(rd((s as *const S).read_unaligned()), a, b);
+            for i in 0..n {
+                (d.offset(i as isize * ds) as *mut D).write_unaligned(v);
+            }
+        } else if ds == size_of::<D>() as isize && ss == size_of::<S>() as isize {
+            let (d, s) = (d as *mut D, s as *const S);
+            for i in 0..n {
+                d.add(i)
+                    .write_unaligned(D::affine(rd(s.add(i).read_unaligned()), a, b));
+            }
+        } else {
+            for i in 0..n {
+                let x = (s.offset(i as isize * ss) as *const S).read_unaligned();
+                (d.offset(i as isize * ds) as *mut D).write_unaligned(D::affine(rd(x), a, b));
+            }
+        }
+        true
+    }
+}
+
+/// Runs the affine kernel for `S -> D` over one layout pair (the dtype dispatch).
+///
+/// # Safety
+/// As the engine's `execute`: both layouts valid for their pointers, `dst` writable, the
+/// two regions not overlapping.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn affine_raw(
+    sizes: &[i64],
+    dst: *mut u8,
+    dst_st: &[i64],
+    dst_dtype: DType,
+    src: *const u8,
+    src_st: &[i64],
+    src_dtype: DType,
+    scale: f64,
+    shift: f64,
+) {
+    let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
+    let Some(plan) = Plan::new(sizes, dst_st, i0, src_st, i1) else {
+        return;
+    };
+    macro_rules! out {
+        ($S:ty) => {
+            match dst_dtype {
+                DType::U8 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, u8>::new(scale, shift),
+                ),
+                DType::I8 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, i8>::new(scale, shift),
+                ),
+                DType::I16 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, i16>::new(scale, shift),
+                ),
+                DType::I32 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, i32>::new(scale, shift),
+                ),
+                DType::I64 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, i64>::new(scale, shift),
+                ),
+                DType::U16 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, u16>::new(scale, shift),
+                ),
+                DType::U32 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, u32>::new(scale, shift),
+                ),
+                DType::U64 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, u64>::new(scale, shift),
+                ),
+                DType::Bool => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, Bool>::new(scale, shift),
+                ),
+                DType::F16 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, f16>::new(scale, shift),
+                ),
+                DType::BF16 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, bf16>::new(scale, shift),
+                ),
+                DType::F32 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, f32>::new(scale, shift),
+                ),
+                DType::F64 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, f64>::new(scale, shift),
+                ),
+                // Refused by the op before any data is touched.
+                DType::C64 | DType::C128 => unreachable!("copy_affine_ on complex"),
+            }
+        };
+    }
+    crate::with_dtype!(src_dtype, S => { out!(S); });
+}
+
+/// x86-64 loops for the image case, chosen at run time.
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::*;
+
+    /// `n` bytes read `ss` apart (1 or 3) to `n` contiguous f32 `x·a + b` (a multiply and
+    /// an add, each rounded: the scalar loop's values). Returns false when it does not
+    /// handle this stride or the CPU lacks AVX2.
+    pub(super) unsafe fn u8_to_f32(
+        d: *mut u8,
+        s: *const u8,
+        n: usize,
+        ss: isize,
+        a: f32,
+        b: f32,
+    ) -> bool {
+        if !is_x86_feature_detected!("avx2") {
+            return false;
+        }
+        match ss {
+            1 => {
+                dense(d, s, n, a, b);
+                true
+            }
+            3 => {
+                stride3(d, s, n, a, b);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Eight bytes (in the low half of `v`) to eight floats `x·a + b` at `d`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn emit8(d: *mut f32, v: __m128i, a: __m256, b: __m256) {
+        let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+        _mm256_storeu_ps(d, _mm256_add_ps(_mm256_mul_ps(x, a), b));
+    }
+
+    #[target_feature(enable = "avx2")]
+    unsafe fn dense(d: *mut u8, s: *const u8, n: usize, a: f32, b: f32) {
+        let d = d as *mut f32;
+        let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
+        let mut i = 0;
+        while i + 16 <= n {
+            let v = _mm_loadu_si128(s.add(i) as *const __m128i);
+            emit8(d.add(i), v, va, vb);
+            emit8(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+            i += 16;
+        }
+        for j in i..n {
+            *d.add(j) = *s.add(j) as f32 * a + b;
+        }
+    }
+
+    /// Every third byte: 16 outputs from 48 input bytes (three 16-byte loads, each
+    /// shuffled to its share of the 16 picked bytes).
+    #[target_feature(enable = "avx2")]
+    unsafe fn stride3(d: *mut u8, s: *const u8, n: usize, a: f32, b: f32) {
+        let d = d as *mut f32;
+        let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
+        // Output k takes input byte 3k: bytes 0..16 give outputs 0..5, 16..32 outputs
+        // 6..10 (bytes 18, 21, ..., 30), 32..48 outputs 11..15 (bytes 33, ..., 45).
+        let z = -1i8;
+        let m0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, z, z, z, z, z, z, z, z, z, z);
+        let m1 = _mm_setr_epi8(z, z, z, z, z, z, 2, 5, 8, 11, 14, z, z, z, z, z);
+        let m2 = _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, 1, 4, 7, 10, 13);
+        let mut i = 0;
+        // The last 16-byte load of a block ends at byte 48·k + 47 <= 3·(n-1): stay inside.
+        while i + 16 <= n && 3 * (i + 16) <= 3 * (n - 1) + 1 {
+            let p = s.add(3 * i);
+            let v0 = _mm_shuffle_epi8(_mm_loadu_si128(p as *const __m128i), m0);
+            let v1 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(16) as *const __m128i), m1);
+            let v2 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(32) as *const __m128i), m2);
+            let v = _mm_or_si128(_mm_or_si128(v0, v1), v2);
+            emit8(d.add(i), v, va, vb);
+            emit8(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+            i += 16;
+        }
+        for j in i..n {
+            *d.add(j) = *s.add(3 * j) as f32 * a + b;
+        }
+    }
+}
