@@ -16,6 +16,10 @@
 //!
 //! The programs in `examples_c/` are built and run the same way (they exit non-zero when
 //! a check fails).
+//!
+//! `TENSOR_C_ONLY=a,b` runs only the programs with those file stems; `TENSOR_C_REQUIRE_PKGS=1`
+//! turns a missing pkg-config package into a failure instead of a skip (CI, after it
+//! installed them).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -199,10 +203,19 @@ fn build_and_run_all(dir: &str, bin_name: &str) {
         .collect();
     sources.sort();
     assert!(!sources.is_empty(), "no C programs found in {dir}");
+    if let Ok(only) = std::env::var("TENSOR_C_ONLY") {
+        let only: Vec<&str> = only.split(',').map(str::trim).collect();
+        sources.retain(|p| only.contains(&p.file_stem().unwrap().to_str().unwrap()));
+    }
+    let require = std::env::var("TENSOR_C_REQUIRE_PKGS").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
     for src in &sources {
         if let Err(notice) = extra_args(src) {
-            println!("{notice}");
+            if require {
+                failures.push(notice);
+            } else {
+                println!("{notice}");
+            }
             continue;
         }
         let exe = bin.join(src.file_stem().unwrap());

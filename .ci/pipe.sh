@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Image and video pipeline (issue 12): installs OpenCV and FFmpeg's libavutil (Debian
+# packages, idempotent), then builds and runs, under valgrind (zero errors, zero leaks,
+# no suppressions), the programs that need them: the OpenCV tests (c_tests/test_opencv.cpp),
+# the OpenCV and FFmpeg examples and the view tour (examples_c/). A missing library is a
+# failure here (TENSOR_C_REQUIRE_PKGS=1), not a skip.
+set -Eeuo pipefail
+exec </dev/null
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo -n"; fi
+need=()
+command -v pkg-config >/dev/null || need+=(pkg-config)
+pkg-config --exists opencv4 2>/dev/null || need+=(libopencv-dev)
+pkg-config --exists libavutil 2>/dev/null || need+=(libavutil-dev)
+command -v valgrind >/dev/null || need+=(valgrind)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "+ apt-get update; apt-get install ${need[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+else
+  echo "pkg-config, libopencv-dev, libavutil-dev, valgrind: present"
+fi
+echo "opencv4 $(pkg-config --modversion opencv4), libavutil $(pkg-config --modversion libavutil)"
+
+run() {
+  echo "+ $*"
+  "$@"
+}
+export TENSOR_VALGRIND=1 TENSOR_C_REQUIRE_PKGS=1
+run env TENSOR_C_ONLY=test_opencv,test_cpp_typed,test_cpp_noexcept,test_pipe \
+  cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
+run env TENSOR_C_ONLY=opencv_pipeline,ffmpeg_planes,view_tour \
+  cargo test --test c_api examples_run -- --nocapture
+run cargo test --test c_api cpp_refuses_an_int_as_dtype
