@@ -34,3 +34,18 @@ run env TENSOR_C_ONLY=test_opencv,test_cpp_typed,test_cpp_noexcept,test_pipe \
 run env TENSOR_C_ONLY=opencv_pipeline,ffmpeg_planes,view_tour \
   cargo test --test c_api examples_run -- --nocapture
 run cargo test --test c_api cpp_refuses_an_int_as_dtype
+
+# The README's OpenCV round trip compiles (syntax and types; it reads an image file, so it
+# is not run: examples_c/opencv_pipeline.cpp runs the same steps).
+mkdir -p build
+{
+  echo '#include <opencv2/imgcodecs.hpp>'
+  awk '/^```cpp$/ {f = 1; n++; next} /^```$/ {f = 0} f && n == 2 && /^#include/' README.md
+  echo 'int main() {'
+  awk '/^```cpp$/ {f = 1; n++; next} /^```$/ {f = 0} f && n == 2 && !/^#include/' README.md
+  echo 'return green.empty() ? 1 : 0; }'
+} > build/readme_opencv.cpp
+# shellcheck disable=SC2046
+run c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Iinclude $(pkg-config --cflags opencv4 | sed 's/-I/-isystem /g') \
+  build/readme_opencv.cpp
+echo "README OpenCV snippet: compiles"
