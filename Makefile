@@ -2,7 +2,7 @@
 #   make example                 build the library (release) and run the flagship C example
 #   make test                    every test: Rust, C and C++ (cargo test)
 #   make install PREFIX=/opt/x   lib/libtensor.so.0.1.0 (+ .so.0, .so links), lib/libtensor.a,
-#                                include/tensor.h[pp], lib/pkgconfig/tensor.pc,
+#                                include/tensor.h[pp], include/tensor_opencv.hpp, lib/pkgconfig/tensor.pc,
 #                                lib/cmake/tensor/tensorConfig{,Version}.cmake
 # DESTDIR is honoured for staged installs.
 
@@ -47,6 +47,7 @@ install: release
 	install -m 644 $(RELEASE)/libtensor.a $(LIBDIR)/libtensor.a
 	install -m 644 include/tensor.h $(INCDIR)/tensor.h
 	if [ -f include/tensor.hpp ]; then install -m 644 include/tensor.hpp $(INCDIR)/tensor.hpp; fi
+	if [ -f include/tensor_opencv.hpp ]; then install -m 644 include/tensor_opencv.hpp $(INCDIR)/tensor_opencv.hpp; fi
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@STATIC_DEPS@|$(STATIC_DEPS)|g' cmake/tensor.pc.in > $(LIBDIR)/pkgconfig/tensor.pc
 	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' \
@@ -57,6 +58,7 @@ install: release
 uninstall:
 	rm -f $(LIBDIR)/libtensor.so.$(VERSION) $(LIBDIR)/libtensor.so.$(SOMAJOR) \
 	    $(LIBDIR)/libtensor.so $(LIBDIR)/libtensor.a $(INCDIR)/tensor.h $(INCDIR)/tensor.hpp \
+	    $(INCDIR)/tensor_opencv.hpp \
 	    $(LIBDIR)/pkgconfig/tensor.pc $(LIBDIR)/cmake/tensor/tensorConfig.cmake \
 	    $(LIBDIR)/cmake/tensor/tensorConfigVersion.cmake
 	-rmdir $(LIBDIR)/cmake/tensor

@@ -19,7 +19,8 @@
 // `t.contiguous()` never dangles). Other layouts are refused with a message that says to
 // call contiguous(); dtypes with no OpenCV depth (int64, bool, complex, bfloat16, uint32,
 // uint64) are refused with TENSOR_ERR_DTYPE. Such Mats are for CPU use: getUMat() on them
-// is not supported.
+// is not supported. OpenCV has no read-only Mats: a Mat over a read-only storage can still
+// be written through; treat it as const.
 //
 // Errors are reported as everywhere in tensor.hpp (tensor::Error, or the error handler
 // with -fno-exceptions).

@@ -331,3 +331,40 @@ mod simd {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel's u8 -> f32 run (AVX2 when the CPU has it) against the scalar formula,
+    /// for every run length around the 16-item blocks, dense and 3 bytes apart, with the
+    /// source ending exactly at its last item (the stride-3 loads must stay inside).
+    #[test]
+    fn u8_to_f32_runs_equal_the_scalar_formula() {
+        let (a, b) = (1.0f64 / (255.0 * 0.229), -0.485f64 / 0.229);
+        for ss in [1usize, 3, 2] {
+            for n in 0..70usize {
+                let len = if n == 0 { 0 } else { (n - 1) * ss + 1 };
+                let src: Vec<u8> = (0..len).map(|i| (i * 37 + i / 5) as u8).collect();
+                let mut out = vec![f32::NAN; n];
+                let mut k = Affine::<u8, f32>::new(a, b);
+                // SAFETY: n items ss apart inside src; n contiguous f32 in out.
+                unsafe { k.run(out.as_mut_ptr() as *mut u8, src.as_ptr(), n, 4, ss as isize) };
+                for (i, &o) in out.iter().enumerate() {
+                    let want = src[i * ss] as f32 * a as f32 + b as f32;
+                    assert_eq!(o.to_bits(), want.to_bits(), "ss {ss} n {n} item {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integer_outputs_truncate_and_saturate_like_copy() {
+        let src: Vec<f64> = vec![-3.7, 2.9, 300.0, f64::NAN, 1e300];
+        let mut out = vec![0u8; src.len()];
+        let mut k = Affine::<f64, u8>::new(1.0, 0.0);
+        // SAFETY: both buffers hold src.len() items.
+        unsafe { k.run(out.as_mut_ptr(), src.as_ptr() as *const u8, src.len(), 1, 8) };
+        assert_eq!(out, vec![0, 2, 255, 0, 255]);
+    }
+}
