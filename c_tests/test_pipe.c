@@ -207,6 +207,7 @@ int main(void) {
   test_affine_hwc_to_chw(5, 7);
   test_affine_hwc_to_chw(37, 53);
   test_affine_hwc_to_chw(64, 96);
+  test_affine_hwc_to_chw(700, 100); /* several 128 KiB blocks per channel */
   test_affine_conversions();
   test_affine_errors();
   return harness_finish("test_pipe");

@@ -9,6 +9,9 @@
 // The output of copy_affine_ is allocated once and reused (what a video loop does);
 // blobFromImage allocates its output on every call, as its API requires.
 // Ratios: t(reference) / t(ours), so > 1 means ours is faster.
+// Second part: typed element access. The sum of a permuted (CHW view) 3x256x256 crop of the
+// frame read element by element through tensor_get_i64, through tensor.hpp's
+// accessor<uint8_t, 3>, and through hand-written stride arithmetic on the data pointer.
 // Build and run: benches/c/run.sh pipe
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +22,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "tensor.h"
+#include "tensor.hpp"
 #ifdef WITH_OPENCV_DNN
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
@@ -115,6 +118,54 @@ int main(int argc, char** argv) {
 #else
   printf("  (built without OpenCV dnn: no blobFromImage row)\n");
 #endif
+  // ---- typed element access ------------------------------------------------------------
+  {
+    tensor::Tensor frame = tensor::Tensor::adopt(tensor_retain(img));
+    tensor::Tensor crop = frame.narrow(0, 100, 256).narrow(1, 200, 256).permute({2, 0, 1});
+    const int64_t n = 3 * 256 * 256;
+    std::vector<double> t_get, t_acc, t_raw;
+    uint64_t s_get = 0, s_acc = 0, s_raw = 0;
+    for (int r = 0; r < reps + 1; r++) {
+      double t0 = now_ms();
+      uint64_t s1 = 0;
+      int64_t idx[3];
+      for (idx[0] = 0; idx[0] < 3; idx[0]++)
+        for (idx[1] = 0; idx[1] < 256; idx[1]++)
+          for (idx[2] = 0; idx[2] < 256; idx[2]++) {
+            int64_t v = 0;
+            if (tensor_get_i64(crop.get(), idx, 3, &v) != TENSOR_OK) die("get_i64");
+            s1 += static_cast<uint64_t>(v);
+          }
+      double t1 = now_ms();
+      uint64_t s2 = 0;
+      auto acc = crop.accessor<uint8_t, 3>();
+      for (int64_t c = 0; c < 3; c++)
+        for (int64_t y = 0; y < 256; y++)
+          for (int64_t x = 0; x < 256; x++) s2 += acc[c][y][x];
+      double t2 = now_ms();
+      uint64_t s3 = 0;
+      const uint8_t* p = static_cast<const uint8_t*>(crop.data_ptr());
+      const int64_t st0 = crop.stride(0), st1 = crop.stride(1), st2 = crop.stride(2);
+      for (int64_t c = 0; c < 3; c++)
+        for (int64_t y = 0; y < 256; y++)
+          for (int64_t x = 0; x < 256; x++) s3 += p[c * st0 + y * st1 + x * st2];
+      double t3 = now_ms();
+      if (r > 0) {
+        t_get.push_back(t1 - t0);
+        t_acc.push_back(t2 - t1);
+        t_raw.push_back(t3 - t2);
+      }
+      s_get = s1;
+      s_acc = s2;
+      s_raw = s3;
+    }
+    if (s_get != s_acc || s_acc != s_raw) die("element sums differ");
+    double g = median(t_get) * 1e6 / n, ac = median(t_acc) * 1e6 / n, rw = median(t_raw) * 1e6 / n;
+    printf("typed access, sum of a 3x256x256 uint8 CHW view (median of %d, ns per element)\n", reps);
+    printf("  tensor_get_i64          %6.2f ns\n", g);
+    printf("  accessor<uint8_t, 3>    %6.2f ns   (%.0fx faster than get_i64)\n", ac, g / ac);
+    printf("  raw stride arithmetic   %6.2f ns   accessor / raw = %.2f\n", rw, ac / rw);
+  }
   free(a);
   free(b);
   tensor_release(out);

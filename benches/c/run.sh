@@ -35,7 +35,7 @@ if [ "$which" = pipe ] || [ "$which" = all ]; then
     echo "opencv4 not found by pkg-config: bench_pipe runs without the blobFromImage rows"
   fi
   # shellcheck disable=SC2086
-  ${CXX:-c++} -std=c++17 -O2 -Wall -Wextra -Werror -I"$root/include" benches/c/bench_pipe.cpp \
+  ${CXX:-c++} -std=c++17 -O2 -DNDEBUG -Wall -Wextra -Werror -I"$root/include" benches/c/bench_pipe.cpp \
     -L"$dir" -Wl,-rpath,"$dir" -ltensor $cv_flags -o "$dir/bench_pipe"
   # shellcheck disable=SC2086
   "$dir/bench_pipe" ${BENCH_PIPE_ARGS:-}

@@ -53,18 +53,24 @@ via_f32!(f32, f16, bf16);
 pub(crate) struct Affine<S, D> {
     pub scale: f64,
     pub shift: f64,
+    /// The whole output is far bigger than the caches: the SIMD loops use streaming stores.
+    pub stream: bool,
     _t: std::marker::PhantomData<(S, D)>,
 }
 
 impl<S, D> Affine<S, D> {
-    pub fn new(scale: f64, shift: f64) -> Self {
+    pub fn new(scale: f64, shift: f64, stream: bool) -> Self {
         Affine {
             scale,
             shift,
+            stream,
             _t: std::marker::PhantomData,
         }
     }
 }
+
+/// Outputs at least this big are written with streaming stores (as the copy kernels do).
+pub(crate) const STREAM_BYTES: usize = 16 << 20;
 
 fn is<A: 'static, B: 'static>() -> bool {
     TypeId::of::<A>() == TypeId::of::<B>()
@@ -76,7 +82,7 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
         let (a, b) = (self.scale, self.shift);
         if is::<S, u8>() && is::<D, f32>() && ds == 4 {
             #[cfg(target_arch = "x86_64")]
-            if simd::u8_to_f32(d, s, n, ss, a as f32, b as f32) {
+            if simd::u8_to_f32(self.stream, d, s, n, ss, a as f32, b as f32) {
                 return true;
             }
             // Scalar: the same two float32 roundings as the SIMD loop.
@@ -111,6 +117,7 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
 }
 
 /// Runs the affine kernel for `S -> D` over one layout pair (the dtype dispatch).
+/// `stream`: the whole op's output is big (see [`STREAM_BYTES`]).
 ///
 /// # Safety
 /// As the engine's `execute`: both layouts valid for their pointers, `dst` writable, the
@@ -126,6 +133,7 @@ pub(crate) unsafe fn affine_raw(
     src_dtype: DType,
     scale: f64,
     shift: f64,
+    stream: bool,
 ) {
     let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
     let Some(plan) = Plan::new(sizes, dst_st, i0, src_st, i1) else {
@@ -140,7 +148,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, u8>::new(scale, shift),
+                    &mut Affine::<$S, u8>::new(scale, shift, stream),
                 ),
                 DType::I8 => execute(
                     &plan,
@@ -148,7 +156,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, i8>::new(scale, shift),
+                    &mut Affine::<$S, i8>::new(scale, shift, stream),
                 ),
                 DType::I16 => execute(
                     &plan,
@@ -156,7 +164,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, i16>::new(scale, shift),
+                    &mut Affine::<$S, i16>::new(scale, shift, stream),
                 ),
                 DType::I32 => execute(
                     &plan,
@@ -164,7 +172,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, i32>::new(scale, shift),
+                    &mut Affine::<$S, i32>::new(scale, shift, stream),
                 ),
                 DType::I64 => execute(
                     &plan,
@@ -172,7 +180,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, i64>::new(scale, shift),
+                    &mut Affine::<$S, i64>::new(scale, shift, stream),
                 ),
                 DType::U16 => execute(
                     &plan,
@@ -180,7 +188,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, u16>::new(scale, shift),
+                    &mut Affine::<$S, u16>::new(scale, shift, stream),
                 ),
                 DType::U32 => execute(
                     &plan,
@@ -188,7 +196,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, u32>::new(scale, shift),
+                    &mut Affine::<$S, u32>::new(scale, shift, stream),
                 ),
                 DType::U64 => execute(
                     &plan,
@@ -196,7 +204,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, u64>::new(scale, shift),
+                    &mut Affine::<$S, u64>::new(scale, shift, stream),
                 ),
                 DType::Bool => execute(
                     &plan,
@@ -204,7 +212,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, Bool>::new(scale, shift),
+                    &mut Affine::<$S, Bool>::new(scale, shift, stream),
                 ),
                 DType::F16 => execute(
                     &plan,
@@ -212,7 +220,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, f16>::new(scale, shift),
+                    &mut Affine::<$S, f16>::new(scale, shift, stream),
                 ),
                 DType::BF16 => execute(
                     &plan,
@@ -220,7 +228,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, bf16>::new(scale, shift),
+                    &mut Affine::<$S, bf16>::new(scale, shift, stream),
                 ),
                 DType::F32 => execute(
                     &plan,
@@ -228,7 +236,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, f32>::new(scale, shift),
+                    &mut Affine::<$S, f32>::new(scale, shift, stream),
                 ),
                 DType::F64 => execute(
                     &plan,
@@ -236,7 +244,7 @@ pub(crate) unsafe fn affine_raw(
                     src,
                     i0,
                     i1,
-                    &mut Affine::<$S, f64>::new(scale, shift),
+                    &mut Affine::<$S, f64>::new(scale, shift, stream),
                 ),
                 // Refused by the op before any data is touched.
                 DType::C64 | DType::C128 => unreachable!("copy_affine_ on complex"),
@@ -252,9 +260,11 @@ mod simd {
     use std::arch::x86_64::*;
 
     /// `n` bytes read `ss` apart (1 or 3) to `n` contiguous f32 `x·a + b` (a multiply and
-    /// an add, each rounded: the scalar loop's values). Returns false when it does not
-    /// handle this stride or the CPU lacks AVX2.
+    /// an add, each rounded: the scalar loop's values). `stream`: streaming stores (after
+    /// a scalar head up to 32-byte alignment), fenced before returning. Returns false when
+    /// it does not handle this stride or the CPU lacks AVX2.
     pub(super) unsafe fn u8_to_f32(
+        stream: bool,
         d: *mut u8,
         s: *const u8,
         n: usize,
@@ -262,51 +272,68 @@ mod simd {
         a: f32,
         b: f32,
     ) -> bool {
-        if !is_x86_feature_detected!("avx2") {
+        if !is_x86_feature_detected!("avx2") || (ss != 1 && ss != 3) {
             return false;
         }
-        match ss {
-            1 => {
-                dense(d, s, n, a, b);
-                true
-            }
-            3 => {
-                stride3(d, s, n, a, b);
-                true
-            }
-            _ => false,
+        let ss = ss as usize;
+        let d = d as *mut f32;
+        // Streaming stores need 32-byte aligned outputs: scalar items up to there (only
+        // when the output is 4-byte aligned, i.e. a whole number of items away).
+        let head = if stream && (d as usize) % 4 == 0 {
+            ((32 - (d as usize) % 32) % 32 / 4).min(n)
+        } else {
+            0
+        };
+        for j in 0..head {
+            d.add(j).write_unaligned(*s.add(j * ss) as f32 * a + b);
+        }
+        let (d2, s2, n2) = (d.add(head), s.add(head * ss), n - head);
+        let aligned = stream && (d2 as usize) % 32 == 0;
+        match (ss, aligned) {
+            (1, false) => dense::<false>(d2, s2, n2, a, b),
+            (1, true) => dense::<true>(d2, s2, n2, a, b),
+            (_, false) => stride3::<false>(d2, s2, n2, a, b),
+            (_, true) => stride3::<true>(d2, s2, n2, a, b),
+        }
+        if aligned {
+            _mm_sfence();
+        }
+        true
+    }
+
+    /// Eight bytes (in the low half of `v`) to eight floats `x·a + b` at `d` (32-byte
+    /// aligned when `STREAM`).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn emit8<const STREAM: bool>(d: *mut f32, v: __m128i, a: __m256, b: __m256) {
+        let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+        let y = _mm256_add_ps(_mm256_mul_ps(x, a), b);
+        if STREAM {
+            _mm256_stream_ps(d, y)
+        } else {
+            _mm256_storeu_ps(d, y)
         }
     }
 
-    /// Eight bytes (in the low half of `v`) to eight floats `x·a + b` at `d`.
-    #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn emit8(d: *mut f32, v: __m128i, a: __m256, b: __m256) {
-        let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-        _mm256_storeu_ps(d, _mm256_add_ps(_mm256_mul_ps(x, a), b));
-    }
-
-    #[target_feature(enable = "avx2")]
-    unsafe fn dense(d: *mut u8, s: *const u8, n: usize, a: f32, b: f32) {
-        let d = d as *mut f32;
+    unsafe fn dense<const STREAM: bool>(d: *mut f32, s: *const u8, n: usize, a: f32, b: f32) {
         let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
         let mut i = 0;
         while i + 16 <= n {
             let v = _mm_loadu_si128(s.add(i) as *const __m128i);
-            emit8(d.add(i), v, va, vb);
-            emit8(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+            emit8::<STREAM>(d.add(i), v, va, vb);
+            emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
             i += 16;
         }
         for j in i..n {
-            *d.add(j) = *s.add(j) as f32 * a + b;
+            d.add(j).write_unaligned(*s.add(j) as f32 * a + b);
         }
     }
 
     /// Every third byte: 16 outputs from 48 input bytes (three 16-byte loads, each
     /// shuffled to its share of the 16 picked bytes).
     #[target_feature(enable = "avx2")]
-    unsafe fn stride3(d: *mut u8, s: *const u8, n: usize, a: f32, b: f32) {
-        let d = d as *mut f32;
+    unsafe fn stride3<const STREAM: bool>(d: *mut f32, s: *const u8, n: usize, a: f32, b: f32) {
         let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
         // Output k takes input byte 3k: bytes 0..16 give outputs 0..5, 16..32 outputs
         // 6..10 (bytes 18, 21, ..., 30), 32..48 outputs 11..15 (bytes 33, ..., 45).
@@ -315,19 +342,20 @@ mod simd {
         let m1 = _mm_setr_epi8(z, z, z, z, z, z, 2, 5, 8, 11, 14, z, z, z, z, z);
         let m2 = _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, 1, 4, 7, 10, 13);
         let mut i = 0;
-        // The last 16-byte load of a block ends at byte 48·k + 47 <= 3·(n-1): stay inside.
-        while i + 16 <= n && 3 * (i + 16) <= 3 * (n - 1) + 1 {
+        // The last 16-byte load of a block ends at byte 3·i + 47, which must not pass the
+        // last item (byte 3·(n - 1)).
+        while i + 16 <= n && 3 * i + 47 <= 3 * (n - 1) {
             let p = s.add(3 * i);
             let v0 = _mm_shuffle_epi8(_mm_loadu_si128(p as *const __m128i), m0);
             let v1 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(16) as *const __m128i), m1);
             let v2 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(32) as *const __m128i), m2);
             let v = _mm_or_si128(_mm_or_si128(v0, v1), v2);
-            emit8(d.add(i), v, va, vb);
-            emit8(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+            emit8::<STREAM>(d.add(i), v, va, vb);
+            emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
             i += 16;
         }
         for j in i..n {
-            *d.add(j) = *s.add(3 * j) as f32 * a + b;
+            d.add(j).write_unaligned(*s.add(3 * j) as f32 * a + b);
         }
     }
 }
@@ -346,13 +374,32 @@ mod tests {
             for n in 0..70usize {
                 let len = if n == 0 { 0 } else { (n - 1) * ss + 1 };
                 let src: Vec<u8> = (0..len).map(|i| (i * 37 + i / 5) as u8).collect();
-                let mut out = vec![f32::NAN; n];
-                let mut k = Affine::<u8, f32>::new(a, b);
-                // SAFETY: n items ss apart inside src; n contiguous f32 in out.
-                unsafe { k.run(out.as_mut_ptr() as *mut u8, src.as_ptr(), n, 4, ss as isize) };
-                for (i, &o) in out.iter().enumerate() {
-                    let want = src[i * ss] as f32 * a as f32 + b as f32;
-                    assert_eq!(o.to_bits(), want.to_bits(), "ss {ss} n {n} item {i}");
+                // Every output alignment (streaming stores start after a scalar head).
+                for (skew, stream) in [
+                    (0, false),
+                    (0, true),
+                    (1, true),
+                    (3, true),
+                    (5, true),
+                    (7, true),
+                ] {
+                    let mut buf = vec![f32::NAN; n + 8];
+                    let out = &mut buf[skew..skew + n];
+                    let mut k = Affine::<u8, f32>::new(a, b, stream);
+                    // SAFETY: n items ss apart inside src; n contiguous f32 in out.
+                    unsafe { k.run(out.as_mut_ptr() as *mut u8, src.as_ptr(), n, 4, ss as isize) };
+                    for (i, &o) in out.iter().enumerate() {
+                        let want = src[i * ss] as f32 * a as f32 + b as f32;
+                        assert_eq!(
+                            o.to_bits(),
+                            want.to_bits(),
+                            "ss {ss} n {n} skew {skew} item {i}"
+                        );
+                    }
+                    assert!(buf[..skew]
+                        .iter()
+                        .chain(&buf[skew + n..])
+                        .all(|x| x.is_nan()));
                 }
             }
         }
@@ -362,7 +409,7 @@ mod tests {
     fn integer_outputs_truncate_and_saturate_like_copy() {
         let src: Vec<f64> = vec![-3.7, 2.9, 300.0, f64::NAN, 1e300];
         let mut out = vec![0u8; src.len()];
-        let mut k = Affine::<f64, u8>::new(1.0, 0.0);
+        let mut k = Affine::<f64, u8>::new(1.0, 0.0, false);
         // SAFETY: both buffers hold src.len() items.
         unsafe { k.run(out.as_mut_ptr(), src.as_ptr() as *const u8, src.len(), 1, 8) };
         assert_eq!(out, vec![0, 2, 255, 0, 255]);

@@ -133,6 +133,10 @@ fn may_overlap(dst: &TensorImpl, src: &TensorImpl) -> bool {
     a0 < b1 && b0 < a1
 }
 
+/// Bytes of output per block and per index in copy_affine_'s blocked walk (the block's src
+/// stays in L2 while every index of `dim` reads it).
+const AFFINE_BLOCK: usize = 128 << 10;
+
 impl TensorImpl {
     /// `dst.copy_(src)`: broadcasts `src` to `self`'s shape and converts its dtype; when
     /// the two share memory the result is that of copying from a snapshot of `src`.
@@ -234,6 +238,7 @@ impl TensorImpl {
                 self.itemsize() as isize,
                 sdt.itemsize() as isize,
             );
+            let stream = self.numel() as usize * self.itemsize() >= affine::STREAM_BYTES;
             if n == 1 {
                 let (a, b) = param(0);
                 // SAFETY: validated layouts that do not overlap (snapshot otherwise).
@@ -248,10 +253,14 @@ impl TensorImpl {
                         sdt,
                         a,
                         b,
+                        stream,
                     )
                 };
             } else {
-                // One engine pass per index of `dim`, over the other dims.
+                // One engine pass per index of `dim`, over the other dims, block by block
+                // of the outermost of those (in dst's order), so that a block of src read
+                // by the first index is still in cache for the others (an HWC frame is
+                // read from memory once, not once per channel).
                 let rest = |v: &[i64]| -> Dims {
                     v.iter()
                         .enumerate()
@@ -259,26 +268,54 @@ impl TensorImpl {
                         .map(|(_, &x)| x)
                         .collect()
                 };
-                let (sizes, dst_st, src_st) =
+                let (mut sizes, dst_st, src_st) =
                     (rest(self.sizes()), rest(self.strides()), rest(&sst));
                 let (dstep, sstep) = (self.strides()[d] as isize * isz, sst[d] as isize * ssz);
-                for c in 0..n {
-                    let (a, b) = param(c);
-                    // SAFETY: index c of dim d is inside both layouts; the sub-layouts are
-                    // those layouts with d fixed.
-                    unsafe {
-                        affine::affine_raw(
-                            &sizes,
-                            dst_ptr.offset(c as isize * dstep),
-                            &dst_st,
-                            dt,
-                            sp.offset(c as isize * sstep),
-                            &src_st,
-                            sdt,
-                            a,
-                            b,
-                        )
+                let params: Vec<(f64, f64)> = (0..n).map(param).collect();
+                let outer = (0..sizes.len())
+                    .filter(|&i| sizes[i] > 1)
+                    .max_by_key(|&i| dst_st[i]);
+                let (total, per) = match outer {
+                    // Outer-dim items per block: about AFFINE_BLOCK bytes of dst per index.
+                    Some(o) => {
+                        let item = (self.numel() / size / sizes[o]).max(1) as usize * isz as usize;
+                        (sizes[o], (AFFINE_BLOCK / item).max(1) as i64)
+                    }
+                    None => (1, 1),
+                };
+                let mut start = 0;
+                while start < total {
+                    let len = per.min(total - start);
+                    let (doff, soff) = match outer {
+                        Some(o) => {
+                            sizes[o] = len;
+                            (
+                                start as isize * dst_st[o] as isize * isz,
+                                start as isize * src_st[o] as isize * ssz,
+                            )
+                        }
+                        None => (0, 0),
                     };
+                    for (c, &(a, b)) in params.iter().enumerate() {
+                        // SAFETY: index c of dim d and items start..start+len of the
+                        // outer dim are inside both layouts; the sub-layouts are those
+                        // layouts restricted to them.
+                        unsafe {
+                            affine::affine_raw(
+                                &sizes,
+                                dst_ptr.offset(c as isize * dstep + doff),
+                                &dst_st,
+                                dt,
+                                sp.offset(c as isize * sstep + soff),
+                                &src_st,
+                                sdt,
+                                a,
+                                b,
+                                stream,
+                            )
+                        };
+                    }
+                    start += len;
                 }
             }
         }
