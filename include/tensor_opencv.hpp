@@ -20,7 +20,8 @@
 // call contiguous(); dtypes with no OpenCV depth (int64, bool, complex, bfloat16, uint32,
 // uint64) are refused with TENSOR_ERR_DTYPE. Such Mats are for CPU use: getUMat() on them
 // is not supported. OpenCV has no read-only Mats: a Mat over a read-only storage can still
-// be written through; treat it as const.
+// be written through; treat it as const. Do not storage_resize() a storage while a Mat
+// refers to it (the Mat keeps the old data pointer, as every view of it would).
 //
 // Errors are reported as everywhere in tensor.hpp (tensor::Error, or the error handler
 // with -fno-exceptions).
