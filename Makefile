@@ -10,7 +10,7 @@
 #   make install PREFIX=/opt/x   installs what `make` built (it never runs cargo):
 #                                LIBDIR/libtensor.so.VERSION (stripped) + .so.MAJOR, .so links,
 #                                LIBDIR/libtensor.so.VERSION.debug (INSTALL_DEBUG=0 to skip),
-#                                LIBDIR/libtensor.a, INCLUDEDIR/tensor.h[pp],
+#                                LIBDIR/libtensor.a, INCLUDEDIR/tensor.h[pp], tensor_opencv.hpp,
 #                                LIBDIR/pkgconfig/tensor.pc, LIBDIR/cmake/tensor/*.cmake
 # LIBDIR (default lib) and INCLUDEDIR (default include) are relative to PREFIX or absolute,
 # as GNUInstallDirs has them: LIBDIR=lib64, LIBDIR=lib/x86_64-linux-gnu. DESTDIR is honoured.
@@ -91,7 +91,7 @@ install:
 	ln -sf libtensor.so.$(VERSION) $(LIB_DEST)/libtensor.so.$(SOMAJOR)
 	ln -sf libtensor.so.$(SOMAJOR) $(LIB_DEST)/libtensor.so
 	install -m 644 $(STAGE)/libtensor.a $(LIB_DEST)/libtensor.a
-	install -m 644 include/tensor.h include/tensor.hpp $(INC_DEST)/
+	install -m 644 include/tensor.h include/tensor.hpp include/tensor_opencv.hpp $(INC_DEST)/
 	sed -e 's|@PC_PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@PC_LIBDIR@|$(call pc_path,$(rel_libdir))|g' \
 	    -e 's|@PC_INCLUDEDIR@|$(call pc_path,$(rel_incdir))|g' \
@@ -107,7 +107,7 @@ install:
 uninstall:
 	rm -f $(LIB_DEST)/libtensor.so.$(VERSION) $(LIB_DEST)/libtensor.so.$(VERSION).debug \
 	    $(LIB_DEST)/libtensor.so.$(SOMAJOR) $(LIB_DEST)/libtensor.so $(LIB_DEST)/libtensor.a \
-	    $(INC_DEST)/tensor.h $(INC_DEST)/tensor.hpp $(LIB_DEST)/pkgconfig/tensor.pc \
+	    $(INC_DEST)/tensor.h $(INC_DEST)/tensor.hpp $(INC_DEST)/tensor_opencv.hpp $(LIB_DEST)/pkgconfig/tensor.pc \
 	    $(LIB_DEST)/cmake/tensor/tensorConfig.cmake $(LIB_DEST)/cmake/tensor/tensorConfigVersion.cmake
 	-rmdir $(LIB_DEST)/cmake/tensor
 

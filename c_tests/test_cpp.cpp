@@ -14,7 +14,7 @@ static void test_raii_and_ownership() {
   static_assert(sizeof(tensor::Tensor) == sizeof(void*), "Tensor adds no state");
   tensor::Tensor undefined;
   CHECK(!undefined.defined());
-  tensor::Tensor a = tensor::Tensor::arange(6, TENSOR_FLOAT32);
+  tensor::Tensor a = tensor::Tensor::arange(6, tensor::kFloat32);
   CHECK(a.use_count() == 1);
   {
     tensor::Tensor b = a;  // retain
@@ -37,7 +37,7 @@ static void test_from_blob_deleter() {
   float* buf = static_cast<float*>(std::malloc(12 * sizeof(float)));
   for (int i = 0; i < 12; ++i) buf[i] = static_cast<float>(i);
   {
-    tensor::Tensor t = tensor::Tensor::from_blob(buf, {3, 4}, TENSOR_FLOAT32, [](void* p) {
+    tensor::Tensor t = tensor::Tensor::from_blob(buf, {3, 4}, tensor::kFloat32, [](void* p) {
       ++deleted;
       std::free(p);
     });
@@ -53,7 +53,7 @@ static void test_from_blob_deleter() {
   float local[4] = {0, 0, 0, 0};
   bool threw = false;
   try {
-    tensor::Tensor::from_blob(local, {-1}, TENSOR_FLOAT32, [](void*) { ++deleted; });
+    tensor::Tensor::from_blob(local, {-1}, tensor::kFloat32, [](void*) { ++deleted; });
   } catch (const tensor::Error& e) {
     threw = true;
     CHECK(e.status() == TENSOR_ERR_INVALID_ARGUMENT);
@@ -64,7 +64,7 @@ static void test_from_blob_deleter() {
 }
 
 static void test_views_and_errors() {
-  tensor::Tensor x = tensor::Tensor::arange(24, TENSOR_FLOAT32).view({2, 3, 4});
+  tensor::Tensor x = tensor::Tensor::arange(24, tensor::kFloat32).view({2, 3, 4});
   tensor::Tensor p = x.permute({2, 0, 1});
   CHECK((p.sizes() == tensor::IntArrayRef(std::vector<int64_t>{4, 2, 3}.data(), 3)));
   std::vector<int64_t> st = p.strides();
@@ -97,7 +97,7 @@ static void test_views_and_errors() {
 }
 
 static void test_copies_and_items() {
-  tensor::Tensor x = tensor::Tensor::arange(6, TENSOR_FLOAT32).view({2, 3});
+  tensor::Tensor x = tensor::Tensor::arange(6, tensor::kFloat32).view({2, 3});
   tensor::Tensor c = x.t().contiguous();
   CHECK(c.is_contiguous());
   CHECK(c.get_f64({2, 1}) == 5.0);
@@ -122,7 +122,7 @@ static void test_copies_and_items() {
   }
   CHECK(threw);
   std::ostringstream os;
-  os << tensor::Tensor::arange(3, TENSOR_INT64);
+  os << tensor::Tensor::arange(3, tensor::kInt64);
   CHECK(os.str() == "tensor([0, 1, 2])");
   CHECK(x.repeat({2, 1}).size(0) == 4);
   CHECK(x.clone().equal(x));
@@ -131,7 +131,7 @@ static void test_copies_and_items() {
 static void test_storage() {
   tensor::Storage s = tensor::Storage::create(64);
   CHECK(s.nbytes() == 64 && s.is_resizable());
-  tensor::Tensor t = s.tensor({4, 4}, TENSOR_FLOAT32);
+  tensor::Tensor t = s.tensor({4, 4}, tensor::kFloat32);
   CHECK(s.use_count() == 2);
   CHECK(t.storage().get() == s.get());
   tensor::WeakStorage w = s.weak();

@@ -18,8 +18,8 @@ static std::string tmp(const char* name) {
 
 static void test_safetensors() {
   std::string path = tmp("w.safetensors");
-  tensor::Tensor w = tensor::Tensor::arange(12, TENSOR_FLOAT32).view({3, 4});
-  tensor::Tensor b = tensor::Tensor::full({4}, 0.5, TENSOR_BFLOAT16);
+  tensor::Tensor w = tensor::Tensor::arange(12, tensor::kFloat32).view({3, 4});
+  tensor::Tensor b = tensor::Tensor::full({4}, 0.5, tensor::kBFloat16);
   tensor::save_safetensors(path, {{"layer.weight", w}, {"layer.bias", b}});
   tensor::Tensor kept;
   {
@@ -28,7 +28,7 @@ static void test_safetensors() {
     std::vector<std::string> names = f.names();
     CHECK(names.size() == 2);
     tensor::Tensor w2 = f["layer.weight"];
-    CHECK(w2.equal(w) && w2.dtype() == TENSOR_FLOAT32);
+    CHECK(w2.equal(w) && w2.dtype() == tensor::kFloat32);
     CHECK(f["layer.bias"].get_f64({3}) == 0.5);
     CHECK(w2.storage().is_mapped() && w2.storage().is_read_only());
     CHECK(f.at(0).storage().data() == f.at(1).storage().data());  // one mapping
@@ -61,7 +61,7 @@ static void test_safetensors() {
 
 static void test_npy_and_storages() {
   std::string path = tmp("x.npy");
-  tensor::Tensor t = tensor::Tensor::arange(6, TENSOR_INT16).view({2, 3}).transpose(0, 1);
+  tensor::Tensor t = tensor::Tensor::arange(6, tensor::kInt16).view({2, 3}).transpose(0, 1);
   t.save_npy(path);
   tensor::Tensor back = tensor::Tensor::load_npy(path);
   CHECK(back.equal(t) && back.is_contiguous());
@@ -69,14 +69,14 @@ static void test_npy_and_storages() {
   size_t header = whole.nbytes() - 12;  // data starts on a 64-byte boundary
   CHECK(whole.is_mapped() && header > 0 && header % 64 == 0);
   tensor::Storage tail = tensor::Storage::from_file(path, header, 12, TENSOR_MAP_PRIVATE);
-  CHECK(tail.tensor({6}, TENSOR_INT16).get_i64({1}) == 3);  // C order of the transpose
+  CHECK(tail.tensor({6}, tensor::kInt16).get_i64({1}) == 3);  // C order of the transpose
   std::remove(path.c_str());
 
   tensor::Storage shm = tensor::Storage::shared(4096);
-  shm.tensor({1024}, TENSOR_INT32).fill_(7);
+  shm.tensor({1024}, tensor::kInt32).fill_(7);
   tensor::Storage again = tensor::Storage::from_fd(shm.fd());
   CHECK(again.is_mapped() && again.is_read_only());
-  CHECK(again.tensor({1024}, TENSOR_INT32).get_i64({1023}) == 7);
+  CHECK(again.tensor({1024}, tensor::kInt32).get_i64({1023}) == 7);
   int status = 0;
   try {
     tensor::Storage::create(8).fd();

@@ -12,7 +12,7 @@ install(FILES "${TENSOR_SHARED_FILE}" DESTINATION "${_lib}"
 # Symlinks are installed as symlinks.
 install(FILES "${TENSOR_SHARED_FILE}.debug" "${TENSOR_STAGE_DIR}/libtensor.so.${TENSOR_VERSION_MAJOR}"
         "${TENSOR_STAGE_DIR}/libtensor.so" "${TENSOR_STATIC_FILE}" DESTINATION "${_lib}")
-install(FILES "${TENSOR_SOURCE_DIR}/include/tensor.h" "${TENSOR_SOURCE_DIR}/include/tensor.hpp"
+install(FILES "${TENSOR_SOURCE_DIR}/include/tensor.h" "${TENSOR_SOURCE_DIR}/include/tensor.hpp" "${TENSOR_SOURCE_DIR}/include/tensor_opencv.hpp"
         DESTINATION "${_inc}")
 
 # CMake package: relocatable, paths relative to its own directory when LIBDIR/INCLUDEDIR are.

@@ -23,8 +23,23 @@ Documented divergences (each op's `known` hook and known_divergence) are counted
 listed, never compared. Any other divergence prints the op chain that led to it and makes
 the run fail.
 
+tensor_copy_affine_ (one-pass `dst[..., c, ...] = src[..., c, ...] * scale[c] + shift[c]`),
+which torch has no single op for, is checked apart (`affine_cases`): random dst and src
+bases (every dtype and layout above; src mostly broadcasting), random dim, n and
+scale/shift; its status must be the one its documentation gives (INDEX, INVALID_ARGUMENT,
+DTYPE, OVERLAP, SHAPE in that order), a failure must leave dst and its version alone, and
+a success must bump the version once, leave every storage byte outside dst's elements
+alone and give, element for element, PyTorch's result: float32 arithmetic
+`src.float() * scale + shift` (float32 tensors; then `.to(dst dtype)` for float16 /
+bfloat16), float64 arithmetic for float64 and integer outputs (integers: truncated, then
+saturated to the dtype's range, as copy_), within one float32 rounding (float32 outputs:
+|ours - torch| <= 2^-23 * (|src * scale| + |shift| + |torch|); one rounding of the output
+type for float16 / bfloat16 / float64). Plus the image case against the torch chain users
+write: a uint8 HWC frame permuted to CHW, `x.permute(2, 0, 1).float().div(255).sub(mean)
+.div(std)`, same tolerance.
+
 Usage: conformance.py [--lib target/debug/libtensor.so] [--steps 3000] [--seed 0]
-                      [--max-chain 6] [--messages]   (--messages also lists ops whose
+                      [--max-chain 6] [--affine-cases 600] [--messages]   (--messages also lists ops whose
                       error messages differ in wording)
 
 Structure: `Lib` holds every ctypes binding; `OPS` is the op table -- each `Op` has an
@@ -131,6 +146,9 @@ class Lib:
         fn("tensor_fill_f64", I32, P, C.c_double)
         fn("tensor_fill_i64", I32, P, I64)
         fn("tensor_equal", I32, P, P, C.POINTER(C.c_bool))
+        PD = C.POINTER(C.c_double)
+        fn("tensor_copy_affine_", I32, P, P, I64, PD, PD, I64)
+        fn("tensor_empty", I32, PI64, I64, I32, PP)
         fn("storage_data_ptr", P, P)
         fn("storage_nbytes", C.c_size_t, P)
 
@@ -951,12 +969,180 @@ def fmt_args(args):
                            "INT64_MIN" if a == -INT64_MAX - 1 else repr(a)) for a in args)
 
 
+# ---- tensor_copy_affine_ ------------------------------------------------------------------
+
+AFFINE_SCALES = [1.0, -1.0, 0.5, 2.0, 0.0, 3.7, -0.01, 1 / 255, 1 / (255 * 0.229)]
+AFFINE_SHIFTS = [0.0, 0.5, -2.1179039301310043, 10.0, -1000.5, 127.3, -0.485 / 0.229]
+# one rounding of each float output type (its machine epsilon)
+EPS = {torch.float32: 2.0**-23, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7,
+       torch.float64: 2.0**-52}
+
+
+def affine_reference(src, dst_dtype, dim_pos, nd, scale, shift):
+    """PyTorch's result for copy_affine_ and its tolerance (both shaped like dst)."""
+    shape = [1] * nd
+    if len(scale) > 1:
+        shape[dim_pos] = len(scale)
+    if dst_dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x = src.to(torch.float32)
+        sc = torch.tensor(scale, dtype=torch.float32).view(shape)
+        sh = torch.tensor(shift, dtype=torch.float32).view(shape)
+        prod = x * sc
+        ref32 = prod + sh
+        ref = ref32.to(dst_dtype).to(torch.float64)
+        tol = EPS[torch.float32] * (prod.abs() + sh.abs() + ref32.abs()).to(torch.float64)
+        if dst_dtype != torch.float32:
+            tol = tol + EPS[dst_dtype] * ref.abs() + 1e-7  # + one rounding to the output type
+        return ref, tol
+    x = src.to(torch.float64)
+    v = x * torch.tensor(scale, dtype=torch.float64).view(shape) \
+        + torch.tensor(shift, dtype=torch.float64).view(shape)
+    if dst_dtype == torch.float64:
+        return v, EPS[torch.float64] * (v.abs() + 1)
+    if dst_dtype == torch.bool:
+        return (v != 0).to(torch.float64), torch.zeros_like(v)
+    lo, hi = INT_RANGE[dst_dtype]
+    r = torch.where(v.isnan(), torch.zeros_like(v), v.trunc()).clamp(min=float(lo))
+    if hi <= 2**53:
+        r = r.clamp(max=float(hi - 1))
+    return r, torch.zeros_like(v)
+
+
+def lib_storage_tensor(L, flat, t):
+    """libtensor's current bytes under the torch tensor t's layout (a torch tensor)."""
+    s = L.storage(flat)
+    raw = bytearray(storage_bytes(L.storage_data_ptr(s), L.storage_nbytes(s)))
+    whole = torch.frombuffer(raw, dtype=t.dtype) if raw else torch.empty(0, dtype=t.dtype)
+    return whole, whole.as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def affine_case(L, rng):
+    """One random tensor_copy_affine_ call checked against PyTorch; raises Divergence."""
+    dflat, dh, dt, ddesc = build_base(L, rng)
+    owned = [dflat, dh]
+    try:
+        nd = dt.dim()
+        sizes = broadcastable_shape(rng, dt.shape)
+        sflat, sh_, st_, sdesc = build_base(L, rng, sizes)
+        owned += [sflat, sh_]
+        dim = rng.randint(-max(nd, 1) - 1, max(nd, 1)) if rng.random() < 0.1 else \
+            rng.randint(-max(nd, 1), max(nd, 1) - 1)
+        dim_ok = -max(nd, 1) <= dim <= max(nd, 1) - 1
+        dpos = (dim % max(nd, 1)) if dim_ok else 0
+        size = dt.shape[dpos] if nd else 1
+        r = rng.random()
+        n = 1 if r < 0.3 else size if r < 0.9 else rng.choice([0, 2, 3, size + 1])
+        cnt = max(n, 0)
+        scale = [rng.choice(AFFINE_SCALES) for _ in range(cnt)]
+        shift = [rng.choice(AFFINE_SHIFTS) for _ in range(cnt)]
+        ctx = (f"dst {ddesc}; src {sdesc}; dim {dim}, n {n}, scale {scale}, shift {shift}")
+        complex_ = dt.is_complex() or st_.is_complex()
+        try:
+            broadcasts = list(torch.broadcast_shapes(st_.shape, dt.shape)) == list(dt.shape)
+        except RuntimeError:
+            broadcasts = False
+        want = (INDEX if not dim_ok else
+                INVALID_ARGUMENT if not (n == 1 or n == size) else
+                DTYPE_ERR if complex_ else
+                OVERLAP if self_aliasing(dt) else
+                SHAPE if not broadcasts else OK)
+        before = storage_bytes(L.storage_data_ptr(L.storage(dflat)), L.storage_nbytes(L.storage(dflat)))
+        v0 = L.version(dh)
+        D = C.c_double * max(cnt, 1)
+        status = L.copy_affine_(dh, sh_, dim, D(*scale), D(*shift), n)
+        if status != want:
+            raise Divergence(f"copy_affine_ status {STATUS_NAMES.get(status, status)} "
+                             f"({L.error() if status else 'ok'}), expected {STATUS_NAMES[want]}: {ctx}")
+        after = storage_bytes(L.storage_data_ptr(L.storage(dflat)), L.storage_nbytes(L.storage(dflat)))
+        if status != OK:
+            if after != before or L.version(dh) != v0:
+                raise Divergence(f"a refused copy_affine_ wrote dst or bumped its version: {ctx}")
+            return STATUS_NAMES[status]
+        if L.version(dh) != v0 + 1:
+            raise Divergence(f"copy_affine_ bumped the version {L.version(dh) - v0} times: {ctx}")
+        whole, ours = lib_storage_tensor(L, dflat, dt)
+        # every byte outside dst's elements unchanged
+        orig = torch.frombuffer(bytearray(before), dtype=dt.dtype) if before else torch.empty(0, dtype=dt.dtype)
+        orig.as_strided(dt.shape, dt.stride(), dt.storage_offset()).copy_(ours)
+        if orig.numel() and not torch.equal(orig.view(torch.uint8), whole.view(torch.uint8)):
+            raise Divergence(f"copy_affine_ wrote outside dst's elements: {ctx}")
+        ref, tol = affine_reference(st_, dt.dtype, dpos, nd, scale or [0.0], shift or [0.0])
+        got = ours.to(torch.float64)
+        bad = (got - ref).abs() > tol
+        bad &= ~(got.isnan() & ref.isnan())
+        if bool(bad.any()):
+            i = bad.nonzero()[0].tolist()
+            raise Divergence(f"copy_affine_ value at {i}: libtensor {got[tuple(i)].item()!r}, "
+                             f"torch {ref[tuple(i)].item()!r} (tolerance {tol[tuple(i)].item():.3g}): {ctx}")
+        return f"OK {dt.dtype} <- {st_.dtype}".replace("torch.", "")
+    finally:
+        for h in owned:
+            L.release(h)
+
+
+def affine_image_case(L, rng):
+    """The preprocessing case: uint8 HWC -> permute -> float32 CHW, ImageNet mean/std,
+    against the torch chain users write."""
+    H, W = rng.randint(1, 40), rng.randint(1, 40)
+    x = torch.randint(0, 256, (H, W, 3), dtype=torch.uint8)
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    st, img = L.call(L.empty, I([H, W, 3]), 3, CODE_OF[torch.uint8])
+    assert st == OK, L.error()
+    C.memmove(L.data_ptr(img), bytes(x.numpy().tobytes()), H * W * 3)
+    owned = [img]
+    try:
+        st, chw = L.call(L.permute, img, I([2, 0, 1]), 3)
+        owned.append(chw)
+        st, out = L.call(L.empty, I([3, H, W]), 3, CODE_OF[torch.float32])
+        owned.append(out)
+        scale = [1 / (255 * s) for s in std]
+        shift = [-m / s for m, s in zip(mean, std)]
+        D = C.c_double * 3
+        st = L.copy_affine_(out, chw, 0, D(*scale), D(*shift), 3)
+        if st != OK:
+            raise Divergence(f"copy_affine_ (image {H}x{W}) failed: {L.error()}")
+        ours = torch.frombuffer(bytearray(C.string_at(L.data_ptr(out), 3 * H * W * 4)),
+                                dtype=torch.float32).view(3, H, W).double()
+        chain = x.permute(2, 0, 1).float().div(255).sub(torch.tensor(mean).view(3, 1, 1)) \
+            .div(torch.tensor(std).view(3, 1, 1)).double()
+        xs = x.permute(2, 0, 1).double() * torch.tensor(scale, dtype=torch.float64).view(3, 1, 1)
+        tol = EPS[torch.float32] * (xs.abs() + torch.tensor(shift, dtype=torch.float64).abs().view(3, 1, 1)
+                                    + chain.abs())
+        bad = (ours - chain).abs() > tol
+        if bool(bad.any()):
+            i = bad.nonzero()[0].tolist()
+            raise Divergence(f"copy_affine_ image {H}x{W} at {i}: libtensor {ours[tuple(i)].item()!r}, "
+                             f"torch chain {chain[tuple(i)].item()!r}")
+        return "OK image"
+    finally:
+        for h in owned:
+            L.release(h)
+
+
+def affine_cases(L, rng, count):
+    passed = failed = 0
+    outcomes = {}
+    for k in range(count):
+        try:
+            what = (affine_image_case if k % 10 == 0 else affine_case)(L, rng)
+            key = what if not what.startswith("OK ") or what == "OK image" else "OK"
+            outcomes[key] = outcomes.get(key, 0) + 1
+            passed += 1
+        except Divergence as d:
+            failed += 1
+            print("DIVERGENCE:", d, file=sys.stderr)
+    print("copy_affine_ outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
+    return passed, failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", default="target/debug/libtensor.so")
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-chain", type=int, default=6)
+    ap.add_argument("--affine-cases", type=int, default=600,
+                    help="random tensor_copy_affine_ cases checked against PyTorch")
     ap.add_argument("--messages", action="store_true",
                     help="list the distinct error messages whose wording differs from torch's")
     opts = ap.parse_args()
@@ -1066,6 +1252,9 @@ def main():
                 L.release(o)
             L.release(base)
             L.release(flat)
+    a_passed, a_failed = affine_cases(L, rng, opts.affine_cases)
+    print(f"copy_affine_: {a_passed} cases agree with PyTorch, {a_failed} differ")
+    passed, failed = passed + a_passed, failed + a_failed
     if opts.messages:
         for (name, tmsg), ours in sorted(wording.items()):
             print(f"wording {name}: torch {tmsg!r}\n{' ' * (10 + len(name))}ours  {ours!r}")

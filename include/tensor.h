@@ -545,8 +545,9 @@ tensor_status_t tensor_full(const int64_t *sizes,
 tensor_status_t tensor_arange(int64_t n, tensor_dtype_t dtype, struct tensor_t **out);
 
 /**
- * Wraps caller memory without copying, in `*out` (owned). `strides` NULL means
- * contiguous. The tensor owns a storage of exactly the bytes its sizes and strides reach.
+ * Wraps caller memory without copying, in `*out` (owned). `strides` are in **elements**,
+ * not bytes (for byte strides such as `cv::Mat::step` or `AVFrame::linesize` use
+ * `tensor_from_blob_bytes`); NULL means contiguous. The tensor owns a storage of exactly the bytes its sizes and strides reach.
  * On success `deleter(data, ctx)` (if non-NULL) runs exactly once, when the last strong
  * reference to the storage dies, on that thread; on failure it is not called and the
  * caller keeps `data`. Errors: NULL_POINTER, INVALID_ARGUMENT (negative size/stride,
@@ -563,9 +564,32 @@ tensor_status_t tensor_from_blob(void *data,
                                  struct tensor_t **out);
 
 /**
+ * Wraps caller memory without copying, like `tensor_from_blob`, but `byte_strides` are in
+ * **bytes** (not elements): pass OpenCV's `cv::Mat::step[i]`, FFmpeg's
+ * `AVFrame::linesize[p]` or NumPy's `__array_interface__` strides as they are. Each byte
+ * stride must be a multiple of the dtype's item size and `data` must be aligned for the
+ * dtype (`tensor_dtype_itemsize`; 4 for complex64, 8 for complex128); both are refused
+ * with a message naming the value. `byte_strides` NULL means contiguous. Ownership and
+ * `deleter` as `tensor_from_blob`: it runs exactly once on success, never on failure.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (byte stride not a multiple of the item size,
+ * misaligned data, negative size/stride, unknown dtype or device), OVERFLOW,
+ * OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_from_blob_bytes(void *data,
+                                       const int64_t *sizes,
+                                       const int64_t *byte_strides,
+                                       int64_t ndim,
+                                       tensor_dtype_t dtype,
+                                       struct tensor_device_t device,
+                                       tensor_deleter_fn deleter,
+                                       void *ctx,
+                                       struct tensor_t **out);
+
+/**
  * A tensor over `s` at `storage_offset` (elements) in `*out` (owned; holds a strong
- * reference to `s`). `strides` NULL means contiguous. Errors: NULL_POINTER,
- * INVALID_ARGUMENT, OVERFLOW, OUT_OF_BOUNDS (the layout reaches past the storage).
+ * reference to `s`). `strides` are in elements (not bytes); NULL means contiguous.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT, OVERFLOW, OUT_OF_BOUNDS (the layout reaches
+ * past the storage).
  */
 tensor_status_t tensor_from_storage(struct storage_t *s,
                                     int64_t storage_offset,
@@ -596,7 +620,7 @@ const int64_t *tensor_strides(const struct tensor_t *t);
 tensor_status_t tensor_size(const struct tensor_t *t, int64_t dim, int64_t *out);
 
 /**
- * Stride of dim `dim` (negative wraps) in `*out`. Errors: NULL_POINTER, INDEX.
+ * Stride of dim `dim` (negative wraps), in elements, in `*out`. Errors: NULL_POINTER, INDEX.
  */
 tensor_status_t tensor_stride(const struct tensor_t *t, int64_t dim, int64_t *out);
 
@@ -746,10 +770,11 @@ tensor_status_t tensor_view_dtype(const struct tensor_t *self_,
                                   struct tensor_t **out);
 
 /**
- * `self.as_strided(sizes, strides, storage_offset)`: any layout (in elements) over
- * `self`'s storage, bounds-checked against the storage's current size. Errors:
- * NULL_POINTER, OUT_OF_MEMORY, INVALID_ARGUMENT (negative size, stride or offset; ndim
- * outside [0, 64]), OVERFLOW, OUT_OF_BOUNDS (the layout reaches past the storage).
+ * `self.as_strided(sizes, strides, storage_offset)`: any layout over `self`'s storage,
+ * bounds-checked against the storage's current size; `strides` and `storage_offset` are
+ * in elements (not bytes). Errors: NULL_POINTER, OUT_OF_MEMORY, INVALID_ARGUMENT (negative
+ * size, stride or offset; ndim outside [0, 64]), OVERFLOW, OUT_OF_BOUNDS (the layout
+ * reaches past the storage).
  */
 tensor_status_t tensor_as_strided(const struct tensor_t *self_,
                                   const int64_t *sizes,
@@ -1008,6 +1033,29 @@ tensor_status_t tensor_repeat(const struct tensor_t *self_,
  * READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
  */
 tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
+
+/**
+ * One-pass affine copy: `dst[..., c, ...] = src[..., c, ...] * scale[c] + shift[c]` for
+ * every index `c` of `dst`'s dim `dim` (negative wraps), with `src` broadcast to `dst` and
+ * converted as `tensor_copy_` converts (any dtypes but complex, any strides). `n` is
+ * `dst`'s size at `dim`, or 1 for one scale and shift for every element; `scale` and
+ * `shift` hold `n` values each. Arithmetic is float64 for float64 and integer outputs
+ * (integer results are then truncated toward zero and saturated, NaN gives 0, as
+ * `tensor_copy_`), float32 for float32 / float16 / bfloat16 outputs (a multiply and an
+ * add, each rounded to float32). Typical use: a uint8 HWC frame permuted to CHW into a
+ * float32 CHW tensor with `scale[c] = 1 / (255 * std[c])`, `shift[c] = -mean[c] / std[c]`.
+ * Same rules as `tensor_copy_`: `src` is read as if snapshotted when it overlaps `dst`,
+ * `dst` must be writable without internal overlap, and `dst`'s version is bumped once.
+ * Errors: NULL_POINTER, INDEX (dim out of range), INVALID_ARGUMENT (n is neither 1 nor
+ * the size of dim), DTYPE (a complex tensor), SHAPE (src does not broadcast to dst),
+ * DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst has internal overlap), OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_copy_affine_(struct tensor_t *dst,
+                                    const struct tensor_t *src,
+                                    int64_t dim,
+                                    const double *scale,
+                                    const double *shift,
+                                    int64_t n);
 
 /**
  * Sets every element of `dst` to `value` converted to its dtype; bumps the version once.

@@ -1,18 +1,33 @@
 // libtensor C++ layer: a header-only RAII wrapper over the C API of tensor.h, shaped like
 // at::Tensor. It adds no state: a tensor::Tensor is exactly one tensor_t* (one strong
-// reference), copying retains, destruction releases. Every failed call throws
-// tensor::Error, whose what() is the library's message and status() its status code.
+// reference), copying retains, destruction releases.
 //
-//   tensor::Tensor img = tensor::Tensor::from_blob(buf, {480, 640, 3}, TENSOR_UINT8,
+//   tensor::Tensor img = tensor::Tensor::from_blob(buf, {480, 640, 3}, tensor::kUInt8,
 //                                                  [](void* p) { free(p); });
 //   tensor::Tensor chw = img.permute({2, 0, 1});          // a view: no copy
-//   std::cout << chw.select(0, 1).slice(0, 0, 2) << "\n";
+//   auto a = img.accessor<uint8_t, 3>();                  // typed, strided element access
+//   uint8_t green = a[10][20][1];
+//
+// Dtypes are the scoped enum tensor::Dtype (tensor::kFloat32, ...): an int does not
+// convert to it, so `from_blob(m.data, {r, c}, m.depth())` does not compile (an OpenCV
+// depth is not a dtype; see tensor_opencv.hpp). tensor::dtype_of<T>() maps a C++ type to
+// its Dtype.
+//
+// Errors: with C++ exceptions enabled, every failed call throws tensor::Error, whose
+// what() is the library's message and status() its status code. Compiled with
+// -fno-exceptions (or with LIBTENSOR_NO_EXCEPTIONS defined), a failed call instead calls
+// the handler installed with tensor::set_error_handler(status, message) (default: print
+// the message to stderr), then std::abort() if the handler returns: a handler that wants
+// to recover must not return (longjmp, exit, or a fiber switch). Code that must recover
+// from errors without exceptions calls the C API (tensor.h, status codes) on t.get().
 #ifndef LIBTENSOR_TENSOR_HPP
 #define LIBTENSOR_TENSOR_HPP
 
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <ostream>
@@ -24,9 +39,55 @@
 
 #include "tensor.h"
 
+#if defined(__cpp_exceptions) && !defined(LIBTENSOR_NO_EXCEPTIONS)
+#define LIBTENSOR_EXCEPTIONS 1
+#else
+#define LIBTENSOR_EXCEPTIONS 0
+#endif
+
 namespace tensor {
 
-/// Thrown on any status != TENSOR_OK; what() is tensor_last_error()'s text.
+/// Element type: a scoped enum (no implicit conversion from or to int) whose values are
+/// the C API's dtype codes (c10::ScalarType's).
+enum class Dtype : int32_t {
+  UInt8 = TENSOR_UINT8,
+  Int8 = TENSOR_INT8,
+  Int16 = TENSOR_INT16,
+  Int32 = TENSOR_INT32,
+  Int64 = TENSOR_INT64,
+  Float16 = TENSOR_FLOAT16,
+  Float32 = TENSOR_FLOAT32,
+  Float64 = TENSOR_FLOAT64,
+  ComplexFloat = TENSOR_COMPLEX64,
+  ComplexDouble = TENSOR_COMPLEX128,
+  Bool = TENSOR_BOOL,
+  BFloat16 = TENSOR_BFLOAT16,
+  UInt16 = TENSOR_UINT16,
+  UInt32 = TENSOR_UINT32,
+  UInt64 = TENSOR_UINT64,
+};
+constexpr Dtype kUInt8 = Dtype::UInt8, kByte = Dtype::UInt8;
+constexpr Dtype kInt8 = Dtype::Int8, kChar = Dtype::Int8;
+constexpr Dtype kInt16 = Dtype::Int16, kShort = Dtype::Int16;
+constexpr Dtype kInt32 = Dtype::Int32, kInt = Dtype::Int32;
+constexpr Dtype kInt64 = Dtype::Int64, kLong = Dtype::Int64;
+constexpr Dtype kFloat16 = Dtype::Float16, kHalf = Dtype::Float16;
+constexpr Dtype kFloat32 = Dtype::Float32, kFloat = Dtype::Float32;
+constexpr Dtype kFloat64 = Dtype::Float64, kDouble = Dtype::Float64;
+constexpr Dtype kComplexFloat = Dtype::ComplexFloat, kComplexDouble = Dtype::ComplexDouble;
+constexpr Dtype kBool = Dtype::Bool, kBFloat16 = Dtype::BFloat16;
+constexpr Dtype kUInt16 = Dtype::UInt16, kUInt32 = Dtype::UInt32, kUInt64 = Dtype::UInt64;
+
+/// The C API's code of a Dtype, and back (explicit on purpose).
+constexpr tensor_dtype_t to_c(Dtype d) noexcept { return static_cast<tensor_dtype_t>(d); }
+constexpr Dtype dtype_from_c(tensor_dtype_t d) noexcept { return static_cast<Dtype>(d); }
+/// "float32", "uint8", ... (tensor_dtype_name).
+inline const char* name(Dtype d) noexcept { return tensor_dtype_name(to_c(d)); }
+inline size_t itemsize(Dtype d) noexcept { return tensor_dtype_itemsize(to_c(d)); }
+inline std::ostream& operator<<(std::ostream& os, Dtype d) { return os << name(d); }
+
+/// Thrown on any status != TENSOR_OK (when exceptions are on); what() is
+/// tensor_last_error()'s text.
 class Error : public std::runtime_error {
  public:
   Error(tensor_status_t status, const std::string& message)
@@ -37,11 +98,41 @@ class Error : public std::runtime_error {
   tensor_status_t status_;
 };
 
+/// Called on a failed call when exceptions are off; must not return (if it does, the
+/// program aborts).
+using ErrorHandler = void (*)(tensor_status_t status, const char* message);
+
 namespace detail {
+inline void default_error_handler(tensor_status_t status, const char* message) {
+  std::fprintf(stderr, "libtensor error %d: %s\n", static_cast<int>(status), message);
+}
+inline ErrorHandler& error_handler_slot() noexcept {
+  static ErrorHandler h = &default_error_handler;
+  return h;
+}
+/// Reports a failure: throws tensor::Error, or (without exceptions) calls the handler
+/// and aborts if it returns.
+[[noreturn]] inline void fail(tensor_status_t s, const std::string& message) {
+#if LIBTENSOR_EXCEPTIONS
+  throw Error(s, message);
+#else
+  error_handler_slot()(s, message.c_str());
+  std::abort();
+#endif
+}
 inline void check(tensor_status_t s) {
-  if (s != TENSOR_OK) throw Error(s, tensor_last_error());
+  if (s != TENSOR_OK) fail(s, tensor_last_error());
 }
 }  // namespace detail
+
+/// Installs the handler used when exceptions are off (not thread-safe against concurrent
+/// failures: install it once at start-up). Returns the previous one; nullptr restores
+/// the default (print to stderr).
+inline ErrorHandler set_error_handler(ErrorHandler h) noexcept {
+  ErrorHandler old = detail::error_handler_slot();
+  detail::error_handler_slot() = h ? h : &detail::default_error_handler;
+  return old;
+}
 
 /// A non-owning view of int64 values (sizes, strides), like c10::IntArrayRef.
 class IntArrayRef {
@@ -99,26 +190,26 @@ struct BFloat16 {
 namespace detail {
 template <class T>
 struct dtype_of;
-#define LIBTENSOR_DTYPE_OF(T, D) \
-  template <>                    \
-  struct dtype_of<T> {           \
-    static constexpr tensor_dtype_t value = D; \
+#define LIBTENSOR_DTYPE_OF(T, D)           \
+  template <>                              \
+  struct dtype_of<T> {                     \
+    static constexpr Dtype value = Dtype::D; \
   };
-LIBTENSOR_DTYPE_OF(uint8_t, TENSOR_UINT8)
-LIBTENSOR_DTYPE_OF(int8_t, TENSOR_INT8)
-LIBTENSOR_DTYPE_OF(int16_t, TENSOR_INT16)
-LIBTENSOR_DTYPE_OF(int32_t, TENSOR_INT32)
-LIBTENSOR_DTYPE_OF(int64_t, TENSOR_INT64)
-LIBTENSOR_DTYPE_OF(Half, TENSOR_FLOAT16)
-LIBTENSOR_DTYPE_OF(float, TENSOR_FLOAT32)
-LIBTENSOR_DTYPE_OF(double, TENSOR_FLOAT64)
-LIBTENSOR_DTYPE_OF(std::complex<float>, TENSOR_COMPLEX64)
-LIBTENSOR_DTYPE_OF(std::complex<double>, TENSOR_COMPLEX128)
-LIBTENSOR_DTYPE_OF(bool, TENSOR_BOOL)
-LIBTENSOR_DTYPE_OF(BFloat16, TENSOR_BFLOAT16)
-LIBTENSOR_DTYPE_OF(uint16_t, TENSOR_UINT16)
-LIBTENSOR_DTYPE_OF(uint32_t, TENSOR_UINT32)
-LIBTENSOR_DTYPE_OF(uint64_t, TENSOR_UINT64)
+LIBTENSOR_DTYPE_OF(uint8_t, UInt8)
+LIBTENSOR_DTYPE_OF(int8_t, Int8)
+LIBTENSOR_DTYPE_OF(int16_t, Int16)
+LIBTENSOR_DTYPE_OF(int32_t, Int32)
+LIBTENSOR_DTYPE_OF(int64_t, Int64)
+LIBTENSOR_DTYPE_OF(Half, Float16)
+LIBTENSOR_DTYPE_OF(float, Float32)
+LIBTENSOR_DTYPE_OF(double, Float64)
+LIBTENSOR_DTYPE_OF(std::complex<float>, ComplexFloat)
+LIBTENSOR_DTYPE_OF(std::complex<double>, ComplexDouble)
+LIBTENSOR_DTYPE_OF(bool, Bool)
+LIBTENSOR_DTYPE_OF(BFloat16, BFloat16)
+LIBTENSOR_DTYPE_OF(uint16_t, UInt16)
+LIBTENSOR_DTYPE_OF(uint32_t, UInt32)
+LIBTENSOR_DTYPE_OF(uint64_t, UInt64)
 #undef LIBTENSOR_DTYPE_OF
 
 using Deleter = std::function<void(void*)>;
@@ -132,6 +223,70 @@ extern "C" inline void libtensor_hpp_run_deleter(void* data, void* ctx) noexcept
   delete d;
 }
 }  // namespace detail
+
+/// The Dtype of the C++ element type T (uint8_t -> kUInt8, float -> kFloat32, Half,
+/// BFloat16, std::complex<float>, ...); a type with no dtype does not compile.
+template <class T>
+constexpr Dtype dtype_of() noexcept {
+  return detail::dtype_of<typename std::remove_cv<T>::type>::value;
+}
+
+/// Strided typed access to the elements of an N-dim tensor, like at::TensorAccessor:
+/// `a[i][j]` is the element at data + i*stride(0) + j*stride(1) (strides in elements).
+/// Made by Tensor::accessor<T, N>(), which checks the dtype and the number of dims once;
+/// operator[] is plain pointer arithmetic, bounds-checked only in debug builds (NDEBUG
+/// not defined: an index outside [0, size) fails with TENSOR_ERR_INDEX). It borrows the
+/// tensor's sizes and strides: the tensor must outlive it.
+template <class T, size_t N>
+class TensorAccessor {
+ public:
+  TensorAccessor(T* data, const int64_t* sizes, const int64_t* strides) noexcept
+      : data_(data), sizes_(sizes), strides_(strides) {}
+  TensorAccessor<T, N - 1> operator[](int64_t i) const {
+    check_index(i);
+    return TensorAccessor<T, N - 1>(data_ + strides_[0] * i, sizes_ + 1, strides_ + 1);
+  }
+  int64_t size(size_t d) const noexcept { return sizes_[d]; }
+  int64_t stride(size_t d) const noexcept { return strides_[d]; }
+  T* data() const noexcept { return data_; }
+
+ private:
+  void check_index(int64_t i) const {
+#ifndef NDEBUG
+    if (i < 0 || i >= sizes_[0])
+      detail::fail(TENSOR_ERR_INDEX, "accessor: index " + std::to_string(i) + " is out of bounds for size " +
+                                         std::to_string(sizes_[0]));
+#else
+    (void)i;
+#endif
+  }
+  T* data_;
+  const int64_t* sizes_;
+  const int64_t* strides_;
+};
+
+template <class T>
+class TensorAccessor<T, 1> {
+ public:
+  TensorAccessor(T* data, const int64_t* sizes, const int64_t* strides) noexcept
+      : data_(data), sizes_(sizes), strides_(strides) {}
+  T& operator[](int64_t i) const {
+#ifndef NDEBUG
+    if (i < 0 || i >= sizes_[0])
+      detail::fail(TENSOR_ERR_INDEX, "accessor: index " + std::to_string(i) + " is out of bounds for size " +
+                                         std::to_string(sizes_[0]));
+#endif
+    return data_[strides_[0] * i];
+  }
+  int64_t size(size_t d) const noexcept { return sizes_[d]; }
+  int64_t stride(size_t d) const noexcept { return strides_[d]; }
+  T* data() const noexcept { return data_; }
+
+ private:
+  T* data_;
+  const int64_t* sizes_;
+  const int64_t* strides_;
+};
 
 class Storage;
 
@@ -174,44 +329,44 @@ class Tensor {
   uint64_t use_count() const noexcept { return tensor_use_count(impl_); }
 
   // ---- creation -----------------------------------------------------------------------
-  static Tensor empty(IntList sizes, tensor_dtype_t dtype = TENSOR_FLOAT32) {
-    return make([&](tensor_t** o) { return tensor_empty(sizes.data(), sizes.size(), dtype, o); });
+  static Tensor empty(IntList sizes, Dtype dtype = kFloat32) {
+    return make([&](tensor_t** o) { return tensor_empty(sizes.data(), sizes.size(), to_c(dtype), o); });
   }
-  static Tensor empty_strided(IntList sizes, IntList strides, tensor_dtype_t dtype = TENSOR_FLOAT32) {
+  /// `strides` in elements (not bytes).
+  static Tensor empty_strided(IntList sizes, IntList strides, Dtype dtype = kFloat32) {
     check_same_length(sizes, strides, "empty_strided");
     return make([&](tensor_t** o) {
-      return tensor_empty_strided(sizes.data(), strides.data(), sizes.size(), dtype, o);
+      return tensor_empty_strided(sizes.data(), strides.data(), sizes.size(), to_c(dtype), o);
     });
   }
-  static Tensor zeros(IntList sizes, tensor_dtype_t dtype = TENSOR_FLOAT32) {
-    return make([&](tensor_t** o) { return tensor_zeros(sizes.data(), sizes.size(), dtype, o); });
+  static Tensor zeros(IntList sizes, Dtype dtype = kFloat32) {
+    return make([&](tensor_t** o) { return tensor_zeros(sizes.data(), sizes.size(), to_c(dtype), o); });
   }
-  static Tensor ones(IntList sizes, tensor_dtype_t dtype = TENSOR_FLOAT32) {
-    return make([&](tensor_t** o) { return tensor_ones(sizes.data(), sizes.size(), dtype, o); });
+  static Tensor ones(IntList sizes, Dtype dtype = kFloat32) {
+    return make([&](tensor_t** o) { return tensor_ones(sizes.data(), sizes.size(), to_c(dtype), o); });
   }
-  static Tensor full(IntList sizes, double value, tensor_dtype_t dtype = TENSOR_FLOAT32) {
-    return make([&](tensor_t** o) { return tensor_full(sizes.data(), sizes.size(), dtype, value, o); });
+  static Tensor full(IntList sizes, double value, Dtype dtype = kFloat32) {
+    return make([&](tensor_t** o) { return tensor_full(sizes.data(), sizes.size(), to_c(dtype), value, o); });
   }
-  static Tensor arange(int64_t n, tensor_dtype_t dtype = TENSOR_INT64) {
-    return make([&](tensor_t** o) { return tensor_arange(n, dtype, o); });
+  static Tensor arange(int64_t n, Dtype dtype = kInt64) {
+    return make([&](tensor_t** o) { return tensor_arange(n, to_c(dtype), o); });
   }
   /// Wraps memory owned elsewhere without copying. `deleter(data)` runs exactly once when
-  /// the last reference dies; if this throws, it never runs and the caller keeps `data`.
-  /// Empty `strides` means contiguous.
-  static Tensor from_blob(void* data, IntList sizes, tensor_dtype_t dtype,
-                          std::function<void(void*)> deleter = {}, IntList strides = {},
-                          tensor_device_t device = tensor_device_t{1, 0}) {
+  /// the last reference dies; if this fails, it never runs and the caller keeps `data`.
+  /// `strides` are in **elements** (not bytes); empty means contiguous. For byte strides
+  /// (cv::Mat::step, AVFrame::linesize) use from_blob_bytes.
+  static Tensor from_blob(void* data, IntList sizes, Dtype dtype, std::function<void(void*)> deleter = {},
+                          IntList strides = {}, tensor_device_t device = tensor_device_t{1, 0}) {
     if (strides.size() != 0) check_same_length(sizes, strides, "from_blob");
-    detail::Deleter* ctx = deleter ? new detail::Deleter(std::move(deleter)) : nullptr;
-    tensor_t* out = nullptr;
-    tensor_status_t s = tensor_from_blob(data, sizes.data(), strides.size() ? strides.data() : nullptr,
-                                         sizes.size(), dtype, device,
-                                         ctx ? &detail::libtensor_hpp_run_deleter : nullptr, ctx, &out);
-    if (s != TENSOR_OK) {
-      delete ctx;  // the library did not take ownership
-      detail::check(s);
-    }
-    return Tensor(out);
+    return wrap(&tensor_from_blob, data, sizes, strides, dtype, std::move(deleter), device);
+  }
+  /// from_blob with strides in **bytes**: each a multiple of itemsize(dtype), and `data`
+  /// aligned for the dtype (tensor_from_blob_bytes); empty means contiguous.
+  static Tensor from_blob_bytes(void* data, IntList sizes, IntList byte_strides, Dtype dtype,
+                                std::function<void(void*)> deleter = {},
+                                tensor_device_t device = tensor_device_t{1, 0}) {
+    if (byte_strides.size() != 0) check_same_length(sizes, byte_strides, "from_blob_bytes");
+    return wrap(&tensor_from_blob_bytes, data, sizes, byte_strides, dtype, std::move(deleter), device);
   }
   Tensor empty_like(tensor_memory_format_t f = TENSOR_PRESERVE_FORMAT) const {
     return make([&](tensor_t** o) { return tensor_empty_like(impl_, f, o); });
@@ -227,6 +382,7 @@ class Tensor {
   // ---- metadata -----------------------------------------------------------------------
   int64_t dim() const { return tensor_ndim(impl_); }
   IntArrayRef sizes() const { return IntArrayRef(tensor_sizes(impl_), static_cast<size_t>(dim())); }
+  /// Strides in elements (not bytes); stride(d) too.
   IntArrayRef strides() const {
     return IntArrayRef(tensor_strides(impl_), static_cast<size_t>(dim()));
   }
@@ -241,20 +397,29 @@ class Tensor {
     return v;
   }
   int64_t numel() const { return tensor_numel(impl_); }
-  tensor_dtype_t dtype() const { return tensor_dtype(impl_); }
+  Dtype dtype() const { return dtype_from_c(tensor_dtype(impl_)); }
   size_t itemsize() const { return tensor_itemsize(impl_); }
   size_t nbytes() const { return tensor_nbytes(impl_); }
   tensor_device_t device() const { return tensor_device(impl_); }
   int64_t storage_offset() const { return tensor_storage_offset(impl_); }
   void* data_ptr() const { return tensor_data_ptr(impl_); }
-  /// The data as T*; throws TENSOR_ERR_DTYPE when T does not match dtype().
+  /// The data as T*; fails with TENSOR_ERR_DTYPE when dtype_of<T>() is not dtype().
   template <class T>
   T* data_ptr() const {
-    if (detail::dtype_of<T>::value != dtype())
-      throw Error(TENSOR_ERR_DTYPE, std::string("data_ptr: tensor has dtype ") +
-                                        tensor_dtype_name(dtype()) + ", not " +
-                                        tensor_dtype_name(detail::dtype_of<T>::value));
+    check_dtype(dtype_of<T>(), "data_ptr");
     return static_cast<T*>(data_ptr());
+  }
+  /// Typed strided element access (see TensorAccessor): fails with TENSOR_ERR_DTYPE when
+  /// dtype_of<T>() is not dtype(), TENSOR_ERR_INVALID_ARGUMENT when dim() != N. The
+  /// accessor borrows this tensor's sizes and strides: keep the tensor alive while using it.
+  template <class T, size_t N>
+  TensorAccessor<T, N> accessor() const {
+    static_assert(N > 0, "accessor is used for indexing tensor, for scalars use *data_ptr<T>()");
+    check_dtype(dtype_of<T>(), "accessor");
+    if (dim() != static_cast<int64_t>(N))
+      detail::fail(TENSOR_ERR_INVALID_ARGUMENT, "accessor: TensorAccessor expected " + std::to_string(N) +
+                                                    " dims but tensor has " + std::to_string(dim()));
+    return TensorAccessor<T, N>(static_cast<T*>(data_ptr()), tensor_sizes(impl_), tensor_strides(impl_));
   }
   bool is_contiguous(tensor_memory_format_t f = TENSOR_CONTIGUOUS_FORMAT) const {
     return tensor_is_contiguous(impl_, f);
@@ -269,8 +434,8 @@ class Tensor {
   Tensor view(IntList sizes) const {
     return make([&](tensor_t** o) { return tensor_view(impl_, sizes.data(), sizes.size(), o); });
   }
-  Tensor view_dtype(tensor_dtype_t d) const {
-    return make([&](tensor_t** o) { return tensor_view_dtype(impl_, d, o); });
+  Tensor view_dtype(Dtype d) const {
+    return make([&](tensor_t** o) { return tensor_view_dtype(impl_, to_c(d), o); });
   }
   Tensor reshape(IntList sizes) const {
     return make([&](tensor_t** o) { return tensor_reshape(impl_, sizes.data(), sizes.size(), o); });
@@ -309,6 +474,7 @@ class Tensor {
   Tensor expand(IntList sizes) const {
     return make([&](tensor_t** o) { return tensor_expand(impl_, sizes.data(), sizes.size(), o); });
   }
+  /// `strides` and `off` in elements (not bytes).
   Tensor as_strided(IntList sizes, IntList strides, int64_t off) const {
     check_same_length(sizes, strides, "as_strided");
     return make([&](tensor_t** o) {
@@ -341,14 +507,31 @@ class Tensor {
   Tensor clone(tensor_memory_format_t f = TENSOR_PRESERVE_FORMAT) const {
     return make([&](tensor_t** o) { return tensor_clone(impl_, f, o); });
   }
-  Tensor to(tensor_dtype_t d) const {
-    return make([&](tensor_t** o) { return tensor_to_dtype(impl_, d, o); });
+  Tensor to(Dtype d) const {
+    return make([&](tensor_t** o) { return tensor_to_dtype(impl_, to_c(d), o); });
   }
   Tensor repeat(IntList reps) const {
     return make([&](tensor_t** o) { return tensor_repeat(impl_, reps.data(), reps.size(), o); });
   }
   Tensor& copy_(const Tensor& src) {
     detail::check(tensor_copy_(impl_, src.impl_));
+    return *this;
+  }
+  /// One pass: `self[..., c, ...] = src[..., c, ...] * scale[c] + shift[c]` over the
+  /// indices c of dim `dim`, src broadcast and converted as copy_ (tensor_copy_affine_).
+  /// `scale` and `shift` hold size(dim) values each, or one value for every element.
+  Tensor& copy_affine_(const Tensor& src, int64_t dim, const std::vector<double>& scale,
+                       const std::vector<double>& shift) {
+    if (scale.size() != shift.size())
+      detail::fail(TENSOR_ERR_INVALID_ARGUMENT, "copy_affine_: scale has " + std::to_string(scale.size()) +
+                                                    " values but shift has " + std::to_string(shift.size()));
+    detail::check(tensor_copy_affine_(impl_, src.impl_, dim, scale.data(), shift.data(),
+                                      static_cast<int64_t>(scale.size())));
+    return *this;
+  }
+  /// One scale and shift for every element: `self = src * scale + shift`.
+  Tensor& copy_affine_(const Tensor& src, double scale, double shift) {
+    detail::check(tensor_copy_affine_(impl_, src.impl_, 0, &scale, &shift, 1));
     return *this;
   }
   Tensor& fill_(double v) {
@@ -378,8 +561,8 @@ class Tensor {
   template <class T>
   T item() const {
     if (numel() != 1)
-      throw Error(TENSOR_ERR_SHAPE, "item: a Tensor with " + std::to_string(numel()) +
-                                        " elements cannot be converted to Scalar");
+      detail::fail(TENSOR_ERR_SHAPE,
+                   "item: a Tensor with " + std::to_string(numel()) + " elements cannot be converted to Scalar");
     std::vector<int64_t> zero(static_cast<size_t>(dim()), 0);
     if (std::is_integral<T>::value && !std::is_same<T, bool>::value) {
       int64_t v = 0;
@@ -409,8 +592,27 @@ class Tensor {
   }
   static void check_same_length(IntList a, IntList b, const char* fn) {
     if (a.size() != b.size())
-      throw Error(TENSOR_ERR_INVALID_ARGUMENT, std::string(fn) + ": sizes has " + std::to_string(a.size()) +
-                                                   " entries but strides has " + std::to_string(b.size()));
+      detail::fail(TENSOR_ERR_INVALID_ARGUMENT, std::string(fn) + ": sizes has " + std::to_string(a.size()) +
+                                                    " entries but strides has " + std::to_string(b.size()));
+  }
+  void check_dtype(Dtype want, const char* fn) const {
+    if (want != dtype())
+      detail::fail(TENSOR_ERR_DTYPE,
+                   std::string(fn) + ": tensor has dtype " + name(dtype()) + ", not " + name(want));
+  }
+  using BlobFn = tensor_status_t (*)(void*, const int64_t*, const int64_t*, int64_t, tensor_dtype_t,
+                                     tensor_device_t, tensor_deleter_fn, void*, tensor_t**);
+  static Tensor wrap(BlobFn fn, void* data, IntList sizes, IntList strides, Dtype dtype,
+                     std::function<void(void*)> deleter, tensor_device_t device) {
+    detail::Deleter* ctx = deleter ? new detail::Deleter(std::move(deleter)) : nullptr;
+    tensor_t* out = nullptr;
+    tensor_status_t s = fn(data, sizes.data(), strides.size() ? strides.data() : nullptr, sizes.size(),
+                           to_c(dtype), device, ctx ? &detail::libtensor_hpp_run_deleter : nullptr, ctx, &out);
+    if (s != TENSOR_OK) {
+      delete ctx;  // the library did not take ownership
+      detail::check(s);
+    }
+    return Tensor(out);
   }
 
   tensor_t* impl_;
@@ -467,13 +669,14 @@ class Storage {
   bool is_read_only() const noexcept { return storage_is_read_only(impl_); }
   void resize(size_t nbytes) { detail::check(storage_resize(impl_, nbytes)); }
   void mark_read_only() { detail::check(storage_mark_read_only(impl_)); }
-  /// A tensor over this storage (bounds-checked); empty `strides` means contiguous.
-  Tensor tensor(IntList sizes, tensor_dtype_t dtype, int64_t offset = 0, IntList strides = {}) const {
+  /// A tensor over this storage (bounds-checked); `offset` and `strides` in elements,
+  /// empty `strides` means contiguous.
+  Tensor tensor(IntList sizes, Dtype dtype, int64_t offset = 0, IntList strides = {}) const {
     tensor_t* out = nullptr;
     if (strides.size() != 0 && strides.size() != sizes.size())
-      throw Error(TENSOR_ERR_INVALID_ARGUMENT, "Storage::tensor: sizes and strides differ in length");
+      detail::fail(TENSOR_ERR_INVALID_ARGUMENT, "Storage::tensor: sizes and strides differ in length");
     detail::check(tensor_from_storage(impl_, offset, sizes.data(), strides.size() ? strides.data() : nullptr,
-                                      sizes.size(), dtype, &out));
+                                      sizes.size(), to_c(dtype), &out));
     return Tensor::adopt(out);
   }
   inline WeakStorage weak() const;
@@ -580,7 +783,7 @@ class SafetensorsFile {
   /// Name of tensor i (tensors are in file order).
   std::string name(size_t i) const {
     const char* n = tensor_safetensors_name(impl_, i);
-    if (!n) throw Error(TENSOR_ERR_INDEX, "SafetensorsFile::name: index " + std::to_string(i) + " out of range");
+    if (!n) detail::fail(TENSOR_ERR_INDEX, "SafetensorsFile::name: index " + std::to_string(i) + " out of range");
     return n;
   }
   std::vector<std::string> names() const {

@@ -252,6 +252,44 @@ impl Tensor {
         })
     }
 
+    /// [`from_blob`](Self::from_blob) with strides in **bytes** (what OpenCV's `step`,
+    /// FFmpeg's `linesize` and NumPy's `__array_interface__` give): each must be a
+    /// multiple of the item size, and `data` aligned for the dtype. `None`: contiguous.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_blob_bytes(
+        data: *mut c_void,
+        sizes: &[i64],
+        byte_strides: Option<&[i64]>,
+        dtype: DType,
+        device: Device,
+        deleter: Option<DeleterFn>,
+        ctx: *mut c_void,
+    ) -> Result<Tensor> {
+        let isz = dtype.itemsize() as i64;
+        let align = crate::with_dtype!(dtype, T => std::mem::align_of::<T>());
+        ensure!(
+            (data as usize) % align == 0,
+            InvalidArgument,
+            "data pointer {data:p} is not aligned for {} (needs a multiple of {align} bytes)",
+            dtype.name().trim_end_matches('\0')
+        );
+        let strides: Option<Dims> = match byte_strides {
+            None => None,
+            Some(b) => {
+                if let Some((d, &st)) = b.iter().enumerate().find(|(_, &st)| st % isz != 0) {
+                    bail!(
+                        InvalidArgument,
+                        "byte stride {st} of dim {d} is not a multiple of the item size {isz} of {} (byte strides {})",
+                        dtype.name().trim_end_matches('\0'),
+                        fmt_dims(b)
+                    );
+                }
+                Some(b.iter().map(|&st| st / isz).collect())
+            }
+        };
+        Tensor::from_blob(data, sizes, strides.as_deref(), dtype, device, deleter, ctx)
+    }
+
     /// A tensor over an existing storage (bounds-checked). `strides = None`: contiguous.
     pub fn from_storage(
         storage: &Storage,

@@ -9,6 +9,21 @@
 //! `TENSOR_TEST_LIB=path/to/libtensor.so` links the programs to that library instead, e.g.
 //! the release build (`cargo build --release`), whose integer arithmetic wraps where the
 //! debug build's panics: both must answer the same documented statuses.
+//!
+//! A source may carry directive lines for programs that need more than libtensor:
+//! `// c_api-cflags: ARGS` (extra compiler arguments, e.g. `-fno-exceptions`),
+//! `// c_api-pkg: NAME...` (pkg-config packages: their --cflags (as system include dirs)
+//! and --libs are added; when pkg-config cannot find one, the program is skipped with a
+//! printed notice), `// c_api-libs: ARGS` (extra link arguments, in place of the
+//! packages' full --libs), `// c_api-suppressions: FILE` (a valgrind suppressions file,
+//! relative to the source, for the one-time allocations of that package's own code).
+//!
+//! The programs in `examples_c/` are built and run the same way (they exit non-zero when
+//! a check fails).
+//!
+//! `TENSOR_C_ONLY=a,b` runs only the programs with those file stems; `TENSOR_C_REQUIRE_PKGS=1`
+//! turns a missing pkg-config package into a failure instead of a skip (CI, after it
+//! installed them).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +34,13 @@ fn manifest_dir() -> PathBuf {
 
 /// The cdylib cargo built alongside this test binary (target/<profile>/deps), copied into
 /// its own directory with the SONAME link (`libtensor.so.0`) the programs will ask for.
+/// Made once per test run (the tests run in parallel and share it).
 fn library_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(make_library_dir).clone()
+}
+
+fn make_library_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap();
     let chosen = std::env::var_os("TENSOR_TEST_LIB").map(PathBuf::from);
@@ -64,7 +85,54 @@ fn compiler(cpp: bool) -> cc::Tool {
         .get_compiler()
 }
 
+/// The values of `// c_api-KEY:` directive lines of a source.
+fn directive(src: &Path, key: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(src).unwrap_or_default();
+    let tag = format!("// c_api-{key}:");
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix(&tag))
+        .flat_map(|v| v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+fn pkg_config(args: &[&str]) -> Option<Vec<String>> {
+    let o = Command::new("pkg-config").args(args).output().ok()?;
+    o.status.success().then(|| {
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    })
+}
+
+/// The extra (compile, link) arguments a source's directives ask for, or `Err(notice)`
+/// when a pkg-config package is missing.
+fn extra_args(src: &Path) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut cflags = directive(src, "cflags");
+    let mut libs = Vec::new();
+    for pkg in directive(src, "pkg") {
+        let Some(cf) = pkg_config(&["--cflags", &pkg]) else {
+            return Err(format!(
+                "NOTICE: {} skipped: pkg-config cannot find {pkg} (install its -dev package)",
+                src.display()
+            ));
+        };
+        // Their headers are not ours to warn about.
+        cflags.extend(cf.into_iter().map(|f| match f.strip_prefix("-I") {
+            Some(dir) => format!("-isystem{dir}"),
+            None => f,
+        }));
+        libs.extend(pkg_config(&["--libs", &pkg]).unwrap_or_default());
+    }
+    let explicit = directive(src, "libs");
+    if !explicit.is_empty() {
+        libs = explicit;
+    }
+    Ok((cflags, libs))
+}
+
 fn build(src: &Path, lib: &Path, out: &Path) -> Result<(), String> {
+    let (cflags, libs) = extra_args(src).map_err(|e| format!("internal: {e}"))?;
     let cpp = src.extension().is_some_and(|e| e == "cpp");
     let mut cmd = compiler(cpp).to_command();
     cmd.arg(if cpp { "-std=c++17" } else { "-std=c99" })
@@ -79,6 +147,7 @@ fn build(src: &Path, lib: &Path, out: &Path) -> Result<(), String> {
         .arg(manifest_dir().join("include"))
         .arg("-I")
         .arg(manifest_dir().join("c_tests"))
+        .args(&cflags)
         .arg(src)
         .arg("-o")
         .arg(out)
@@ -86,6 +155,7 @@ fn build(src: &Path, lib: &Path, out: &Path) -> Result<(), String> {
         .arg(lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .arg("-ltensor")
+        .args(&libs)
         .arg("-lpthread");
     let o = cmd
         .output()
@@ -101,10 +171,16 @@ fn build(src: &Path, lib: &Path, out: &Path) -> Result<(), String> {
     }
 }
 
-fn run(exe: &Path) -> Result<String, String> {
+fn run(exe: &Path, src: &Path) -> Result<String, String> {
     let valgrind = std::env::var("TENSOR_VALGRIND").is_ok_and(|v| v == "1");
     let mut cmd = if valgrind {
         let mut c = Command::new("valgrind");
+        for supp in directive(src, "suppressions") {
+            c.arg(format!(
+                "--suppressions={}",
+                src.parent().unwrap().join(supp).display()
+            ));
+        }
         c.args([
             "--error-exitcode=1",
             "--leak-check=full",
@@ -145,26 +221,88 @@ fn assert_header_is_fresh() {
     );
 }
 
-#[test]
-fn c_and_cpp_programs_pass() {
+/// Builds and runs every C / C++ program of `dir`; programs whose pkg-config packages are
+/// missing are skipped with a notice.
+fn build_and_run_all(dir: &str, bin_name: &str) {
     assert_header_is_fresh();
     let lib = library_dir();
-    let bin = lib.parent().unwrap().join("bin");
+    let bin = lib.parent().unwrap().join(bin_name);
     std::fs::create_dir_all(&bin).unwrap();
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(manifest_dir().join("c_tests"))
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(manifest_dir().join(dir))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "c" || e == "cpp"))
         .collect();
     sources.sort();
-    assert!(!sources.is_empty(), "no C tests found");
+    assert!(!sources.is_empty(), "no C programs found in {dir}");
+    if let Ok(only) = std::env::var("TENSOR_C_ONLY") {
+        let only: Vec<&str> = only.split(',').map(str::trim).collect();
+        sources.retain(|p| only.contains(&p.file_stem().unwrap().to_str().unwrap()));
+    }
+    let require = std::env::var("TENSOR_C_REQUIRE_PKGS").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
     for src in &sources {
+        if let Err(notice) = extra_args(src) {
+            if require {
+                failures.push(notice);
+            } else {
+                println!("{notice}");
+            }
+            continue;
+        }
         let exe = bin.join(src.file_stem().unwrap());
-        match build(src, &lib, &exe).and_then(|_| run(&exe)) {
+        match build(src, &lib, &exe).and_then(|_| run(&exe, src)) {
             Ok(out) => print!("{out}"),
             Err(e) => failures.push(e),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn c_and_cpp_programs_pass() {
+    build_and_run_all("c_tests", "bin");
+}
+
+#[test]
+fn examples_run() {
+    build_and_run_all("examples_c", "examples");
+}
+
+/// tensor.hpp's dtype is a scoped enum: an int (such as an OpenCV depth) passed where a
+/// dtype is expected must not compile, while the same call with tensor::kFloat32 does.
+#[test]
+fn cpp_refuses_an_int_as_dtype() {
+    let dir = library_dir().parent().unwrap().join("compile_fail");
+    std::fs::create_dir_all(&dir).unwrap();
+    let compile = |name: &str, dtype: &str| {
+        let src = dir.join(format!("{name}.cpp"));
+        std::fs::write(
+            &src,
+            format!(
+                "#include \"tensor.hpp\"\nint main() {{\n  static float buf[4];\n  int depth = 5;  // CV_32F\n  (void)depth;\n  tensor::Tensor t = tensor::Tensor::from_blob(buf, {{2, 2}}, {dtype});\n  return t.dim() == 2 ? 0 : 1;\n}}\n"
+            ),
+        )
+        .unwrap();
+        let mut cmd = compiler(true).to_command();
+        cmd.args(["-std=c++17", "-fsyntax-only", "-I"])
+            .arg(manifest_dir().join("include"))
+            .arg(&src);
+        cmd.output().unwrap()
+    };
+    let good = compile("dtype_ok", "tensor::kFloat32");
+    assert!(
+        good.status.success(),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+    for bad in ["depth", "5", "TENSOR_FLOAT32"] {
+        let o = compile("dtype_int", bad);
+        assert!(!o.status.success(), "from_blob(..., {bad}) compiled");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("Dtype"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }

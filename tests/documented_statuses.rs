@@ -637,6 +637,13 @@ impl Ctx {
     }
 }
 
+/// `t.size(dim)`, or 1 when `dim` is out of range.
+fn tensor_size_or(t: *mut tensor_t, dim: i64) -> i64 {
+    let mut n = 1;
+    let _ = tensor_size(t, dim, &mut n);
+    n
+}
+
 fn last_error() -> String {
     // SAFETY: a NUL-terminated thread-local string.
     unsafe { CStr::from_ptr(tensor_last_error()) }
@@ -991,6 +998,23 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             // Never read: the tensor is released at once.
             make!(|o| tensor_from_blob(data, p, sp, n, d, dev, None, null_mut(), o))
         }
+        "tensor_from_blob_bytes" => {
+            let (p, n) = c.list();
+            // Byte strides: element-like values, some scaled by an item size, some odd.
+            let mul = c.rng.pick(&[1i64, 2, 4, 8, 3]);
+            let st: Vec<i64> = c.list.iter().map(|&v| v.saturating_mul(mul)).collect();
+            let sp = if c.rng.one_in(3) { null() } else { st.as_ptr() };
+            let d = c.dtype();
+            let dev = c.device();
+            let skew = c.rng.pick(&[0usize, 0, 1, 2, 4]);
+            let data = if c.rng.one_in(6) {
+                null_mut()
+            } else {
+                // SAFETY (test): stays inside buf; never read (the tensor is released at once).
+                unsafe { (c.buf.as_mut_ptr() as *mut u8).add(skew) as *mut c_void }
+            };
+            make!(|o| tensor_from_blob_bytes(data, p, sp, n, d, dev, None, null_mut(), o))
+        }
         "tensor_from_storage" => {
             let s = c.s();
             let off = c.v();
@@ -1216,6 +1240,29 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let t = c.t();
             let (p, n) = c.alloc_list();
             make!(|o| tensor_repeat(t, p, n, o))
+        }
+        "tensor_copy_affine_" => {
+            let (a, b) = (c.t(), c.t());
+            let dim = c.rng.pick(&[0i64, 1, 2, -1, -3, 7, i64::MIN]);
+            // The caller's side of the contract: `n` values readable behind each pointer.
+            let vals: Vec<f64> = (0..4096).map(|i| (i as f64) * 0.5 - 3.0).collect();
+            let size = if a.is_null() {
+                1
+            } else {
+                tensor_size_or(a, dim)
+            };
+            let n = c.rng.pick(&[1i64, 0, 2, 3, -1, size.min(4096)]);
+            let scale = if c.rng.one_in(8) {
+                null()
+            } else {
+                vals.as_ptr()
+            };
+            let shift = if c.rng.one_in(8) {
+                null()
+            } else {
+                vals.as_ptr()
+            };
+            Some(Some(tensor_copy_affine_(a, b, dim, scale, shift, n).0))
         }
         "tensor_copy_" => {
             let (a, b) = (c.t(), c.t());

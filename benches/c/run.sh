@@ -2,7 +2,8 @@
 # Builds libtensor.so (release) and the C benchmarks against it, then runs them.
 # The library is copied into target/bench-c/ with its SONAME link (libtensor.so.0), so the
 # programs run against exactly the build they were linked with.
-# Usage: benches/c/run.sh [views|copy|all]   (default: all)
+# Usage: benches/c/run.sh [views|copy|pipe|all]   (default: all)
+#   bench_pipe (C++) adds the cv::dnn::blobFromImage rows when pkg-config finds opencv4.
 #   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,4 +26,17 @@ fi
 if [ "$which" = copy ] || [ "$which" = all ]; then
   build bench_copy
   "$dir/bench_copy"
+fi
+if [ "$which" = pipe ] || [ "$which" = all ]; then
+  cv_flags=""
+  if pkg-config --exists opencv4 2>/dev/null; then
+    cv_flags="-DWITH_OPENCV_DNN $(pkg-config --cflags opencv4) -lopencv_dnn -lopencv_core"
+  else
+    echo "opencv4 not found by pkg-config: bench_pipe runs without the blobFromImage rows"
+  fi
+  # shellcheck disable=SC2086
+  ${CXX:-c++} -std=c++17 -O2 -DNDEBUG -Wall -Wextra -Werror -I"$root/include" benches/c/bench_pipe.cpp \
+    -L"$dir" -Wl,-rpath,"$dir" -ltensor $cv_flags -o "$dir/bench_pipe"
+  # shellcheck disable=SC2086
+  "$dir/bench_pipe" ${BENCH_PIPE_ARGS:-}
 fi

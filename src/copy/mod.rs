@@ -7,6 +7,7 @@
 //! read-only, internal-overlap checks) and bump the shared version counter exactly once;
 //! freshly made outputs are not bumped.
 
+pub(crate) mod affine;
 pub(crate) mod engine;
 pub(crate) mod kernels;
 
@@ -138,6 +139,10 @@ fn may_overlap(dst: &TensorImpl, src: &TensorImpl) -> bool {
     a0 < b1 && b0 < a1
 }
 
+/// Bytes of output per block and per index in copy_affine_'s blocked walk (the block's src
+/// stays in L2 while every index of `dim` reads it).
+const AFFINE_BLOCK: usize = 128 << 10;
+
 impl TensorImpl {
     /// `dst.copy_(src)`: broadcasts `src` to `self`'s shape and converts its dtype; when
     /// the two share memory the result is that of copying from a snapshot of `src`.
@@ -186,6 +191,138 @@ impl TensorImpl {
                         src.dtype(),
                     )
                 };
+            }
+        }
+        self.bump_version();
+        Ok(())
+    }
+
+    /// `copy_affine_`: `self[..., c, ...] = src[..., c, ...] · scale_c + shift_c` for
+    /// every index `c` of `self`'s dim `dim`, where `(scale_c, shift_c) = param(c)` and
+    /// `n` (1, or the size of that dim) is how many there are (`param` is called only
+    /// with `c < n`, after `n` is checked; with `n == 1`, `param(0)` serves every index).
+    /// `src` is broadcast to `self` and converted as `copy_` converts (see `affine.rs` for
+    /// the arithmetic). Errors: Index (dim), InvalidArgument (n), DType (complex), Shape
+    /// (broadcast), Device, OutOfBounds, ReadOnly, Overlap, OutOfMemory (snapshot).
+    pub fn copy_affine_(
+        &self,
+        src: &TensorImpl,
+        dim: i64,
+        n: i64,
+        param: &dyn Fn(usize) -> (f64, f64),
+    ) -> Result<()> {
+        let d = shape::wrap_dim(dim, self.ndim())?;
+        let size = if self.ndim() == 0 { 1 } else { self.sizes()[d] };
+        ensure!(
+            n == 1 || n == size,
+            InvalidArgument,
+            "n (the number of scale and shift values) must be 1 or {size} (the size of dim {dim}), got {n}"
+        );
+        let n = n as usize;
+        for t in [self, src] {
+            ensure!(
+                !t.dtype().is_complex(),
+                DType,
+                "copy_affine_ does not support complex tensors (got {})",
+                t.dtype().name()
+            );
+        }
+        let dst_ptr = self.data_for_write(false)?;
+        let src_st = broadcast_strides(self.sizes(), src)?;
+        let src_ptr = src.data_for_read()?;
+        if self.numel() > 0 {
+            let snapshot;
+            let (sp, sst, sdt) = if may_overlap(self, src) {
+                snapshot = src.clone_tensor(MemoryFormat::Preserve)?;
+                let st = broadcast_strides(self.sizes(), &snapshot)?;
+                (snapshot.data_ptr() as *const u8, st, snapshot.dtype())
+            } else {
+                (src_ptr as *const u8, src_st, src.dtype())
+            };
+            let (dt, isz, ssz) = (
+                self.dtype(),
+                self.itemsize() as isize,
+                sdt.itemsize() as isize,
+            );
+            let stream = self.numel() as usize * self.itemsize() >= affine::STREAM_BYTES;
+            if n == 1 {
+                let (a, b) = param(0);
+                // SAFETY: validated layouts that do not overlap (snapshot otherwise).
+                unsafe {
+                    affine::affine_raw(
+                        self.sizes(),
+                        dst_ptr,
+                        self.strides(),
+                        dt,
+                        sp,
+                        &sst,
+                        sdt,
+                        a,
+                        b,
+                        stream,
+                    )
+                };
+            } else {
+                // One engine pass per index of `dim`, over the other dims, block by block
+                // of the outermost of those (in dst's order), so that a block of src read
+                // by the first index is still in cache for the others (an HWC frame is
+                // read from memory once, not once per channel).
+                let rest = |v: &[i64]| -> Dims {
+                    v.iter()
+                        .enumerate()
+                        .filter(|&(i, _)| i != d)
+                        .map(|(_, &x)| x)
+                        .collect()
+                };
+                let (mut sizes, dst_st, src_st) =
+                    (rest(self.sizes()), rest(self.strides()), rest(&sst));
+                let (dstep, sstep) = (self.strides()[d] as isize * isz, sst[d] as isize * ssz);
+                let params: Vec<(f64, f64)> = (0..n).map(param).collect();
+                let outer = (0..sizes.len())
+                    .filter(|&i| sizes[i] > 1)
+                    .max_by_key(|&i| dst_st[i]);
+                let (total, per) = match outer {
+                    // Outer-dim items per block: about AFFINE_BLOCK bytes of dst per index.
+                    Some(o) => {
+                        let item = (self.numel() / size / sizes[o]).max(1) as usize * isz as usize;
+                        (sizes[o], (AFFINE_BLOCK / item).max(1) as i64)
+                    }
+                    None => (1, 1),
+                };
+                let mut start = 0;
+                while start < total {
+                    let len = per.min(total - start);
+                    let (doff, soff) = match outer {
+                        Some(o) => {
+                            sizes[o] = len;
+                            (
+                                start as isize * dst_st[o] as isize * isz,
+                                start as isize * src_st[o] as isize * ssz,
+                            )
+                        }
+                        None => (0, 0),
+                    };
+                    for (c, &(a, b)) in params.iter().enumerate() {
+                        // SAFETY: index c of dim d and items start..start+len of the
+                        // outer dim are inside both layouts; the sub-layouts are those
+                        // layouts restricted to them.
+                        unsafe {
+                            affine::affine_raw(
+                                &sizes,
+                                dst_ptr.offset(c as isize * dstep + doff),
+                                &dst_st,
+                                dt,
+                                sp.offset(c as isize * sstep + soff),
+                                &src_st,
+                                sdt,
+                                a,
+                                b,
+                                stream,
+                            )
+                        };
+                    }
+                    start += len;
+                }
             }
         }
         self.bump_version();

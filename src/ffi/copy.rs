@@ -133,6 +133,39 @@ pub extern "C" fn tensor_copy_(dst: *mut tensor_t, src: *const tensor_t) -> tens
     })
 }
 
+/// One-pass affine copy: `dst[..., c, ...] = src[..., c, ...] * scale[c] + shift[c]` for
+/// every index `c` of `dst`'s dim `dim` (negative wraps), with `src` broadcast to `dst` and
+/// converted as `tensor_copy_` converts (any dtypes but complex, any strides). `n` is
+/// `dst`'s size at `dim`, or 1 for one scale and shift for every element; `scale` and
+/// `shift` hold `n` values each. Arithmetic is float64 for float64 and integer outputs
+/// (integer results are then truncated toward zero and saturated, NaN gives 0, as
+/// `tensor_copy_`), float32 for float32 / float16 / bfloat16 outputs (a multiply and an
+/// add, each rounded to float32). Typical use: a uint8 HWC frame permuted to CHW into a
+/// float32 CHW tensor with `scale[c] = 1 / (255 * std[c])`, `shift[c] = -mean[c] / std[c]`.
+/// Same rules as `tensor_copy_`: `src` is read as if snapshotted when it overlaps `dst`,
+/// `dst` must be writable without internal overlap, and `dst`'s version is bumped once.
+/// Errors: NULL_POINTER, INDEX (dim out of range), INVALID_ARGUMENT (n is neither 1 nor
+/// the size of dim), DTYPE (a complex tensor), SHAPE (src does not broadcast to dst),
+/// DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst has internal overlap), OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_copy_affine_(
+    dst: *mut tensor_t,
+    src: *const tensor_t,
+    dim: i64,
+    scale: *const f64,
+    shift: *const f64,
+    n: i64,
+) -> tensor_status_t {
+    call("tensor_copy_affine_", || {
+        let (d, s) = (tensor_arg(dst, "dst")?, tensor_arg(src, "src")?);
+        ensure!(!scale.is_null(), NullPointer, "argument 'scale' is NULL");
+        ensure!(!shift.is_null(), NullPointer, "argument 'shift' is NULL");
+        // SAFETY: the caller promises n readable values at each (checked non-NULL);
+        // copy_affine_ asks only for c < n after checking n.
+        d.copy_affine_(s, dim, n, &|c| unsafe { (*scale.add(c), *shift.add(c)) })
+    })
+}
+
 /// Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
 /// As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
 /// idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS.

@@ -103,8 +103,9 @@ pub extern "C" fn tensor_arange(
     })
 }
 
-/// Wraps caller memory without copying, in `*out` (owned). `strides` NULL means
-/// contiguous. The tensor owns a storage of exactly the bytes its sizes and strides reach.
+/// Wraps caller memory without copying, in `*out` (owned). `strides` are in **elements**,
+/// not bytes (for byte strides such as `cv::Mat::step` or `AVFrame::linesize` use
+/// `tensor_from_blob_bytes`); NULL means contiguous. The tensor owns a storage of exactly the bytes its sizes and strides reach.
 /// On success `deleter(data, ctx)` (if non-NULL) runs exactly once, when the last strong
 /// reference to the storage dies, on that thread; on failure it is not called and the
 /// caller keeps `data`. Errors: NULL_POINTER, INVALID_ARGUMENT (negative size/stride,
@@ -141,9 +142,52 @@ pub extern "C" fn tensor_from_blob(
     })
 }
 
+/// Wraps caller memory without copying, like `tensor_from_blob`, but `byte_strides` are in
+/// **bytes** (not elements): pass OpenCV's `cv::Mat::step[i]`, FFmpeg's
+/// `AVFrame::linesize[p]` or NumPy's `__array_interface__` strides as they are. Each byte
+/// stride must be a multiple of the dtype's item size and `data` must be aligned for the
+/// dtype (`tensor_dtype_itemsize`; 4 for complex64, 8 for complex128); both are refused
+/// with a message naming the value. `byte_strides` NULL means contiguous. Ownership and
+/// `deleter` as `tensor_from_blob`: it runs exactly once on success, never on failure.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (byte stride not a multiple of the item size,
+/// misaligned data, negative size/stride, unknown dtype or device), OVERFLOW,
+/// OUT_OF_MEMORY.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn tensor_from_blob_bytes(
+    data: *mut c_void,
+    sizes: *const i64,
+    byte_strides: *const i64,
+    ndim: i64,
+    dtype: tensor_dtype_t,
+    device: tensor_device_t,
+    deleter: tensor_deleter_fn,
+    ctx: *mut c_void,
+    out: *mut *mut tensor_t,
+) -> tensor_status_t {
+    call_tensor("tensor_from_blob_bytes", out, || {
+        let sizes = int_list(sizes, ndim, "sizes")?;
+        let strides = if byte_strides.is_null() {
+            None
+        } else {
+            Some(int_list(byte_strides, ndim, "byte_strides")?)
+        };
+        Tensor::from_blob_bytes(
+            data,
+            sizes,
+            strides,
+            dtype_arg(dtype)?,
+            device.into(),
+            deleter,
+            ctx,
+        )
+    })
+}
+
 /// A tensor over `s` at `storage_offset` (elements) in `*out` (owned; holds a strong
-/// reference to `s`). `strides` NULL means contiguous. Errors: NULL_POINTER,
-/// INVALID_ARGUMENT, OVERFLOW, OUT_OF_BOUNDS (the layout reaches past the storage).
+/// reference to `s`). `strides` are in elements (not bytes); NULL means contiguous.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT, OVERFLOW, OUT_OF_BOUNDS (the layout reaches
+/// past the storage).
 #[no_mangle]
 pub extern "C" fn tensor_from_storage(
     s: *mut storage_t,
@@ -213,7 +257,7 @@ pub extern "C" fn tensor_size(t: *const tensor_t, dim: i64, out: *mut i64) -> te
     })
 }
 
-/// Stride of dim `dim` (negative wraps) in `*out`. Errors: NULL_POINTER, INDEX.
+/// Stride of dim `dim` (negative wraps), in elements, in `*out`. Errors: NULL_POINTER, INDEX.
 #[no_mangle]
 pub extern "C" fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t {
     call("tensor_stride", || {

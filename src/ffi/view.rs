@@ -41,10 +41,11 @@ pub extern "C" fn tensor_view_dtype(
     })
 }
 
-/// `self.as_strided(sizes, strides, storage_offset)`: any layout (in elements) over
-/// `self`'s storage, bounds-checked against the storage's current size. Errors:
-/// NULL_POINTER, OUT_OF_MEMORY, INVALID_ARGUMENT (negative size, stride or offset; ndim
-/// outside [0, 64]), OVERFLOW, OUT_OF_BOUNDS (the layout reaches past the storage).
+/// `self.as_strided(sizes, strides, storage_offset)`: any layout over `self`'s storage,
+/// bounds-checked against the storage's current size; `strides` and `storage_offset` are
+/// in elements (not bytes). Errors: NULL_POINTER, OUT_OF_MEMORY, INVALID_ARGUMENT (negative
+/// size, stride or offset; ndim outside [0, 64]), OVERFLOW, OUT_OF_BOUNDS (the layout
+/// reaches past the storage).
 #[no_mangle]
 pub extern "C" fn tensor_as_strided(
     self_: *const tensor_t,

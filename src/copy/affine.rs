@@ -1,0 +1,417 @@
+//! `copy_affine_`: `dst[..., c, ...] = src[..., c, ...] · scale[c] + shift[c]` in one pass,
+//! with `src` broadcast to `dst` and converted as `copy_` converts.
+//!
+//! The op runs the one strided-iteration engine once per index `c` of `dst`'s dim `dim`
+//! (or once over everything when one scale/shift serves all), with an [`Affine`] kernel
+//! holding that index's scale and shift. Arithmetic: float64 for a float64 or integer
+//! destination (integer results then truncate and saturate as `copy_` does), float32 for
+//! float32 / float16 / bfloat16 destinations (then rounded to the output type).
+//!
+//! The hot case of image preprocessing, a uint8 HWC frame permuted to CHW into a float32
+//! CHW tensor, becomes per channel one run of `H·W` items read 3 bytes apart and written
+//! contiguously; that run has an AVX2 loop (`simd`) that computes exactly what the scalar
+//! loop computes (multiply, then add, each rounded to float32).
+
+use super::engine::{execute, Kernel, Plan};
+use crate::dtype::{Bool, DType, Element};
+use half::{bf16, f16};
+use std::any::TypeId;
+use std::mem::size_of;
+
+/// The arithmetic type of an output element type.
+pub(crate) trait AffineOut: Element {
+    /// `x · scale + shift` rounded to `Self`, from an input read as f64.
+    fn affine(x: f64, scale: f64, shift: f64) -> Self;
+}
+
+macro_rules! via_f64 {
+    ($($t:ty),*) => {$(
+        impl AffineOut for $t {
+            #[inline(always)]
+            fn affine(x: f64, scale: f64, shift: f64) -> Self {
+                <$t as Element>::from_scalar(crate::dtype::Scalar::Float(x * scale + shift))
+            }
+        }
+    )*};
+}
+via_f64!(u8, i8, i16, i32, i64, u16, u32, u64, Bool, f64);
+
+macro_rules! via_f32 {
+    ($($t:ty),*) => {$(
+        impl AffineOut for $t {
+            #[inline(always)]
+            fn affine(x: f64, scale: f64, shift: f64) -> Self {
+                let v = (x as f32) * (scale as f32) + (shift as f32);
+                <$t as Element>::from_scalar(crate::dtype::Scalar::Float(v as f64))
+            }
+        }
+    )*};
+}
+via_f32!(f32, f16, bf16);
+
+/// The kernel: one scale and shift for every element it is given.
+pub(crate) struct Affine<S, D> {
+    pub scale: f64,
+    pub shift: f64,
+    /// The whole output is far bigger than the caches: the SIMD loops use streaming stores.
+    pub stream: bool,
+    _t: std::marker::PhantomData<(S, D)>,
+}
+
+impl<S, D> Affine<S, D> {
+    pub fn new(scale: f64, shift: f64, stream: bool) -> Self {
+        Affine {
+            scale,
+            shift,
+            stream,
+            _t: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Outputs at least this big are written with streaming stores (as the copy kernels do).
+pub(crate) const STREAM_BYTES: usize = 16 << 20;
+
+fn is<A: 'static, B: 'static>() -> bool {
+    TypeId::of::<A>() == TypeId::of::<B>()
+}
+
+impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
+    #[inline]
+    unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
+        let (a, b) = (self.scale, self.shift);
+        if is::<S, u8>() && is::<D, f32>() && ds == 4 {
+            #[cfg(target_arch = "x86_64")]
+            if simd::u8_to_f32(self.stream, d, s, n, ss, a as f32, b as f32) {
+                return true;
+            }
+            // Scalar: the same two float32 roundings as the SIMD loop.
+            let (a, b) = (a as f32, b as f32);
+            let d = d as *mut f32;
+            for i in 0..n {
+                let x = *s.offset(i as isize * ss) as f32;
+                d.add(i).write_unaligned(x * a + b);
+            }
+            return true;
+        }
+        let rd = |x: S| x.to_scalar().to_f64();
+        if ss == 0 {
+            let v = D::affine(rd((s as *const S).read_unaligned()), a, b);
+            for i in 0..n {
+                (d.offset(i as isize * ds) as *mut D).write_unaligned(v);
+            }
+        } else if ds == size_of::<D>() as isize && ss == size_of::<S>() as isize {
+            let (d, s) = (d as *mut D, s as *const S);
+            for i in 0..n {
+                d.add(i)
+                    .write_unaligned(D::affine(rd(s.add(i).read_unaligned()), a, b));
+            }
+        } else {
+            for i in 0..n {
+                let x = (s.offset(i as isize * ss) as *const S).read_unaligned();
+                (d.offset(i as isize * ds) as *mut D).write_unaligned(D::affine(rd(x), a, b));
+            }
+        }
+        true
+    }
+}
+
+/// Runs the affine kernel for `S -> D` over one layout pair (the dtype dispatch).
+/// `stream`: the whole op's output is big (see [`STREAM_BYTES`]).
+///
+/// # Safety
+/// As the engine's `execute`: both layouts valid for their pointers, `dst` writable, the
+/// two regions not overlapping.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn affine_raw(
+    sizes: &[i64],
+    dst: *mut u8,
+    dst_st: &[i64],
+    dst_dtype: DType,
+    src: *const u8,
+    src_st: &[i64],
+    src_dtype: DType,
+    scale: f64,
+    shift: f64,
+    stream: bool,
+) {
+    let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
+    let Some(plan) = Plan::new(sizes, dst_st, i0, src_st, i1) else {
+        return;
+    };
+    macro_rules! out {
+        ($S:ty) => {
+            match dst_dtype {
+                DType::U8 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, u8>::new(scale, shift, stream),
+                ),
+                DType::I8 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, i8>::new(scale, shift, stream),
+                ),
+                DType::I16 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, i16>::new(scale, shift, stream),
+                ),
+                DType::I32 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, i32>::new(scale, shift, stream),
+                ),
+                DType::I64 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, i64>::new(scale, shift, stream),
+                ),
+                DType::U16 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, u16>::new(scale, shift, stream),
+                ),
+                DType::U32 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, u32>::new(scale, shift, stream),
+                ),
+                DType::U64 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, u64>::new(scale, shift, stream),
+                ),
+                DType::Bool => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, Bool>::new(scale, shift, stream),
+                ),
+                DType::F16 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, f16>::new(scale, shift, stream),
+                ),
+                DType::BF16 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, bf16>::new(scale, shift, stream),
+                ),
+                DType::F32 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, f32>::new(scale, shift, stream),
+                ),
+                DType::F64 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, f64>::new(scale, shift, stream),
+                ),
+                // Refused by the op before any data is touched.
+                DType::C64 | DType::C128 => unreachable!("copy_affine_ on complex"),
+            }
+        };
+    }
+    crate::with_dtype!(src_dtype, S => { out!(S); });
+}
+
+/// x86-64 loops for the image case, chosen at run time.
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::*;
+
+    /// `n` bytes read `ss` apart (1 or 3) to `n` contiguous f32 `x·a + b` (a multiply and
+    /// an add, each rounded: the scalar loop's values). `stream`: streaming stores (after
+    /// a scalar head up to 32-byte alignment), fenced before returning. Returns false when
+    /// it does not handle this stride or the CPU lacks AVX2.
+    pub(super) unsafe fn u8_to_f32(
+        stream: bool,
+        d: *mut u8,
+        s: *const u8,
+        n: usize,
+        ss: isize,
+        a: f32,
+        b: f32,
+    ) -> bool {
+        if !is_x86_feature_detected!("avx2") || (ss != 1 && ss != 3) {
+            return false;
+        }
+        let ss = ss as usize;
+        let d = d as *mut f32;
+        // Streaming stores need 32-byte aligned outputs: scalar items up to there (only
+        // when the output is 4-byte aligned, i.e. a whole number of items away).
+        let head = if stream && (d as usize) % 4 == 0 {
+            ((32 - (d as usize) % 32) % 32 / 4).min(n)
+        } else {
+            0
+        };
+        for j in 0..head {
+            d.add(j).write_unaligned(*s.add(j * ss) as f32 * a + b);
+        }
+        let (d2, s2, n2) = (d.add(head), s.add(head * ss), n - head);
+        let aligned = stream && (d2 as usize) % 32 == 0;
+        match (ss, aligned) {
+            (1, false) => dense::<false>(d2, s2, n2, a, b),
+            (1, true) => dense::<true>(d2, s2, n2, a, b),
+            (_, false) => stride3::<false>(d2, s2, n2, a, b),
+            (_, true) => stride3::<true>(d2, s2, n2, a, b),
+        }
+        if aligned {
+            _mm_sfence();
+        }
+        true
+    }
+
+    /// Eight bytes (in the low half of `v`) to eight floats `x·a + b` at `d` (32-byte
+    /// aligned when `STREAM`).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn emit8<const STREAM: bool>(d: *mut f32, v: __m128i, a: __m256, b: __m256) {
+        let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+        let y = _mm256_add_ps(_mm256_mul_ps(x, a), b);
+        if STREAM {
+            _mm256_stream_ps(d, y)
+        } else {
+            _mm256_storeu_ps(d, y)
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    unsafe fn dense<const STREAM: bool>(d: *mut f32, s: *const u8, n: usize, a: f32, b: f32) {
+        let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
+        let mut i = 0;
+        while i + 16 <= n {
+            let v = _mm_loadu_si128(s.add(i) as *const __m128i);
+            emit8::<STREAM>(d.add(i), v, va, vb);
+            emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+            i += 16;
+        }
+        for j in i..n {
+            d.add(j).write_unaligned(*s.add(j) as f32 * a + b);
+        }
+    }
+
+    /// Every third byte: 16 outputs from 48 input bytes (three 16-byte loads, each
+    /// shuffled to its share of the 16 picked bytes).
+    #[target_feature(enable = "avx2")]
+    unsafe fn stride3<const STREAM: bool>(d: *mut f32, s: *const u8, n: usize, a: f32, b: f32) {
+        let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
+        // Output k takes input byte 3k: bytes 0..16 give outputs 0..5, 16..32 outputs
+        // 6..10 (bytes 18, 21, ..., 30), 32..48 outputs 11..15 (bytes 33, ..., 45).
+        let z = -1i8;
+        let m0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, z, z, z, z, z, z, z, z, z, z);
+        let m1 = _mm_setr_epi8(z, z, z, z, z, z, 2, 5, 8, 11, 14, z, z, z, z, z);
+        let m2 = _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, 1, 4, 7, 10, 13);
+        let mut i = 0;
+        // The last 16-byte load of a block ends at byte 3·i + 47, which must not pass the
+        // last item (byte 3·(n - 1)).
+        while i + 16 <= n && 3 * i + 47 <= 3 * (n - 1) {
+            let p = s.add(3 * i);
+            let v0 = _mm_shuffle_epi8(_mm_loadu_si128(p as *const __m128i), m0);
+            let v1 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(16) as *const __m128i), m1);
+            let v2 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(32) as *const __m128i), m2);
+            let v = _mm_or_si128(_mm_or_si128(v0, v1), v2);
+            emit8::<STREAM>(d.add(i), v, va, vb);
+            emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+            i += 16;
+        }
+        for j in i..n {
+            d.add(j).write_unaligned(*s.add(3 * j) as f32 * a + b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel's u8 -> f32 run (AVX2 when the CPU has it) against the scalar formula,
+    /// for every run length around the 16-item blocks, dense and 3 bytes apart, with the
+    /// source ending exactly at its last item (the stride-3 loads must stay inside).
+    #[test]
+    fn u8_to_f32_runs_equal_the_scalar_formula() {
+        let (a, b) = (1.0f64 / (255.0 * 0.229), -0.485f64 / 0.229);
+        for ss in [1usize, 3, 2] {
+            for n in 0..70usize {
+                let len = if n == 0 { 0 } else { (n - 1) * ss + 1 };
+                let src: Vec<u8> = (0..len).map(|i| (i * 37 + i / 5) as u8).collect();
+                // Every output alignment (streaming stores start after a scalar head).
+                for (skew, stream) in [
+                    (0, false),
+                    (0, true),
+                    (1, true),
+                    (3, true),
+                    (5, true),
+                    (7, true),
+                ] {
+                    let mut buf = vec![f32::NAN; n + 8];
+                    let out = &mut buf[skew..skew + n];
+                    let mut k = Affine::<u8, f32>::new(a, b, stream);
+                    // SAFETY: n items ss apart inside src; n contiguous f32 in out.
+                    unsafe { k.run(out.as_mut_ptr() as *mut u8, src.as_ptr(), n, 4, ss as isize) };
+                    for (i, &o) in out.iter().enumerate() {
+                        let want = src[i * ss] as f32 * a as f32 + b as f32;
+                        assert_eq!(
+                            o.to_bits(),
+                            want.to_bits(),
+                            "ss {ss} n {n} skew {skew} item {i}"
+                        );
+                    }
+                    assert!(buf[..skew]
+                        .iter()
+                        .chain(&buf[skew + n..])
+                        .all(|x| x.is_nan()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integer_outputs_truncate_and_saturate_like_copy() {
+        let src: Vec<f64> = vec![-3.7, 2.9, 300.0, f64::NAN, 1e300];
+        let mut out = vec![0u8; src.len()];
+        let mut k = Affine::<f64, u8>::new(1.0, 0.0, false);
+        // SAFETY: both buffers hold src.len() items.
+        unsafe { k.run(out.as_mut_ptr(), src.as_ptr() as *const u8, src.len(), 1, 8) };
+        assert_eq!(out, vec![0, 2, 255, 0, 255]);
+    }
+}
