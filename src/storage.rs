@@ -7,6 +7,7 @@ use crate::allocator::{stats_storage_born, stats_storage_died, Allocator};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
 use crate::refcount::{Intrusive, IntrusivePtr, WeakIntrusivePtr};
+use crate::snapshot;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +27,19 @@ enum Owner {
     Released,
 }
 
+/// What a storage's bytes are, as reported by the memory snapshot (`tensor_storage_kind_t`
+/// codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum StorageKind {
+    /// Allocated by the library (built-in or custom allocator).
+    Allocated = 0,
+    /// Caller memory wrapped by from_blob / DLPack.
+    External = 1,
+    /// A memory-mapped file (created through [`StorageImpl::from_blob_with_kind`]).
+    Mapped = 2,
+}
+
 struct Data {
     ptr: *mut u8,
     nbytes: usize,
@@ -38,6 +52,9 @@ pub struct StorageImpl {
     data: UnsafeCell<Data>,
     device: Device,
     read_only: AtomicBool,
+    kind: StorageKind,
+    /// Registered with the memory snapshot (tracking was on when it was made).
+    tracked: bool,
 }
 
 // SAFETY: see the comment on `data`; the raw pointers are plain addresses.
@@ -76,10 +93,16 @@ impl StorageImpl {
             }),
             device: Device::CPU,
             read_only: AtomicBool::new(false),
+            kind: StorageKind::Allocated,
+            tracked: snapshot::tracking_storages(),
         };
         stats_storage_born(false);
         // On failure the StorageImpl drops here and frees the block.
-        IntrusivePtr::try_new(s).map_err(|_| oom("storage"))
+        let p = IntrusivePtr::try_new(s).map_err(|_| oom("storage"))?;
+        if p.tracked {
+            snapshot::register_storage(&p);
+        }
+        Ok(p)
     }
 
     /// Wraps caller memory. On success the storage owns it and calls `deleter(data, ctx)`
@@ -90,6 +113,20 @@ impl StorageImpl {
         device: Device,
         deleter: Option<DeleterFn>,
         ctx: *mut c_void,
+    ) -> Result<Storage> {
+        Self::from_blob_with_kind(data, nbytes, device, deleter, ctx, StorageKind::External)
+    }
+
+    /// [`from_blob`](Self::from_blob) with the kind the memory snapshot reports (External,
+    /// or Mapped for a memory-mapped file whose deleter unmaps it). Counted as external in
+    /// the memory statistics either way.
+    pub(crate) fn from_blob_with_kind(
+        data: *mut c_void,
+        nbytes: usize,
+        device: Device,
+        deleter: Option<DeleterFn>,
+        ctx: *mut c_void,
+        kind: StorageKind,
     ) -> Result<Storage> {
         ensure!(
             device.is_known(),
@@ -116,10 +153,17 @@ impl StorageImpl {
             }),
             device,
             read_only: AtomicBool::new(false),
+            kind,
+            tracked: snapshot::tracking_storages(),
         };
         stats_storage_born(true);
         match IntrusivePtr::try_new(s) {
-            Ok(p) => Ok(p),
+            Ok(p) => {
+                if p.tracked {
+                    snapshot::register_storage(&p);
+                }
+                Ok(p)
+            }
             Err(s) => {
                 s.disarm();
                 Err(oom("storage"))
@@ -156,6 +200,16 @@ impl StorageImpl {
 
     pub fn is_external(&self) -> bool {
         matches!(self.data().owner, Owner::External { .. })
+    }
+
+    /// Registered with the memory snapshot (so are the tensors made on it).
+    #[inline(always)]
+    pub fn is_tracked(&self) -> bool {
+        self.tracked
+    }
+
+    pub fn kind(&self) -> StorageKind {
+        self.kind
     }
 
     pub fn is_read_only(&self) -> bool {
@@ -245,6 +299,9 @@ impl Intrusive for StorageImpl {
 
 impl Drop for StorageImpl {
     fn drop(&mut self) {
+        if self.tracked {
+            snapshot::unregister_storage(self);
+        }
         self.release_data();
     }
 }

@@ -71,7 +71,14 @@ pub struct TensorImpl {
     flags: Flags,
 }
 
-impl Intrusive for TensorImpl {}
+impl Intrusive for TensorImpl {
+    /// Called at strong count 0 only while weak references exist, and the only weak
+    /// reference to a tensor is the memory snapshot's registration: so this unregisters
+    /// it, and an untracked tensor's release path stays the one-step fast path.
+    fn release_resources(&self) {
+        crate::snapshot::unregister_tensor(self);
+    }
+}
 
 /// A strong reference to a TensorImpl (`Clone` = retain, `Drop` = release); the C handle
 /// `tensor_t*` is the same pointer.
@@ -127,7 +134,7 @@ impl Tensor {
         let geometry = SizesAndStrides::new(sizes, strides)?;
         // Built in place once the block exists: no copy of the TensorImpl, and nothing to
         // undo when the allocation fails.
-        IntrusivePtr::try_new_with(|| TensorImpl {
+        let t = IntrusivePtr::try_new_with(|| TensorImpl {
             storage: storage.clone(),
             geometry,
             storage_offset,
@@ -137,7 +144,12 @@ impl Tensor {
             flags,
         })
         .map(Tensor)
-        .ok_or_else(|| oom("tensor"))
+        .ok_or_else(|| oom("tensor"));
+        // Tensors on a storage the memory snapshot tracks are registered too.
+        if storage.is_tracked() {
+            crate::snapshot::register_tensor(&t);
+        }
+        t
     }
 
     /// Uninitialised tensor with the given strides, on a new storage of exactly the bytes
