@@ -8,6 +8,7 @@
 //! freshly made outputs are not bumped.
 
 pub(crate) mod engine;
+mod float_int;
 pub(crate) mod kernels;
 
 use crate::dtype::{write_scalar, DType, Scalar};
