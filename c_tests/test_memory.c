@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -117,6 +118,72 @@ static void test_cache_limit(void) {
   tensor_release(a);
   CHECK(stats().cached_bytes == 4 * MIB);
   CHECK(tensor_empty_cache() == 4 * MIB);
+}
+
+/* Small blocks (<= 1 KiB) are kept per thread in 64-byte classes: exact figures. */
+static void test_small_block_cache(void) {
+  int64_t n[1] = {50}; /* 200 bytes: class 256 */
+  tensor_t *a = NULL, *b = NULL;
+  tensor_memory_stats_t s0, s;
+  void *pa;
+  (void)tensor_empty_cache(); /* also empties this thread's small-block cache */
+  s0 = stats();
+  CHECK(s0.cached_bytes == 0);
+  CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a));
+  pa = tensor_data_ptr(a);
+  s = stats();
+  CHECK(s.live_bytes == s0.live_bytes + 200);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 256);
+  tensor_release(a);
+  s = stats();
+  CHECK(s.live_bytes == s0.live_bytes);
+  CHECK(s.cached_bytes == 256);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 256);
+  CHECK_OK(tensor_empty(n, 1, TENSOR_UINT8, &b)); /* 50 bytes: another class */
+  CHECK(stats().reserved_bytes == s0.reserved_bytes + 256 + 64);
+  tensor_release(b);
+  CHECK(stats().cached_bytes == 256 + 64);
+  CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a)); /* reuses the 256-byte block */
+  CHECK(tensor_data_ptr(a) == pa);
+  CHECK(((uintptr_t)tensor_data_ptr(a) & 63) == 0);
+  s = stats();
+  CHECK(s.cached_bytes == 64 && s.reserved_bytes == s0.reserved_bytes + 256 + 64);
+  tensor_release(a);
+  CHECK(tensor_empty_cache() == 256 + 64);
+  s = stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+  /* Off switch: nothing is kept. */
+  (void)tensor_set_cache_limit(0);
+  CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a));
+  tensor_release(a);
+  s = stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+  (void)tensor_set_cache_limit(256 * MIB);
+}
+
+static void *small_worker(void *arg) {
+  int64_t n[1] = {16};
+  tensor_t *t = NULL;
+  int i;
+  (void)arg;
+  for (i = 0; i < 3; i++) {
+    if (tensor_empty(n, 1, TENSOR_FLOAT64, &t) == TENSOR_OK) tensor_release(t);
+  }
+  return NULL;
+}
+
+/* A thread's cached small blocks go back to the system when it exits. */
+static void test_small_cache_thread_exit(void) {
+  pthread_t th;
+  tensor_memory_stats_t s0, s;
+  (void)tensor_empty_cache();
+  s0 = stats();
+  CHECK(pthread_create(&th, NULL, small_worker, NULL) == 0);
+  CHECK(pthread_join(th, NULL) == 0);
+  s = stats();
+  CHECK(s.cached_bytes == s0.cached_bytes);
+  CHECK(s.reserved_bytes == s0.reserved_bytes);
+  CHECK(s.live_bytes == s0.live_bytes);
 }
 
 /* Old callers (a struct without the new fields) keep working: nothing past their
@@ -242,6 +309,8 @@ int main(void) {
   test_environment_limit();
   test_reserved_allocated_cached();
   test_cache_limit();
+  test_small_block_cache();
+  test_small_cache_thread_exit();
   test_old_struct_size();
   test_snapshot();
   (void)tensor_empty_cache();

@@ -99,13 +99,14 @@ pub struct tensor_memory_stats_t {
     /// from_blob / DLPack wraps not yet released.
     pub live_external_storages: u64,
     /// Bytes the built-in allocator holds from the system and has not returned: the
-    /// blocks of live storages (blocks >= 2 MiB counted at their size rounded up to 2 MiB)
-    /// plus `cached_bytes`. Like PyTorch's "reserved" (allocated is `live_bytes`, which
+    /// blocks of live storages (blocks <= 1 KiB counted at their size rounded up to 64
+    /// bytes, blocks >= 2 MiB at their size rounded up to 2 MiB) plus `cached_bytes`. Like PyTorch's "reserved" (allocated is `live_bytes`, which
     /// also counts custom-allocator storages; reserved does not). malloc's own overhead is
     /// not included.
     pub reserved_bytes: u64,
-    /// Bytes of freed big blocks the cache keeps for reuse (returned to the system by
-    /// `tensor_empty_cache`, by lowering the limit, or never kept when the limit is 0).
+    /// Bytes of freed blocks kept for reuse: big blocks (returned to the system by
+    /// `tensor_empty_cache`, by lowering the limit) and every thread's small blocks (see
+    /// `tensor_empty_cache`). Nothing is kept while the limit is 0.
     pub cached_bytes: u64,
     /// The cache limit in force (`tensor_set_cache_limit`, `TENSOR_CACHE_LIMIT`,
     /// `TENSOR_NO_CACHING`; default 268435456).
@@ -155,13 +156,17 @@ pub extern "C" fn tensor_memory_stats(out: *mut tensor_memory_stats_t) -> tensor
 ///
 /// When memory goes back to the system: a storage's block is freed when its last strong
 /// reference dies (a view keeps its whole storage alive; see `tensor_memory_snapshot`).
-/// Blocks under 2 MiB go straight back to malloc. Blocks of 2 MiB or more go to a cache
+/// Blocks of at most 1 KiB go to the freeing thread's size-class cache (64-byte classes,
+/// up to 8 blocks per class: at most 68 KiB per thread), returned when that thread exits
+/// or calls this function. Other blocks under 2 MiB go straight back to malloc. Blocks of
+/// 2 MiB or more go to a cache
 /// (keyed by size rounded up to 2 MiB) so that ops run in a loop do not page-fault again;
 /// they stay reserved (`reserved_bytes`, `cached_bytes` in `tensor_memory_stats_t`) until
 /// a same-sized allocation reuses them, a newer block evicts them (the cache holds at most
 /// `cache_limit_bytes` and 16 blocks, oldest out first), `tensor_set_cache_limit` lowers
-/// the limit, or this call. Cached blocks are never counted in `live_bytes`. Safe to call
-/// at any time, from any thread.
+/// the limit, or this call. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
+/// size. Cached blocks are never counted in `live_bytes`. Safe to call at any time, from
+/// any thread (small blocks: the calling thread's only).
 #[no_mangle]
 pub extern "C" fn tensor_empty_cache() -> u64 {
     guard("tensor_empty_cache", 0, crate::allocator::empty_cache)
