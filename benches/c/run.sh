@@ -2,7 +2,7 @@
 # Builds libtensor.so (release) and the C benchmarks against it, then runs them.
 # The library is copied into target/bench-c/ with its SONAME link (libtensor.so.0), so the
 # programs run against exactly the build they were linked with.
-# Usage: benches/c/run.sh [views|copy|convert|all]   (default: all)
+# Usage: benches/c/run.sh [views|copy|convert|small|all]   (default: all)
 #   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,4 +29,8 @@ fi
 if [ "$which" = convert ] || [ "$which" = all ]; then
   build bench_convert
   "$dir/bench_convert"
+fi
+if [ "$which" = small ] || [ "$which" = all ]; then
+  build bench_small
+  "$dir/bench_small"
 fi

@@ -18,6 +18,10 @@ use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
 use engine::{execute, Kernel, Plan};
 use kernels::{Bytes16, Convert, CopySame, Equal};
 
+/// Up to this many bytes, a dense same-layout same-dtype copy skips the engine (clone of
+/// small tensors).
+const SMALL_COPY_BYTES: usize = 4096;
+
 /// Runs `k` over two operands laid out as (`sizes`, `st0`) and (`sizes`, `st1`).
 ///
 /// # Safety
@@ -243,6 +247,22 @@ impl TensorImpl {
     fn copy_to_new(&self, strides: &[i64], dtype: DType) -> Result<Tensor> {
         let src = self.data_for_read()?;
         let out = Tensor::empty_strided(self.sizes(), strides, dtype)?;
+        let nbytes = self.nbytes();
+        // Small tensors: a dense source copied to the same strides in the same dtype is
+        // one memcpy of its span; the engine's planning would cost more than the copy.
+        if nbytes <= SMALL_COPY_BYTES
+            && dtype == self.dtype()
+            && dtype != DType::Bool
+            && self.is_non_overlapping_and_dense()
+            && out.strides() == self.strides()
+        {
+            // SAFETY: both are dense with equal strides: each covers exactly nbytes bytes
+            // from its data pointer (self checked by data_for_read); out is fresh.
+            if nbytes > 0 {
+                unsafe { std::ptr::copy_nonoverlapping(src, out.data_ptr(), nbytes) };
+            }
+            return Ok(out);
+        }
         // SAFETY: self validated by data_for_read; out is fresh, private and laid out by
         // `strides`.
         unsafe {
