@@ -104,20 +104,21 @@ pub(crate) fn unregister_storage(s: &StorageImpl) {
 /// Registers a new tensor made on a tracked storage (best effort, as storages).
 #[cold]
 #[inline(never)]
-pub(crate) fn register_tensor(t: &Result<Tensor>) {
-    let Ok(t) = t else { return };
+pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
+    let Ok(t) = t else { return t };
     if !TRACKING.load(Ordering::Relaxed) {
-        return; // its storage was tracked, but tracking has been turned off since
+        return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
     let weak = t.0.downgrade();
     let rejected = with_registry(|r| {
         if r.tensors.try_reserve(1).is_ok() {
-            r.tensors.insert(&**t as *const TensorImpl as usize, weak)
+            r.tensors.insert(&*t as *const TensorImpl as usize, weak)
         } else {
             Some(weak)
         }
     });
     drop(rejected);
+    Ok(t)
 }
 
 /// Called from the tensor's `release_resources` (strong count 0).

@@ -147,7 +147,7 @@ impl Tensor {
         .ok_or_else(|| oom("tensor"));
         // Tensors on a storage the memory snapshot tracks are registered too.
         if storage.is_tracked() {
-            crate::snapshot::register_tensor(&t);
+            return crate::snapshot::register_tensor(t);
         }
         t
     }
