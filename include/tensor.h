@@ -1067,6 +1067,22 @@ tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
 tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b, bool *out);
 
 /**
+ * Sets how many threads big copies may use (clone, contiguous, to_dtype, copy_, ...;
+ * outputs of at least 16 MiB, split along their outermost dim) and writes the previous
+ * count to `*previous` when it is not NULL. The default is 1: no thread is ever started.
+ * With n > 1 each big copy starts n - 1 short-lived threads of its own. The start-up
+ * value comes from the environment variable `TENSOR_COPY_THREADS` (read once). Results
+ * are identical for every count. Thread-safe.
+ * Errors: INVALID_ARGUMENT (n outside [1, 256]).
+ */
+tensor_status_t tensor_set_copy_threads(int64_t n, int64_t *previous);
+
+/**
+ * The number of threads big copies may use (see `tensor_set_copy_threads`).
+ */
+int64_t tensor_copy_threads(void);
+
+/**
  * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).
  * `data` is the address of the first element and `byte_offset` is 0 (as PyTorch does;
  * NULL data for a tensor with no elements); `shape` and `strides` (in elements) are owned

@@ -10,6 +10,7 @@
 pub(crate) mod engine;
 mod float_int;
 pub(crate) mod kernels;
+pub(crate) mod parallel;
 
 use crate::dtype::{write_scalar, DType, Scalar};
 use crate::error::Result;
@@ -45,7 +46,8 @@ unsafe fn run_engine(
 }
 
 /// Copies (converting dtypes) `src` data, laid out with `src_st` over `sizes`, into `dst`
-/// data laid out with `dst_st`. The one dtype dispatch of every copying op.
+/// data laid out with `dst_st`. The one dtype dispatch of every copying op. Big copies
+/// are split over threads when the user asked for more than one (`parallel.rs`).
 ///
 /// # Safety
 /// As [`run_engine`]; the two regions must not overlap.
@@ -60,10 +62,52 @@ unsafe fn copy_raw(
     src_dtype: DType,
 ) {
     let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
+    let out_bytes = sizes.iter().product::<i64>().max(0) as usize * i0;
+    let Some((d, n)) = parallel::split(sizes, out_bytes) else {
+        return copy_part(
+            sizes, dst, dst_st, dst_dtype, src, src_st, src_dtype, out_bytes,
+        );
+    };
+    // Each part is the sub-box [start, start + len) of dim d: disjoint parts of dst.
+    let (dst_addr, src_addr) = (dst as usize, src as usize);
+    parallel::run_parts(sizes[d], n, &|start, len| {
+        let mut part: Dims = sizes.into();
+        part[d] = len;
+        let (od, os) = (start * dst_st[d] * i0 as i64, start * src_st[d] * i1 as i64);
+        // SAFETY: the offsets stay inside the validated layouts (start < sizes[d]); the
+        // parts write disjoint elements of a non-overlapping dst.
+        unsafe {
+            copy_part(
+                &part,
+                (dst_addr as *mut u8).offset(od as isize),
+                dst_st,
+                dst_dtype,
+                (src_addr as *const u8).offset(os as isize),
+                src_st,
+                src_dtype,
+                out_bytes,
+            )
+        }
+    });
+}
+
+/// [`copy_raw`] of one part on the calling thread; `out_bytes` is the whole output's size
+/// (it picks streaming stores).
+#[allow(clippy::too_many_arguments)]
+unsafe fn copy_part(
+    sizes: &[i64],
+    dst: *mut u8,
+    dst_st: &[i64],
+    dst_dtype: DType,
+    src: *const u8,
+    src_st: &[i64],
+    src_dtype: DType,
+    out_bytes: usize,
+) {
+    let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
     // bool -> bool converts too: a bool byte other than 0 / 1 (foreign memory, a
     // view_dtype) is written as 1, as PyTorch's copies do.
     if dst_dtype == src_dtype && dst_dtype != DType::Bool {
-        let out_bytes = sizes.iter().product::<i64>().max(0) as usize * i0;
         // Same dtype: only the item width matters.
         macro_rules! same {
             ($word:ty) => {
