@@ -728,7 +728,10 @@ tensor_memory_format_t tensor_suggest_memory_format(const struct tensor_t *t);
 
 /**
  * The version counter shared by `t` and every view of its base; each in-place write
- * adds one. 0 for NULL.
+ * adds one. 0 for NULL. New tensors start at 0: those made with their own storage
+ * (empty, from_blob, DLPack imports, op outputs) use a counter kept in that storage,
+ * which their views share; `tensor_from_storage` starts a separate counter even when the
+ * storage already has tensors (as PyTorch), which its views then share.
  */
 uint64_t tensor_version(const struct tensor_t *t);
 

@@ -10,7 +10,7 @@ use crate::refcount::{Intrusive, IntrusivePtr, WeakIntrusivePtr};
 use crate::snapshot;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
 pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
@@ -55,6 +55,9 @@ pub struct StorageImpl {
     kind: StorageKind,
     /// Registered with the memory snapshot (tracking was on when it was made).
     tracked: bool,
+    /// The version counter of the tensor made together with this storage and its views
+    /// (`tensor_impl::VersionOf::Storage`).
+    version: AtomicU64,
 }
 
 // SAFETY: see the comment on `data`; the raw pointers are plain addresses.
@@ -95,6 +98,7 @@ impl StorageImpl {
             read_only: AtomicBool::new(false),
             kind: StorageKind::Allocated,
             tracked: snapshot::tracking_storages(),
+            version: AtomicU64::new(0),
         };
         stats_storage_born(false);
         // On failure the StorageImpl drops here and frees the block.
@@ -155,6 +159,7 @@ impl StorageImpl {
             read_only: AtomicBool::new(false),
             kind,
             tracked: snapshot::tracking_storages(),
+            version: AtomicU64::new(0),
         };
         stats_storage_born(true);
         match IntrusivePtr::try_new(s) {
@@ -206,6 +211,11 @@ impl StorageImpl {
     #[inline(always)]
     pub fn is_tracked(&self) -> bool {
         self.tracked
+    }
+
+    /// See the `version` field.
+    pub(crate) fn version_cell(&self) -> &AtomicU64 {
+        &self.version
     }
 
     pub fn kind(&self) -> StorageKind {
