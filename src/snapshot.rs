@@ -93,12 +93,32 @@ pub(crate) fn register_storage(s: &Storage) {
     })
 }
 
+/// Removes an entry; once nothing tracked is alive, frees the tables (so a process that
+/// ends with tracking on but nothing tracked alive holds no registry memory). Whatever
+/// is removed is dropped after the lock is released.
+fn remove_entry(f: impl FnOnce(&mut Registry) -> Option<WeakIntrusivePtr<TensorImpl>>) {
+    let (weak, emptied) = {
+        let mut r = registry();
+        let Some(reg) = r.as_mut() else { return };
+        let weak = f(reg);
+        let emptied = if reg.storages.is_empty() && reg.tensors.is_empty() {
+            r.take()
+        } else {
+            None
+        };
+        (weak, emptied)
+    };
+    drop(weak);
+    drop(emptied);
+}
+
 #[cold]
 #[inline(never)]
 pub(crate) fn unregister_storage(s: &StorageImpl) {
-    if let Some(r) = registry().as_mut() {
+    remove_entry(|r| {
         r.storages.remove(&(s as *const StorageImpl as usize));
-    }
+        None
+    })
 }
 
 /// Registers a new tensor made on a tracked storage (best effort, as storages).
@@ -125,11 +145,9 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
 #[cold]
 #[inline(never)]
 pub(crate) fn unregister_tensor(t: &TensorImpl) {
-    let weak = registry()
-        .as_mut()
-        .and_then(|r| r.tensors.remove(&(t as *const TensorImpl as usize)));
-    // Dropped unlocked; never the last weak unit (the caller's strong-0 path holds one).
-    drop(weak);
+    // The weak reference is dropped unlocked; never the last weak unit (the caller's
+    // strong-0 path holds one).
+    remove_entry(|r| r.tensors.remove(&(t as *const TensorImpl as usize)))
 }
 
 /// One live storage in a snapshot.
