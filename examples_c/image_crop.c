@@ -90,7 +90,8 @@ int main(void) {
          (unsigned long long)tensor_version(crop));
 
   /* 6. Memory accounting: one wrapped (external) storage alive; the packed copy is gone. */
-  tensor_memory_stats_t ms = {sizeof ms, 0, 0, 0, 0, 0};
+  tensor_memory_stats_t ms = {0};
+  ms.struct_size = sizeof ms;
   TRY(tensor_memory_stats(&ms));
   printf("live storages %llu (external %llu), live bytes %llu\n",
          (unsigned long long)ms.live_storages, (unsigned long long)ms.live_external_storages,

@@ -110,7 +110,67 @@ typedef struct tensor_memory_stats_t {
    * from_blob / DLPack wraps not yet released.
    */
   uint64_t live_external_storages;
+  /**
+   * Bytes the built-in allocator holds from the system and has not returned: the
+   * blocks of live storages (blocks <= 1 KiB counted at their size rounded up to 64
+   * bytes, blocks >= 2 MiB at their size rounded up to 2 MiB) plus `cached_bytes`. Like PyTorch's "reserved" (allocated is `live_bytes`, which
+   * also counts custom-allocator storages; reserved does not). malloc's own overhead is
+   * not included.
+   */
+  uint64_t reserved_bytes;
+  /**
+   * Bytes of freed blocks kept for reuse: big blocks (returned to the system by
+   * `tensor_empty_cache`, by lowering the limit) and every thread's small blocks (see
+   * `tensor_empty_cache`). Nothing is kept while the limit is 0.
+   */
+  uint64_t cached_bytes;
+  /**
+   * The cache limit in force (`tensor_set_cache_limit`, `TENSOR_CACHE_LIMIT`,
+   * `TENSOR_NO_CACHING`; default 268435456).
+   */
+  uint64_t cache_limit_bytes;
 } tensor_memory_stats_t;
+
+/**
+ * What a storage's memory is (in `tensor_storage_info_t`).
+ */
+typedef int32_t tensor_storage_kind_t;
+
+/**
+ * One live storage in a memory snapshot (`tensor_memory_snapshot`).
+ */
+typedef struct tensor_storage_info_t {
+  /**
+   * The storage's data pointer (NULL for 0 bytes).
+   */
+  const void *data;
+  /**
+   * Bytes the storage holds alive.
+   */
+  uint64_t nbytes;
+  /**
+   * TENSOR_STORAGE_ALLOCATED, TENSOR_STORAGE_EXTERNAL or TENSOR_STORAGE_MAPPED.
+   */
+  tensor_storage_kind_t kind;
+  /**
+   * Strong references: one per tensor on it plus each `storage_t*` handle.
+   */
+  uint64_t strong_count;
+  /**
+   * Weak references (`storage_weak_t*` handles).
+   */
+  uint64_t weak_count;
+  /**
+   * Live tensors (handles or views) on this storage.
+   */
+  uint64_t tensor_count;
+  /**
+   * Bytes of the storage those tensors can reach: the union over them of the range from
+   * their first to their last element. `reachable_bytes` much smaller than `nbytes`
+   * means small views pin a big block: `tensor_clone` them and release the base.
+   */
+  uint64_t reachable_bytes;
+} tensor_storage_info_t;
 
 /**
  * A caller-provided allocator; copied into every storage it allocates, so `ctx` must
@@ -281,6 +341,21 @@ typedef int32_t tensor_map_mode_t;
 #define TENSOR_CHANNELS_LAST_3D 3
 
 /**
+ * Allocated by the library (built-in or custom allocator).
+ */
+#define TENSOR_STORAGE_ALLOCATED 0
+
+/**
+ * Caller memory wrapped by `tensor_from_blob`, `storage_from_blob` or DLPack.
+ */
+#define TENSOR_STORAGE_EXTERNAL 1
+
+/**
+ * A memory-mapped file.
+ */
+#define TENSOR_STORAGE_MAPPED 2
+
+/**
  * Read-only pages; the storage is read-only (every write refuses with READ_ONLY, DLPack
  * exports carry the read-only flag).
  */
@@ -348,12 +423,61 @@ const char *tensor_dtype_name(tensor_dtype_t d);
 tensor_status_t tensor_memory_stats(struct tensor_memory_stats_t *out);
 
 /**
- * Returns the built-in allocator's cache of freed big blocks (>= 2 MiB, at most 256 MiB,
- * kept so that ops run in a loop do not page-fault again) to the system, like
- * `torch.cuda.empty_cache()`. Returns the number of bytes released. Cached blocks are
- * never counted in `live_bytes`. Safe to call at any time, from any thread.
+ * Returns the built-in allocator's cache of freed big blocks to the system, like
+ * `torch.cuda.empty_cache()`. Returns the number of bytes released.
+ *
+ * When memory goes back to the system: a storage's block is freed when its last strong
+ * reference dies (a view keeps its whole storage alive; see `tensor_memory_snapshot`).
+ * Blocks of at most 1 KiB go to the freeing thread's size-class cache (64-byte classes,
+ * up to 8 blocks per class: at most 68 KiB per thread), returned when that thread exits
+ * or calls this function. Other blocks under 2 MiB go straight back to malloc. Blocks of
+ * 2 MiB or more go to a cache
+ * (keyed by size rounded up to 2 MiB) so that ops run in a loop do not page-fault again;
+ * they stay reserved (`reserved_bytes`, `cached_bytes` in `tensor_memory_stats_t`) until
+ * a same-sized allocation reuses them, a newer block evicts them (the cache holds at most
+ * `cache_limit_bytes` and 16 blocks, oldest out first), `tensor_set_cache_limit` lowers
+ * the limit, or this call. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
+ * size. Cached blocks are never counted in `live_bytes`. Safe to call at any time, from
+ * any thread (small blocks: the calling thread's only).
  */
 uint64_t tensor_empty_cache(void);
+
+/**
+ * Sets the most bytes the big-block cache may hold (see `tensor_empty_cache`) and
+ * returns the previous limit. 0 turns caching off: every freed block goes back to the
+ * system at once. Blocks beyond the new limit are freed before the call returns. Like
+ * PyTorch's `PYTORCH_NO_CUDA_MEMORY_CACHING` / `max_split_size`, the start-up value comes
+ * from the environment, read once (at the first big allocation or cache call):
+ * `TENSOR_NO_CACHING=1` means 0, else `TENSOR_CACHE_LIMIT=<bytes>[K|M|G]`, else
+ * 268435456 (256 MiB). This call overrides the environment. Thread-safe.
+ */
+uint64_t tensor_set_cache_limit(uint64_t max_bytes);
+
+/**
+ * Turns memory tracking on (`enabled` non-zero) or off (0) and returns the previous
+ * state. (An `int`, not a `bool`, so that any value a C caller passes is defined.)
+ * Tracking registers
+ * the storages and tensors created while it is on, so that `tensor_memory_snapshot` can
+ * list them; it is off by default and costs nothing on the view path when off (one
+ * flag test). `TENSOR_MEMORY_TRACKING=1` in the environment turns it on at start-up.
+ * Turning it off forgets every registration. Thread-safe.
+ */
+bool tensor_set_memory_tracking(int enabled);
+
+/**
+ * Is memory tracking on (see `tensor_set_memory_tracking`)?
+ */
+bool tensor_memory_tracking_enabled(void);
+
+/**
+ * Snapshot of every live storage created while tracking was on, biggest first: sets
+ * `*count` to their number and writes the first `min(capacity, *count)` of them to
+ * `out` (call with capacity 0 to size the array). 0 storages when tracking is off.
+ * Errors: NULL_POINTER (count, or out with capacity > 0), OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_memory_snapshot(struct tensor_storage_info_t *out,
+                                       size_t capacity,
+                                       size_t *count);
 
 /**
  * The library version, "0.1.0" (static).
@@ -693,7 +817,10 @@ tensor_memory_format_t tensor_suggest_memory_format(const struct tensor_t *t);
 
 /**
  * The version counter shared by `t` and every view of its base; each in-place write
- * adds one. 0 for NULL.
+ * adds one. 0 for NULL. New tensors start at 0: those made with their own storage
+ * (empty, from_blob, DLPack imports, op outputs) use a counter kept in that storage,
+ * which their views share; `tensor_from_storage` starts a separate counter even when the
+ * storage already has tensors (as PyTorch), which its views then share.
  */
 uint64_t tensor_version(const struct tensor_t *t);
 
@@ -1082,6 +1209,22 @@ tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
 tensor_status_t tensor_equal(const struct tensor_t *a,
                              const struct tensor_t *b,
                              bool *out);
+
+/**
+ * Sets how many threads big copies may use (clone, contiguous, to_dtype, copy_, ...;
+ * outputs of at least 16 MiB, split along their outermost dim) and writes the previous
+ * count to `*previous` when it is not NULL. The default is 1: no thread is ever started.
+ * With n > 1 each big copy starts n - 1 short-lived threads of its own. The start-up
+ * value comes from the environment variable `TENSOR_COPY_THREADS` (read once). Results
+ * are identical for every count. Thread-safe.
+ * Errors: INVALID_ARGUMENT (n outside [1, 256]).
+ */
+tensor_status_t tensor_set_copy_threads(int64_t n, int64_t *previous);
+
+/**
+ * The number of threads big copies may use (see `tensor_set_copy_threads`).
+ */
+int64_t tensor_copy_threads(void);
 
 /**
  * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).

@@ -24,7 +24,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::shape::{self, fmt_dims, Dims};
 use crate::storage::{DeleterFn, StorageImpl};
-use crate::tensor_impl::Tensor;
+use crate::tensor_impl::{Tensor, VersionOf};
 use std::ffi::c_void;
 
 /// The DLPack ABI version this module implements (and exports).
@@ -433,10 +433,12 @@ unsafe fn import(
     if read_only {
         storage.mark_read_only();
     }
-    Tensor::from_parts(&storage, sizes, strides, offset, dtype, None).inspect_err(|_| {
-        // We hold the only reference: the producer keeps ownership.
-        storage.disarm();
-    })
+    Tensor::from_parts(&storage, sizes, strides, offset, dtype, VersionOf::Storage).inspect_err(
+        |_| {
+            // We hold the only reference: the producer keeps ownership.
+            storage.disarm();
+        },
+    )
 }
 
 /// Imports a versioned managed tensor (major version 1). On success the tensor owns `src`

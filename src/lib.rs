@@ -18,7 +18,7 @@
 //! storage's last strong reference dies.
 //!
 //! Module map: `refcount` (intrusive strong/weak counts), `dtype`, `device`, `allocator`
-//! (+ memory statistics), `storage`, `shape` (pure shape arithmetic), `layout` (sizes,
+//! (+ memory statistics), `snapshot` (opt-in live-storage report), `storage`, `shape` (pure shape arithmetic), `layout` (sizes,
 //! strides, cached flags), `tensor_impl` (TensorImpl and the Rust `Tensor` handle),
 //! `copy` (the strided-iteration engine and every op that moves element data), `format`
 //! (repr), `files` (memory-mapped files, shared memory, .safetensors and .npy), `ffi` (the C
@@ -39,6 +39,7 @@ pub mod format;
 pub mod layout;
 pub mod refcount;
 pub mod shape;
+pub mod snapshot;
 pub mod storage;
 pub mod tensor_impl;
 pub mod view;

@@ -232,6 +232,38 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
     }
 }
 
+/// A new strong reference to the object in box `p`, or `None` once its strong count has
+/// reached 0 (a CAS loop, so it never revives a dying object).
+///
+/// # Safety
+/// The box must stay allocated for the call (a weak reference, or a registry entry that
+/// the object's `Drop` removes under a lock the caller holds).
+pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusivePtr<T>> {
+    let rc = &(*p).refcount;
+    let mut cur = rc.load(Ordering::Relaxed);
+    loop {
+        if strong_of(cur) == 0 {
+            return None;
+        }
+        if strong_of(cur) >= STRONG_MAX - 1 {
+            refcount_overflow("strong");
+        }
+        match rc.compare_exchange_weak(cur, cur + STRONG_ONE, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => return Some(IntrusivePtr::from_raw(p as *mut RcBox<T>)),
+            Err(actual) => cur = actual,
+        }
+    }
+}
+
+/// The box holding `value` (the inverse of `&box.value`).
+///
+/// # Safety
+/// `value` must be the `value` field of an `RcBox<T>`.
+pub unsafe fn box_of<T>(value: *const T) -> *const RcBox<T> {
+    (value as *const u8).sub(std::mem::offset_of!(RcBox<T>, value)) as *const RcBox<T>
+}
+
 /// A weak reference: keeps the object (not its resources) alive; `lock` upgrades.
 pub struct WeakIntrusivePtr<T: Intrusive> {
     ptr: NonNull<RcBox<T>>,
@@ -248,30 +280,8 @@ impl<T: Intrusive> WeakIntrusivePtr<T> {
 
     /// A new strong reference, or `None` once the strong count has reached 0.
     pub fn lock(&self) -> Option<IntrusivePtr<T>> {
-        let rc = &self.rc_box().refcount;
-        let mut cur = rc.load(Ordering::Relaxed);
-        loop {
-            if strong_of(cur) == 0 {
-                return None;
-            }
-            if strong_of(cur) >= STRONG_MAX - 1 {
-                refcount_overflow("strong");
-            }
-            match rc.compare_exchange_weak(
-                cur,
-                cur + STRONG_ONE,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    return Some(IntrusivePtr {
-                        ptr: self.ptr,
-                        _owns: PhantomData,
-                    })
-                }
-                Err(actual) => cur = actual,
-            }
-        }
+        // SAFETY: our weak unit keeps the box allocated.
+        unsafe { try_upgrade(self.ptr.as_ptr()) }
     }
 
     pub fn expired(&self) -> bool {

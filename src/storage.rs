@@ -7,9 +7,10 @@ use crate::allocator::{stats_storage_born, stats_storage_died, Allocator};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
 use crate::refcount::{Intrusive, IntrusivePtr, WeakIntrusivePtr};
+use crate::snapshot;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
 pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
@@ -26,23 +27,25 @@ enum Owner {
     Released,
 }
 
+/// Where a storage's bytes come from, fixed at creation (reported by the memory snapshot
+/// as `tensor_storage_kind_t` codes, and by `storage_is_mapped`). Allocated storages own
+/// their block through an allocator; the other two are external memory released by a
+/// deleter (a mapped one's deleter unmaps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum StorageKind {
+    /// Allocated by the library (built-in or custom allocator).
+    Allocated = 0,
+    /// Caller memory wrapped by from_blob / DLPack.
+    External = 1,
+    /// A memory mapping of a file or of a shared-memory descriptor (`crate::files::mmap`).
+    Mapped = 2,
+}
+
 struct Data {
     ptr: *mut u8,
     nbytes: usize,
     owner: Owner,
-}
-
-/// Where a storage's bytes come from, fixed at creation (for memory snapshots and
-/// `storage_is_mapped`). Allocated storages own their block through an allocator; the
-/// other two are external memory released by a deleter (a mapped one's deleter unmaps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StorageKind {
-    /// From an allocator (resizable).
-    Allocated,
-    /// Caller memory wrapped with a deleter (from_blob, DLPack import).
-    External,
-    /// A memory mapping of a file or of a shared-memory descriptor (`crate::files::mmap`).
-    Mapped,
 }
 
 pub struct StorageImpl {
@@ -55,6 +58,11 @@ pub struct StorageImpl {
     /// while > 0 the bytes must not move, so `resize` refuses.
     exports: AtomicUsize,
     kind: StorageKind,
+    /// Registered with the memory snapshot (tracking was on when it was made).
+    tracked: bool,
+    /// The version counter of the tensor made together with this storage and its views
+    /// (`tensor_impl::VersionOf::Storage`).
+    version: AtomicU64,
 }
 
 // SAFETY: see the comment on `data`; the raw pointers are plain addresses.
@@ -95,10 +103,16 @@ impl StorageImpl {
             read_only: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind: StorageKind::Allocated,
+            tracked: snapshot::tracking_storages(),
+            version: AtomicU64::new(0),
         };
         stats_storage_born(false);
         // On failure the StorageImpl drops here and frees the block.
-        IntrusivePtr::try_new(s).map_err(|_| oom("storage"))
+        let p = IntrusivePtr::try_new(s).map_err(|_| oom("storage"))?;
+        if p.tracked {
+            snapshot::register_storage(&p);
+        }
+        Ok(p)
     }
 
     /// Wraps caller memory. On success the storage owns it and calls `deleter(data, ctx)`
@@ -149,10 +163,17 @@ impl StorageImpl {
             read_only: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind,
+            tracked: snapshot::tracking_storages(),
+            version: AtomicU64::new(0),
         };
         stats_storage_born(true);
         match IntrusivePtr::try_new(s) {
-            Ok(p) => Ok(p),
+            Ok(p) => {
+                if p.tracked {
+                    snapshot::register_storage(&p);
+                }
+                Ok(p)
+            }
             Err(s) => {
                 s.disarm();
                 Err(oom("storage"))
@@ -189,6 +210,17 @@ impl StorageImpl {
 
     pub fn is_external(&self) -> bool {
         matches!(self.data().owner, Owner::External { .. })
+    }
+
+    /// Registered with the memory snapshot (so are the tensors made on it).
+    #[inline(always)]
+    pub fn is_tracked(&self) -> bool {
+        self.tracked
+    }
+
+    /// See the `version` field.
+    pub(crate) fn version_cell(&self) -> &AtomicU64 {
+        &self.version
     }
 
     /// Where the bytes come from (set at creation, never changes).
@@ -314,6 +346,9 @@ impl Intrusive for StorageImpl {
 
 impl Drop for StorageImpl {
     fn drop(&mut self) {
+        if self.tracked {
+            snapshot::unregister_storage(self);
+        }
         self.release_data();
     }
 }

@@ -7,7 +7,12 @@
 //!   storage nbytes); data access re-checks this, since a storage may be resized later;
 //! * `flags` are the cached contiguity bits of exactly these sizes and strides.
 //!
-//! Views share the storage *and* the version counter of their base.
+//! Views share the storage *and* the version counter of their base. Where the counter
+//! lives (see [`VersionOf`]): a tensor made together with its storage (empty, from_blob,
+//! a DLPack import, every op's output) uses the counter embedded in that storage, so
+//! making and releasing its views touches no counter refcount; a tensor put over an
+//! existing storage (`from_storage`) gets a counter of its own, as in PyTorch, which its
+//! views then share by reference.
 
 use crate::allocator::Allocator;
 use crate::device::Device;
@@ -61,17 +66,38 @@ impl MemoryFormat {
     }
 }
 
+/// Which version counter a new tensor uses.
+#[derive(Clone, Copy)]
+pub enum VersionOf<'a> {
+    /// The counter embedded in the storage: only for the first tensor of a storage made
+    /// for it (nothing else can have bumped or shared that counter).
+    Storage,
+    /// A counter of its own (a tensor over an existing storage).
+    New,
+    /// The counter of the tensor this one is a view of.
+    Share(&'a TensorImpl),
+}
+
 pub struct TensorImpl {
     storage: Storage,
     geometry: SizesAndStrides,
     storage_offset: i64,
     numel: i64,
-    version: VersionPtr,
+    /// `None`: the storage's embedded counter; `Some`: a counter of its own (from_storage)
+    /// or its base's.
+    version: Option<VersionPtr>,
     dtype: DType,
     flags: Flags,
 }
 
-impl Intrusive for TensorImpl {}
+impl Intrusive for TensorImpl {
+    /// Called at strong count 0 only while weak references exist, and the only weak
+    /// reference to a tensor is the memory snapshot's registration: so this unregisters
+    /// it, and an untracked tensor's release path stays the one-step fast path.
+    fn release_resources(&self) {
+        crate::snapshot::unregister_tensor(self);
+    }
+}
 
 /// A strong reference to a TensorImpl (`Clone` = retain, `Drop` = release); the C handle
 /// `tensor_t*` is the same pointer.
@@ -99,14 +125,14 @@ fn new_version_counter() -> Result<VersionPtr> {
 
 impl Tensor {
     /// The one constructor. Validates the layout against `storage`, computes numel and the
-    /// cached flags, and shares `version` when given (views) or starts a new counter.
+    /// cached flags, and picks the version counter (`version`: see [`VersionOf`]).
     pub fn from_parts(
         storage: &Storage,
         sizes: &[i64],
         strides: &[i64],
         storage_offset: i64,
         dtype: DType,
-        version: Option<&VersionPtr>,
+        version: VersionOf,
     ) -> Result<Tensor> {
         let (numel, needed) =
             shape::validate_layout(sizes, strides, storage_offset, dtype.itemsize())?;
@@ -121,13 +147,14 @@ impl Tensor {
         );
         let flags = Flags::compute(sizes, strides, numel);
         let version = match version {
-            Some(v) => v.clone(),
-            None => new_version_counter()?,
+            VersionOf::Share(base) => base.version.clone(),
+            VersionOf::Storage => None,
+            VersionOf::New => Some(new_version_counter()?),
         };
         let geometry = SizesAndStrides::new(sizes, strides)?;
         // Built in place once the block exists: no copy of the TensorImpl, and nothing to
         // undo when the allocation fails.
-        IntrusivePtr::try_new_with(|| TensorImpl {
+        let t = IntrusivePtr::try_new_with(|| TensorImpl {
             storage: storage.clone(),
             geometry,
             storage_offset,
@@ -137,7 +164,12 @@ impl Tensor {
             flags,
         })
         .map(Tensor)
-        .ok_or_else(|| oom("tensor"))
+        .ok_or_else(|| oom("tensor"));
+        // Tensors on a storage the memory snapshot tracks are registered too.
+        if storage.is_tracked() {
+            return crate::snapshot::register_tensor(t);
+        }
+        t
     }
 
     /// Uninitialised tensor with the given strides, on a new storage of exactly the bytes
@@ -154,7 +186,7 @@ impl Tensor {
         shape::check_strides(strides)?;
         let nbytes = shape::storage_nbytes_needed(sizes, strides, 0, dtype.itemsize())?;
         let storage = StorageImpl::allocate(nbytes as usize, Allocator::default_allocator())?;
-        Tensor::from_parts(&storage, sizes, strides, 0, dtype, None)
+        Tensor::from_parts(&storage, sizes, strides, 0, dtype, VersionOf::Storage)
     }
 
     /// Uninitialised contiguous tensor.
@@ -246,10 +278,12 @@ impl Tensor {
         shape::check_strides(strides)?;
         let nbytes = shape::storage_nbytes_needed(sizes, strides, 0, dtype.itemsize())?;
         let storage = StorageImpl::from_blob(data, nbytes as usize, device, deleter, ctx)?;
-        Tensor::from_parts(&storage, sizes, strides, 0, dtype, None).inspect_err(|_| {
-            // We hold the only reference: give ownership back to the caller.
-            storage.disarm();
-        })
+        Tensor::from_parts(&storage, sizes, strides, 0, dtype, VersionOf::Storage).inspect_err(
+            |_| {
+                // We hold the only reference: give ownership back to the caller.
+                storage.disarm();
+            },
+        )
     }
 
     /// [`from_blob`](Self::from_blob) with strides in **bytes** (what OpenCV's `step`,
@@ -300,14 +334,14 @@ impl Tensor {
     ) -> Result<Tensor> {
         shape::check_sizes(sizes)?;
         match strides {
-            Some(s) => Tensor::from_parts(storage, sizes, s, offset, dtype, None),
+            Some(s) => Tensor::from_parts(storage, sizes, s, offset, dtype, VersionOf::New),
             None => Tensor::from_parts(
                 storage,
                 sizes,
                 &shape::contiguous_strides(sizes)?,
                 offset,
                 dtype,
-                None,
+                VersionOf::New,
             ),
         }
     }
@@ -354,7 +388,7 @@ impl TensorImpl {
             strides,
             offset,
             self.dtype,
-            Some(&self.version),
+            VersionOf::Share(self),
         )
     }
 
@@ -372,7 +406,7 @@ impl TensorImpl {
             strides,
             offset,
             dtype,
-            Some(&self.version),
+            VersionOf::Share(self),
         )
     }
 
@@ -415,15 +449,23 @@ impl TensorImpl {
     pub fn storage(&self) -> &Storage {
         &self.storage
     }
-    pub fn version_counter(&self) -> &VersionPtr {
-        &self.version
+    /// The version counter this tensor shares with its views.
+    fn version_cell(&self) -> &AtomicU64 {
+        match &self.version {
+            Some(v) => &v.0,
+            None => self.storage.version_cell(),
+        }
     }
     pub fn version(&self) -> u64 {
-        self.version.0.load(Ordering::Relaxed)
+        self.version_cell().load(Ordering::Relaxed)
     }
     /// Called once by every in-place write.
     pub fn bump_version(&self) {
-        self.version.0.fetch_add(1, Ordering::Relaxed);
+        self.version_cell().fetch_add(1, Ordering::Relaxed);
+    }
+    /// Does `self` share its version counter with `other` (a view of the same base)?
+    pub fn shares_version(&self, other: &TensorImpl) -> bool {
+        std::ptr::eq(self.version_cell(), other.version_cell())
     }
     pub fn flags(&self) -> Flags {
         self.flags
@@ -557,6 +599,39 @@ impl TensorImpl {
 mod tests {
     use super::*;
     use crate::refcount::RcBox;
+
+    /// Where the counter lives does not change what is shared: views share their base's
+    /// counter (storage-embedded or not), from_storage starts its own, every in-place write
+    /// bumps the shared one once.
+    #[test]
+    fn version_counters_are_shared_by_views_only() {
+        let base = Tensor::zeros(&[4, 6], DType::F32).unwrap();
+        let v = base.transpose(0, 1).unwrap();
+        let vv = v.slice(0, 1, 4, 2).unwrap();
+        assert!(base.shares_version(&v) && base.shares_version(&vv));
+        let other = Tensor::from_storage(base.storage(), 0, &[24], None, DType::F32).unwrap();
+        let ov = other.view(&[6, 4]).unwrap();
+        assert!(!other.shares_version(&base) && other.shares_version(&ov));
+        assert_eq!((base.version(), other.version()), (0, 0));
+        vv.fill_(Scalar::Float(1.0)).unwrap();
+        assert_eq!((base.version(), v.version(), vv.version()), (1, 1, 1));
+        assert_eq!(
+            (other.version(), ov.version()),
+            (0, 0),
+            "from_storage: separate"
+        );
+        ov.fill_(Scalar::Float(2.0)).unwrap();
+        assert_eq!((other.version(), ov.version(), base.version()), (1, 1, 1));
+        let again = Tensor::from_storage(base.storage(), 0, &[24], None, DType::F32).unwrap();
+        assert!(!again.shares_version(&other) && again.version() == 0);
+        // a clone is new memory with its own counter
+        let c = base.clone_tensor(MemoryFormat::Contiguous).unwrap();
+        assert!(!c.shares_version(&base) && c.version() == 0);
+        // views outlive their base and keep counting
+        drop(base);
+        v.fill_(Scalar::Float(3.0)).unwrap();
+        assert_eq!(vv.version(), 2);
+    }
 
     #[test]
     fn tensor_impl_is_small() {

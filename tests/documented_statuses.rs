@@ -726,6 +726,48 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             Some(Some(tensor_memory_stats(p).0))
         }
         "tensor_empty_cache" => plain!(tensor_empty_cache()),
+        // memory controls (global state: each driver restores what it changed)
+        "tensor_set_cache_limit" => {
+            let v = c.rng.pick(&[0u64, 1, 4096, 1 << 21, 1 << 28, u64::MAX]);
+            let prev = tensor_set_cache_limit(v);
+            tensor_set_cache_limit(prev);
+            Some(None)
+        }
+        "tensor_set_memory_tracking" | "tensor_memory_tracking_enabled" => {
+            let v = c.rng.pick(&[0, 1, -1, i32::MAX]);
+            let prev = tensor_set_memory_tracking(v);
+            let _ = tensor_memory_tracking_enabled();
+            tensor_set_memory_tracking(prev as i32);
+            Some(None)
+        }
+        "tensor_memory_snapshot" => {
+            let on = tensor_set_memory_tracking(c.rng.pick(&[0, 1]));
+            let mut infos: Vec<tensor_storage_info_t> = Vec::with_capacity(8);
+            let cap = c.rng.pick(&[0usize, 1, 8]);
+            let out = if c.rng.one_in(4) {
+                null_mut()
+            } else {
+                infos.as_mut_ptr()
+            };
+            let mut count = 0usize;
+            let cp = out_ptr(c, &mut count);
+            let st = tensor_memory_snapshot(out, cap, cp);
+            tensor_set_memory_tracking(on as i32);
+            Some(Some(st.0))
+        }
+        "tensor_set_copy_threads" => {
+            let n = c.rng.pick(&[-1i64, 0, 1, 2, 256, 257, i64::MAX]);
+            let mut prev = 1i64;
+            let pp = if c.rng.one_in(2) {
+                null_mut()
+            } else {
+                &mut prev as *mut i64
+            };
+            let st = tensor_set_copy_threads(n, pp);
+            let _ = tensor_set_copy_threads(1, null_mut());
+            Some(Some(st.0))
+        }
+        "tensor_copy_threads" => plain!(tensor_copy_threads()),
         "tensor_version_string" => plain!(tensor_version_string()),
         "tensor_abi_version" => plain!(tensor_abi_version()),
         // storages

@@ -2,7 +2,7 @@
 # Builds libtensor.so (release) and the C benchmarks against it, then runs them.
 # The library is copied into target/bench-c/ with its SONAME link (libtensor.so.0), so the
 # programs run against exactly the build they were linked with.
-# Usage: benches/c/run.sh [views|copy|pipe|all]   (default: all)
+# Usage: benches/c/run.sh [views|copy|pipe|convert|small|contention|all]   (default: all)
 #   bench_pipe (C++) adds the cv::dnn::blobFromImage rows when pkg-config finds opencv4.
 #   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
 set -eu
@@ -15,7 +15,7 @@ cp -f target/release/libtensor.so "$dir/libtensor.so"
 ln -sf libtensor.so "$dir/libtensor.so.0"
 build() {
   ${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -I"$root/include" "benches/c/$1.c" \
-    -L"$dir" -Wl,-rpath,"$dir" -ltensor -o "$dir/$1"
+    -L"$dir" -Wl,-rpath,"$dir" -ltensor -lpthread -o "$dir/$1"
 }
 which=${1:-all}
 if [ "$which" = views ] || [ "$which" = all ]; then
@@ -39,4 +39,16 @@ if [ "$which" = pipe ] || [ "$which" = all ]; then
     -L"$dir" -Wl,-rpath,"$dir" -ltensor $cv_flags -o "$dir/bench_pipe"
   # shellcheck disable=SC2086
   "$dir/bench_pipe" ${BENCH_PIPE_ARGS:-}
+fi
+if [ "$which" = convert ] || [ "$which" = all ]; then
+  build bench_convert
+  "$dir/bench_convert"
+fi
+if [ "$which" = small ] || [ "$which" = all ]; then
+  build bench_small
+  "$dir/bench_small"
+fi
+if [ "$which" = contention ] || [ "$which" = all ]; then
+  build bench_contention
+  "$dir/bench_contention"
 fi

@@ -447,7 +447,8 @@ pub(crate) fn f32_to_bf16_bits(f: f32) -> u16 {
     }
 }
 
-/// Contiguous, aligned runs of the fast pairs. Returns false when `S -> D` has no fast path.
+/// Contiguous, aligned runs of the fast pairs (float -> integer in `float_int.rs`).
+/// Returns false when `S -> D` has no fast path.
 unsafe fn fast_contiguous<S: Element, D: Element>(d: *mut u8, s: *const u8, n: usize) -> bool {
     use half::slice::HalfFloatSliceExt;
     let aligned = (d as usize) % std::mem::align_of::<D>() == 0
@@ -479,7 +480,7 @@ unsafe fn fast_contiguous<S: Element, D: Element>(d: *mut u8, s: *const u8, n: u
         }
         true
     } else {
-        false
+        super::float_int::float_to_int::<S, D>(d, s, n)
     }
 }
 

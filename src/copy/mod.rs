@@ -9,7 +9,9 @@
 
 pub(crate) mod affine;
 pub(crate) mod engine;
+mod float_int;
 pub(crate) mod kernels;
+pub(crate) mod parallel;
 
 use crate::dtype::{write_scalar, DType, Scalar};
 use crate::error::Result;
@@ -17,6 +19,10 @@ use crate::shape::{self, fmt_dims, Dims};
 use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
 use engine::{execute, Kernel, Plan};
 use kernels::{Bytes16, Convert, CopySame, Equal};
+
+/// Up to this many bytes, a dense same-layout same-dtype copy skips the engine (clone of
+/// small tensors).
+const SMALL_COPY_BYTES: usize = 4096;
 
 /// Runs `k` over two operands laid out as (`sizes`, `st0`) and (`sizes`, `st1`).
 ///
@@ -41,7 +47,8 @@ unsafe fn run_engine(
 }
 
 /// Copies (converting dtypes) `src` data, laid out with `src_st` over `sizes`, into `dst`
-/// data laid out with `dst_st`. The one dtype dispatch of every copying op.
+/// data laid out with `dst_st`. The one dtype dispatch of every copying op. Big copies
+/// are split over threads when the user asked for more than one (`parallel.rs`).
 ///
 /// # Safety
 /// As [`run_engine`]; the two regions must not overlap.
@@ -56,11 +63,53 @@ unsafe fn copy_raw(
     src_dtype: DType,
 ) {
     let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
+    // numel of a validated layout fits; its bytes saturate (only a size hint).
+    let out_bytes = (sizes.iter().product::<i64>().max(0) as usize).saturating_mul(i0);
+    let Some((d, n)) = parallel::split(sizes, out_bytes) else {
+        return copy_part(
+            sizes, dst, dst_st, dst_dtype, src, src_st, src_dtype, out_bytes,
+        );
+    };
+    // Each part is the sub-box [start, start + len) of dim d: disjoint parts of dst.
+    let (dst_addr, src_addr) = (dst as usize, src as usize);
+    parallel::run_parts(sizes[d], n, &|start, len| {
+        let mut part: Dims = sizes.into();
+        part[d] = len;
+        let (od, os) = (start * dst_st[d] * i0 as i64, start * src_st[d] * i1 as i64);
+        // SAFETY: the offsets stay inside the validated layouts (start < sizes[d]); the
+        // parts write disjoint elements of a non-overlapping dst.
+        unsafe {
+            copy_part(
+                &part,
+                (dst_addr as *mut u8).offset(od as isize),
+                dst_st,
+                dst_dtype,
+                (src_addr as *const u8).offset(os as isize),
+                src_st,
+                src_dtype,
+                out_bytes,
+            )
+        }
+    });
+}
+
+/// [`copy_raw`] of one part on the calling thread; `out_bytes` is the whole output's size
+/// (it picks streaming stores).
+#[allow(clippy::too_many_arguments)]
+unsafe fn copy_part(
+    sizes: &[i64],
+    dst: *mut u8,
+    dst_st: &[i64],
+    dst_dtype: DType,
+    src: *const u8,
+    src_st: &[i64],
+    src_dtype: DType,
+    out_bytes: usize,
+) {
+    let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
     // bool -> bool converts too: a bool byte other than 0 / 1 (foreign memory, a
     // view_dtype) is written as 1, as PyTorch's copies do.
     if dst_dtype == src_dtype && dst_dtype != DType::Bool {
-        // numel of a validated layout fits; its bytes saturate (only a size hint).
-        let out_bytes = (sizes.iter().product::<i64>().max(0) as usize).saturating_mul(i0);
         // Same dtype: only the item width matters.
         macro_rules! same {
             ($word:ty) => {
@@ -391,6 +440,22 @@ impl TensorImpl {
     fn copy_to_new(&self, strides: &[i64], dtype: DType) -> Result<Tensor> {
         let src = self.data_for_read()?;
         let out = Tensor::empty_strided(self.sizes(), strides, dtype)?;
+        let nbytes = self.nbytes();
+        // Small tensors: a dense source copied to the same strides in the same dtype is
+        // one memcpy of its span; the engine's planning would cost more than the copy.
+        if nbytes <= SMALL_COPY_BYTES
+            && dtype == self.dtype()
+            && dtype != DType::Bool
+            && self.is_non_overlapping_and_dense()
+            && out.strides() == self.strides()
+        {
+            // SAFETY: both are dense with equal strides: each covers exactly nbytes bytes
+            // from its data pointer (self checked by data_for_read); out is fresh.
+            if nbytes > 0 {
+                unsafe { std::ptr::copy_nonoverlapping(src, out.data_ptr(), nbytes) };
+            }
+            return Ok(out);
+        }
         // SAFETY: self validated by data_for_read; out is fresh, private and laid out by
         // `strides`.
         unsafe {

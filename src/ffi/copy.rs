@@ -204,3 +204,30 @@ pub extern "C" fn tensor_equal(
         Ok(())
     })
 }
+
+/// Sets how many threads big copies may use (clone, contiguous, to_dtype, copy_, ...;
+/// outputs of at least 16 MiB, split along their outermost dim) and writes the previous
+/// count to `*previous` when it is not NULL. The default is 1: no thread is ever started.
+/// With n > 1 each big copy starts n - 1 short-lived threads of its own. The start-up
+/// value comes from the environment variable `TENSOR_COPY_THREADS` (read once). Results
+/// are identical for every count. Thread-safe.
+/// Errors: INVALID_ARGUMENT (n outside [1, 256]).
+#[no_mangle]
+pub extern "C" fn tensor_set_copy_threads(n: i64, previous: *mut i64) -> tensor_status_t {
+    call("tensor_set_copy_threads", || {
+        let prev = crate::copy::parallel::set_copy_threads(n)?;
+        // SAFETY: a non-NULL out-parameter points to writable memory.
+        if let Some(p) = unsafe { previous.as_mut() } {
+            *p = prev as i64;
+        }
+        Ok(())
+    })
+}
+
+/// The number of threads big copies may use (see `tensor_set_copy_threads`).
+#[no_mangle]
+pub extern "C" fn tensor_copy_threads() -> i64 {
+    guard("tensor_copy_threads", 1, || {
+        crate::copy::parallel::copy_threads() as i64
+    })
+}

@@ -393,7 +393,10 @@ pub extern "C" fn tensor_suggest_memory_format(t: *const tensor_t) -> tensor_mem
 }
 
 /// The version counter shared by `t` and every view of its base; each in-place write
-/// adds one. 0 for NULL.
+/// adds one. 0 for NULL. New tensors start at 0: those made with their own storage
+/// (empty, from_blob, DLPack imports, op outputs) use a counter kept in that storage,
+/// which their views share; `tensor_from_storage` starts a separate counter even when the
+/// storage already has tensors (as PyTorch), which its views then share.
 #[no_mangle]
 pub extern "C" fn tensor_version(t: *const tensor_t) -> u64 {
     guard("tensor_version", 0, || {

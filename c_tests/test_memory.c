@@ -1,0 +1,318 @@
+/* Memory you can see and control (issue 10), from C against the real libtensor.so: the
+ * big-block cache limit and off switch (API and TENSOR_CACHE_LIMIT, read once), reserved
+ * vs allocated vs cached bytes in tensor_memory_stats_t (exact figures), and the opt-in
+ * storage snapshot that finds a small view pinning a big storage. The environment with
+ * TENSOR_NO_CACHING and TENSOR_MEMORY_TRACKING is in test_memory_env.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+#define MIB ((uint64_t)1 << 20)
+
+static tensor_memory_stats_t stats(void) {
+  tensor_memory_stats_t s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  CHECK_OK(tensor_memory_stats(&s));
+  return s;
+}
+
+/* A float32 tensor of 3 MiB + 4 bytes: a big block of capacity 4 MiB. */
+static tensor_t *big3(void) {
+  int64_t n[1] = {(3 << 18) + 1};
+  tensor_t *t = NULL;
+  CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &t));
+  return t;
+}
+
+static void test_environment_limit(void) {
+  /* main() set TENSOR_CACHE_LIMIT=6M before the first call into the library. */
+  tensor_memory_stats_t s = stats();
+  CHECK(s.cache_limit_bytes == 6 * MIB);
+  /* Read once: changing the environment later has no effect. */
+  setenv("TENSOR_CACHE_LIMIT", "1M", 1);
+  CHECK(stats().cache_limit_bytes == 6 * MIB);
+}
+
+static void test_reserved_allocated_cached(void) {
+  tensor_memory_stats_t s0, s1, s2, s3;
+  tensor_t *a, *b;
+  (void)tensor_empty_cache();
+  s0 = stats();
+  CHECK(s0.cached_bytes == 0);
+
+  a = big3();
+  s1 = stats();
+  CHECK(s1.live_bytes == s0.live_bytes + 3 * MIB + 4); /* allocated: what was asked */
+  CHECK(s1.reserved_bytes == s0.reserved_bytes + 4 * MIB); /* reserved: whole 2 MiB pages */
+  CHECK(s1.cached_bytes == 0);
+
+  tensor_release(a);
+  s2 = stats();
+  CHECK(s2.live_bytes == s0.live_bytes);
+  CHECK(s2.cached_bytes == 4 * MIB); /* kept for reuse ... */
+  CHECK(s2.reserved_bytes == s0.reserved_bytes + 4 * MIB); /* ... so still reserved */
+
+  b = big3(); /* reuses the cached block */
+  s3 = stats();
+  CHECK(s3.cached_bytes == 0);
+  CHECK(s3.reserved_bytes == s0.reserved_bytes + 4 * MIB);
+  tensor_release(b);
+
+  CHECK(tensor_empty_cache() == 4 * MIB);
+  s3 = stats();
+  CHECK(s3.cached_bytes == 0);
+  CHECK(s3.reserved_bytes == s0.reserved_bytes); /* back to the system */
+  CHECK(s3.live_bytes == s0.live_bytes);
+}
+
+static void test_cache_limit(void) {
+  tensor_memory_stats_t s0, s;
+  tensor_t *a, *b, *c;
+  (void)tensor_empty_cache();
+  s0 = stats();
+
+  /* Limit 6 MiB (from the environment): two freed 4 MiB blocks do not both fit; the
+   * older one is evicted and returned. */
+  a = big3();
+  b = big3();
+  tensor_release(a);
+  tensor_release(b);
+  s = stats();
+  CHECK(s.cached_bytes == 4 * MIB);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 4 * MIB);
+
+  /* Lowering the limit frees what no longer fits at once. */
+  CHECK(tensor_set_cache_limit(5 * MIB) == 6 * MIB);
+  CHECK(stats().cached_bytes == 4 * MIB);
+  CHECK(tensor_set_cache_limit(3 * MIB) == 5 * MIB);
+  s = stats();
+  CHECK(s.cache_limit_bytes == 3 * MIB);
+  CHECK(s.cached_bytes == 0);
+  CHECK(s.reserved_bytes == s0.reserved_bytes);
+
+  /* A block bigger than the limit is never cached. */
+  c = big3();
+  tensor_release(c);
+  s = stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+
+  /* The off switch: limit 0. */
+  CHECK(tensor_set_cache_limit(0) == 3 * MIB);
+  a = big3();
+  CHECK(stats().reserved_bytes == s0.reserved_bytes + 4 * MIB);
+  tensor_release(a);
+  s = stats();
+  CHECK(s.cache_limit_bytes == 0);
+  CHECK(s.cached_bytes == 0);
+  CHECK(s.reserved_bytes == s0.reserved_bytes);
+  CHECK(tensor_empty_cache() == 0);
+
+  /* On again. */
+  CHECK(tensor_set_cache_limit(256 * MIB) == 0);
+  a = big3();
+  tensor_release(a);
+  CHECK(stats().cached_bytes == 4 * MIB);
+  CHECK(tensor_empty_cache() == 4 * MIB);
+}
+
+/* Small blocks (<= 1 KiB) are kept per thread in 64-byte classes: exact figures. */
+static void test_small_block_cache(void) {
+  int64_t n[1] = {50}; /* 200 bytes: class 256 */
+  tensor_t *a = NULL, *b = NULL;
+  tensor_memory_stats_t s0, s;
+  void *pa;
+  (void)tensor_empty_cache(); /* also empties this thread's small-block cache */
+  s0 = stats();
+  CHECK(s0.cached_bytes == 0);
+  CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a));
+  pa = tensor_data_ptr(a);
+  s = stats();
+  CHECK(s.live_bytes == s0.live_bytes + 200);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 256);
+  tensor_release(a);
+  s = stats();
+  CHECK(s.live_bytes == s0.live_bytes);
+  CHECK(s.cached_bytes == 256);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 256);
+  CHECK_OK(tensor_empty(n, 1, TENSOR_UINT8, &b)); /* 50 bytes: another class */
+  CHECK(stats().reserved_bytes == s0.reserved_bytes + 256 + 64);
+  tensor_release(b);
+  CHECK(stats().cached_bytes == 256 + 64);
+  CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a)); /* reuses the 256-byte block */
+  CHECK(tensor_data_ptr(a) == pa);
+  CHECK(((uintptr_t)tensor_data_ptr(a) & 63) == 0);
+  s = stats();
+  CHECK(s.cached_bytes == 64 && s.reserved_bytes == s0.reserved_bytes + 256 + 64);
+  tensor_release(a);
+  CHECK(tensor_empty_cache() == 256 + 64);
+  s = stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+  /* Off switch: nothing is kept. */
+  (void)tensor_set_cache_limit(0);
+  CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a));
+  tensor_release(a);
+  s = stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+  (void)tensor_set_cache_limit(256 * MIB);
+}
+
+static void *small_worker(void *arg) {
+  int64_t n[1] = {16};
+  tensor_t *t = NULL;
+  int i;
+  (void)arg;
+  for (i = 0; i < 3; i++) {
+    if (tensor_empty(n, 1, TENSOR_FLOAT64, &t) == TENSOR_OK) tensor_release(t);
+  }
+  return NULL;
+}
+
+/* A thread's cached small blocks go back to the system when it exits. */
+static void test_small_cache_thread_exit(void) {
+  pthread_t th;
+  tensor_memory_stats_t s0, s;
+  (void)tensor_empty_cache();
+  s0 = stats();
+  CHECK(pthread_create(&th, NULL, small_worker, NULL) == 0);
+  CHECK(pthread_join(th, NULL) == 0);
+  s = stats();
+  CHECK(s.cached_bytes == s0.cached_bytes);
+  CHECK(s.reserved_bytes == s0.reserved_bytes);
+  CHECK(s.live_bytes == s0.live_bytes);
+}
+
+/* Old callers (a struct without the new fields) keep working: nothing past their
+ * struct_size is written. */
+static void test_old_struct_size(void) {
+  struct {
+    tensor_memory_stats_t s;
+  } buf;
+  size_t old = offsetof(tensor_memory_stats_t, reserved_bytes);
+  memset(&buf, 0xAB, sizeof buf);
+  buf.s.struct_size = old;
+  CHECK_OK(tensor_memory_stats(&buf.s));
+  CHECK(buf.s.reserved_bytes == 0xABABABABABABABABull);
+  CHECK(buf.s.cache_limit_bytes == 0xABABABABABABABABull);
+  CHECK(buf.s.live_storages != 0xABABABABABABABABull && buf.s.struct_size == old);
+}
+
+static const tensor_storage_info_t *find(const tensor_storage_info_t *infos, size_t n,
+                                         const void *data) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (infos[i].data == data) return &infos[i];
+  return NULL;
+}
+
+static void test_snapshot(void) {
+  int64_t n[1] = {5 << 20}; /* 5M float64: 40 MiB */
+  tensor_t *base = NULL, *view = NULL, *view2 = NULL, *fixed = NULL, *wrapped = NULL;
+  storage_weak_t *weak = NULL;
+  tensor_storage_info_t infos[8];
+  const tensor_storage_info_t *e;
+  size_t count = 99;
+  void *big;
+  int64_t six[1] = {6};
+  float blob[6] = {0};
+
+  CHECK(!tensor_memory_tracking_enabled());
+  CHECK_OK(tensor_memory_snapshot(infos, 8, &count));
+  CHECK(count == 0); /* off: nothing tracked */
+
+  CHECK(tensor_set_memory_tracking(true) == false);
+  CHECK(tensor_memory_tracking_enabled());
+
+  /* The pitfall: a 10-element view of a 40 MiB tensor. */
+  CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT64, &base));
+  big = tensor_data_ptr(base);
+  CHECK_OK(tensor_slice(base, 0, 100, 110, 1, &view));
+  CHECK_OK(tensor_slice(base, 0, 105, 120, 5, &view2)); /* elements 105, 110, 115 */
+  CHECK_OK(storage_weak_new(tensor_storage(base), &weak));
+  CHECK_OK(tensor_from_blob(blob, six, NULL, 1, TENSOR_FLOAT32, (tensor_device_t){1, 0}, NULL,
+                            NULL, &wrapped));
+  tensor_release(base);
+
+  CHECK_OK(tensor_memory_snapshot(NULL, 0, &count)); /* sizing call */
+  CHECK(count == 2);
+  CHECK_OK(tensor_memory_snapshot(infos, 8, &count));
+  CHECK(count == 2);
+  CHECK(infos[0].data == big); /* biggest first */
+  e = find(infos, count, big);
+  CHECK(e != NULL);
+  if (e) {
+    CHECK(e->nbytes == 40 * MIB);
+    CHECK(e->kind == TENSOR_STORAGE_ALLOCATED);
+    CHECK(e->strong_count == 2); /* the two views */
+    CHECK(e->weak_count == 1);
+    CHECK(e->tensor_count == 2);
+    /* view: bytes [800, 880); view2: [840, 928) -> union [800, 928) */
+    CHECK(e->reachable_bytes == 128);
+  }
+  e = find(infos, count, blob);
+  CHECK(e != NULL);
+  if (e) {
+    CHECK(e->nbytes == 24);
+    CHECK(e->kind == TENSOR_STORAGE_EXTERNAL);
+    CHECK(e->strong_count == 1 && e->weak_count == 0);
+    CHECK(e->tensor_count == 1 && e->reachable_bytes == 24);
+  }
+
+  /* A capacity smaller than the count writes only that many and still reports all. */
+  memset(infos, 0, sizeof infos);
+  CHECK_OK(tensor_memory_snapshot(infos, 1, &count));
+  CHECK(count == 2 && infos[0].data == big && infos[1].data == NULL);
+
+  /* The fix: clone the small views and drop them; the 40 MiB goes away. */
+  tensor_release(view2);
+  CHECK_OK(tensor_memory_snapshot(infos, 8, &count));
+  e = find(infos, count, big);
+  CHECK(e != NULL && e->tensor_count == 1 && e->reachable_bytes == 80);
+  CHECK_OK(tensor_clone(view, TENSOR_PRESERVE_FORMAT, &fixed));
+  tensor_release(view);
+  CHECK(storage_weak_expired(weak));
+  CHECK_OK(tensor_memory_snapshot(infos, 8, &count));
+  CHECK(count == 2);
+  CHECK(find(infos, count, big) == NULL); /* the 40 MiB storage is gone */
+  e = find(infos, count, tensor_data_ptr(fixed));
+  CHECK(e != NULL);
+  if (e) {
+    CHECK(e->nbytes == 80 && e->tensor_count == 1 && e->reachable_bytes == 80);
+    CHECK(e->strong_count == 1 && e->kind == TENSOR_STORAGE_ALLOCATED);
+  }
+  storage_weak_release(weak);
+
+  /* Errors. */
+  CHECK_STATUS(tensor_memory_snapshot(infos, 8, NULL), TENSOR_ERR_NULL_POINTER);
+  CHECK_STATUS(tensor_memory_snapshot(NULL, 1, &count), TENSOR_ERR_NULL_POINTER);
+  CHECK_ERROR_HAS("tensor_memory_snapshot");
+
+  /* Off again: everything is forgotten; objects made while on unregister harmlessly. */
+  CHECK(tensor_set_memory_tracking(false) == true);
+  CHECK_OK(tensor_memory_snapshot(infos, 8, &count));
+  CHECK(count == 0);
+  tensor_release(fixed);
+  tensor_release(wrapped);
+  CHECK_OK(tensor_memory_snapshot(infos, 8, &count));
+  CHECK(count == 0);
+}
+
+int main(void) {
+  /* Before the first call: the limit is read from the environment once. */
+  setenv("TENSOR_CACHE_LIMIT", "6M", 1);
+  unsetenv("TENSOR_NO_CACHING");
+  unsetenv("TENSOR_MEMORY_TRACKING");
+  test_environment_limit();
+  test_reserved_allocated_cached();
+  test_cache_limit();
+  test_small_block_cache();
+  test_small_cache_thread_exit();
+  test_old_struct_size();
+  test_snapshot();
+  (void)tensor_empty_cache();
+  return harness_finish("test_memory");
+}
