@@ -30,9 +30,13 @@ run() {
   echo "+ $*"
   "$@"
 }
-export TENSOR_VALGRIND=1 TENSOR_C_REQUIRE_PKGS=1
-run env TENSOR_C_ONLY=test_opencv cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
-run env TENSOR_C_ONLY=opencv_pipeline,ffmpeg_planes cargo test --test c_api examples_run -- --nocapture
+# Standalone (outside .ci/run, which already ran every program under valgrind in step 6):
+# PIPE_RUN_PROGRAMS=1 bash .ci/pipe.sh runs the OpenCV / FFmpeg programs under valgrind.
+if [ "${PIPE_RUN_PROGRAMS:-0}" = 1 ]; then
+  export TENSOR_VALGRIND=1 TENSOR_C_REQUIRE_PKGS=1
+  run env TENSOR_C_ONLY=test_opencv cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
+  run env TENSOR_C_ONLY=opencv_pipeline,ffmpeg_planes cargo test --test c_api examples_run -- --nocapture
+fi
 
 # The README's OpenCV round trip compiles (syntax and types; it reads an image file, so it
 # is not run: examples_c/opencv_pipeline.cpp runs the same steps).
