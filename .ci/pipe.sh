@@ -41,11 +41,15 @@ fi
 # The README's OpenCV round trip compiles (syntax and types; it reads an image file, so it
 # is not run: examples_c/opencv_pipeline.cpp runs the same steps).
 mkdir -p build
+# The README's ```cpp block that includes tensor_opencv.hpp (whatever its position).
+awk '/^```cpp$/ {f = 1; b = ""; next} /^```$/ {if (f && b ~ /tensor_opencv\.hpp/) printf "%s", b; f = 0; next}
+     f {b = b $0 "\n"}' README.md > build/readme_opencv_block.txt
+test -s build/readme_opencv_block.txt || { echo "README: no cpp block includes tensor_opencv.hpp" >&2; false; }
 {
   echo '#include <opencv2/imgcodecs.hpp>'
-  awk '/^```cpp$/ {f = 1; n++; next} /^```$/ {f = 0} f && n == 2 && /^#include/' README.md
+  grep '^#include' build/readme_opencv_block.txt
   echo 'int main() {'
-  awk '/^```cpp$/ {f = 1; n++; next} /^```$/ {f = 0} f && n == 2 && !/^#include/' README.md
+  grep -v '^#include' build/readme_opencv_block.txt
   echo 'return green.empty() ? 1 : 0; }'
 } > build/readme_opencv.cpp
 # shellcheck disable=SC2046
