@@ -407,8 +407,13 @@ bool storage_is_resizable(const struct storage_t *s);
 /**
  * Reallocates to `nbytes`, keeping the common prefix; the data pointer changes. Tensors
  * whose elements no longer fit fail data access with OUT_OF_BOUNDS. Not thread-safe with
- * concurrent users of the storage's data (as PyTorch's resize_).
- * Errors: NULL_POINTER, NOT_RESIZABLE, READ_ONLY, OUT_OF_MEMORY.
+ * concurrent users of the storage's data (as PyTorch's resize_). While a DLPack export
+ * (tensor_to_dlpack*) of a tensor on this storage is outstanding, i.e. its consumer has
+ * not called the managed tensor's deleter yet, the bytes must not move: the resize is
+ * refused with NOT_RESIZABLE (the message gives the storage size and the number of
+ * outstanding exports) and nothing changes.
+ * Errors: NULL_POINTER, NOT_RESIZABLE (wrapped memory, or a DLPack export outstanding),
+ * READ_ONLY, OVERFLOW (nbytes > PTRDIFF_MAX), OUT_OF_MEMORY.
  */
 tensor_status_t storage_resize(struct storage_t *s, size_t nbytes);
 
@@ -479,7 +484,8 @@ tensor_status_t tensor_full(const int64_t *sizes,
 
 /**
  * The 1-D tensor `[0, 1, ..., n-1]` in `dtype` in `*out` (owned).
- * Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), OUT_OF_MEMORY.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), OVERFLOW (n elements
+ * overflow the byte count), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_arange(int64_t n, tensor_dtype_t dtype, struct tensor_t **out);
 
@@ -560,7 +566,8 @@ tensor_dtype_t tensor_dtype(const struct tensor_t *t);
 size_t tensor_itemsize(const struct tensor_t *t);
 
 /**
- * numel * itemsize (0 for NULL).
+ * numel * itemsize (0 for NULL; SIZE_MAX when an expanded view has more element bytes
+ * than that).
  */
 size_t tensor_nbytes(const struct tensor_t *t);
 
@@ -570,8 +577,9 @@ size_t tensor_nbytes(const struct tensor_t *t);
 struct tensor_device_t tensor_device(const struct tensor_t *t);
 
 /**
- * Storage data + storage_offset * itemsize (borrowed; NULL for NULL or a data-less
- * storage). Valid until the storage is resized or freed.
+ * Storage data + storage_offset * itemsize (borrowed; NULL for NULL, a data-less storage,
+ * or a tensor with no elements, as c10's data_ptr: its offset may lie anywhere). Valid
+ * until the storage is resized or freed.
  */
 void *tensor_data_ptr(const struct tensor_t *t);
 
@@ -659,10 +667,11 @@ size_t tensor_format(const struct tensor_t *t, char *buf, size_t cap);
 
 /**
  * `self.view(sizes)`: the same elements with a new shape (one size may be -1), whenever
- * the strides can express it (non-contiguous inputs included).
- * Errors: SHAPE (element count differs, or -1 ambiguous on 0 elements), INVALID_ARGUMENT
- * (two -1, a size < -1, ndim outside [0, 64]), NOT_VIEWABLE (the strides cannot express
- * the shape: use tensor_reshape).
+ * the strides can express it (non-contiguous inputs included). Errors: NULL_POINTER,
+ * OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`), SHAPE (element count
+ * differs, or -1 ambiguous on 0 elements), INVALID_ARGUMENT (two -1, a size < -1, ndim
+ * outside [0, 64]), NOT_VIEWABLE (the strides cannot express the shape: use
+ * tensor_reshape), OVERFLOW (the strides of the new shape overflow int64).
  */
 tensor_status_t tensor_view(const struct tensor_t *self_,
                             const int64_t *sizes,
@@ -671,9 +680,11 @@ tensor_status_t tensor_view(const struct tensor_t *self_,
 
 /**
  * `self.view(dtype)`: the same bytes as another element type. With a different itemsize
- * the last dim is rescaled (and the other strides and the offset with it).
- * Errors: INVALID_ARGUMENT (unknown dtype code), SHAPE (0-dim with a different itemsize,
- * last stride != 1, last size / offset / a stride not divisible by the size ratio).
+ * the last dim is rescaled (and the other strides and the offset with it). Errors:
+ * NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`),
+ * INVALID_ARGUMENT (unknown dtype code), SHAPE (0-dim with a different itemsize, last
+ * stride != 1, last size / offset / a stride not divisible by the size ratio), OVERFLOW
+ * (the rescaled sizes, strides or offset overflow int64).
  */
 tensor_status_t tensor_view_dtype(const struct tensor_t *self_,
                                   tensor_dtype_t dtype,
@@ -681,9 +692,9 @@ tensor_status_t tensor_view_dtype(const struct tensor_t *self_,
 
 /**
  * `self.as_strided(sizes, strides, storage_offset)`: any layout (in elements) over
- * `self`'s storage, bounds-checked against the storage's current size.
- * Errors: INVALID_ARGUMENT (negative size, stride or offset; ndim outside [0, 64]),
- * OVERFLOW, OUT_OF_BOUNDS (the layout reaches past the storage).
+ * `self`'s storage, bounds-checked against the storage's current size. Errors:
+ * NULL_POINTER, OUT_OF_MEMORY, INVALID_ARGUMENT (negative size, stride or offset; ndim
+ * outside [0, 64]), OVERFLOW, OUT_OF_BOUNDS (the layout reaches past the storage).
  */
 tensor_status_t tensor_as_strided(const struct tensor_t *self_,
                                   const int64_t *sizes,
@@ -694,7 +705,8 @@ tensor_status_t tensor_as_strided(const struct tensor_t *self_,
 
 /**
  * `self.transpose(dim0, dim1)`: dims `dim0` and `dim1` swapped (equal dims: an alias).
- * Errors: INDEX (a dim out of range).
+ * Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below
+ * `self`), INDEX (a dim out of range).
  */
 tensor_status_t tensor_transpose(const struct tensor_t *self_,
                                  int64_t dim0,
@@ -702,15 +714,17 @@ tensor_status_t tensor_transpose(const struct tensor_t *self_,
                                  struct tensor_t **out);
 
 /**
- * `self.t()`: the transpose of a tensor with <= 2 dims (0-D and 1-D: an alias).
- * Errors: SHAPE (more than 2 dims).
+ * `self.t()`: the transpose of a tensor with <= 2 dims (0-D and 1-D: an alias). Errors:
+ * NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`), SHAPE
+ * (more than 2 dims).
  */
 tensor_status_t tensor_transpose_2d(const struct tensor_t *self_, struct tensor_t **out);
 
 /**
  * `self.permute(dims)`: dim `i` of the result is dim `dims[i]` of `self`; `ndim` must
- * equal self's number of dims. Errors: INVALID_ARGUMENT (wrong count, repeated dim),
- * INDEX (a dim out of range).
+ * equal self's number of dims. Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the
+ * storage was shrunk below `self`), INVALID_ARGUMENT (wrong count, repeated dim), INDEX (a
+ * dim out of range).
  */
 tensor_status_t tensor_permute(const struct tensor_t *self_,
                                const int64_t *dims,
@@ -719,7 +733,8 @@ tensor_status_t tensor_permute(const struct tensor_t *self_,
 
 /**
  * `self.movedim(source, destination)`: dim `source` moved to position `destination`, the
- * others keeping their order. Errors: INDEX (a dim out of range).
+ * others keeping their order. Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the
+ * storage was shrunk below `self`), INDEX (a dim out of range).
  */
 tensor_status_t tensor_movedim(const struct tensor_t *self_,
                                int64_t source,
@@ -729,8 +744,9 @@ tensor_status_t tensor_movedim(const struct tensor_t *self_,
 /**
  * `self[..., start:end:step, ...]` along `dim`, with Python's rules: negative start/end
  * count from the end, both are clamped to the dim (an empty range gives size 0), and
- * INT64_MAX as `end` means "to the end". Errors: INDEX (0-dim tensor, dim out of range),
- * INVALID_ARGUMENT (step <= 0), OVERFLOW.
+ * INT64_MAX as `end` means "to the end". Errors: NULL_POINTER, OUT_OF_MEMORY,
+ * OUT_OF_BOUNDS (the storage was shrunk below `self`), INDEX (0-dim tensor, dim out of
+ * range), INVALID_ARGUMENT (step <= 0), OVERFLOW.
  */
 tensor_status_t tensor_slice(const struct tensor_t *self_,
                              int64_t dim,
@@ -741,9 +757,10 @@ tensor_status_t tensor_slice(const struct tensor_t *self_,
 
 /**
  * `self.narrow(dim, start, length)`: elements `start .. start+length` of `dim`; `start`
- * may be negative (counts from the end) or equal to the size. Errors: INDEX (0-dim
- * tensor, dim or start out of range, start + length past the end), INVALID_ARGUMENT
- * (length < 0).
+ * may be negative (counts from the end) or equal to the size. Errors: NULL_POINTER,
+ * OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`), INDEX (0-dim tensor,
+ * dim or start out of range, start + length past the end), INVALID_ARGUMENT (length < 0),
+ * OVERFLOW (the new storage offset, on a tensor without elements).
  */
 tensor_status_t tensor_narrow(const struct tensor_t *self_,
                               int64_t dim,
@@ -753,7 +770,9 @@ tensor_status_t tensor_narrow(const struct tensor_t *self_,
 
 /**
  * `self.select(dim, index)`: the slice at `index` of `dim`, with `dim` removed; `index`
- * may be negative. Errors: INDEX (0-dim tensor, dim or index out of range).
+ * may be negative. Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was
+ * shrunk below `self`), INDEX (0-dim tensor, dim or index out of range), OVERFLOW (the new
+ * storage offset, on a tensor without elements).
  */
 tensor_status_t tensor_select(const struct tensor_t *self_,
                               int64_t dim,
@@ -761,28 +780,32 @@ tensor_status_t tensor_select(const struct tensor_t *self_,
                               struct tensor_t **out);
 
 /**
- * `self.squeeze()`: every size-1 dim removed. Errors: only NULL_POINTER, OUT_OF_MEMORY.
+ * `self.squeeze()`: every size-1 dim removed. Errors: NULL_POINTER, OUT_OF_MEMORY,
+ * OUT_OF_BOUNDS (the storage was shrunk below `self`).
  */
 tensor_status_t tensor_squeeze(const struct tensor_t *self_, struct tensor_t **out);
 
 /**
- * `self.squeeze(dim)`: `dim` removed if its size is 1, else an alias.
- * Errors: INDEX (dim out of range).
+ * `self.squeeze(dim)`: `dim` removed if its size is 1, else an alias. Errors:
+ * NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`), INDEX
+ * (dim out of range).
  */
 tensor_status_t tensor_squeeze_dim(const struct tensor_t *self_,
                                    int64_t dim,
                                    struct tensor_t **out);
 
 /**
- * `self.unsqueeze(dim)`: a size-1 dim inserted at `dim` (in [-ndim-1, ndim]).
- * Errors: INDEX (dim out of range), INVALID_ARGUMENT (would exceed 64 dims), OVERFLOW.
+ * `self.unsqueeze(dim)`: a size-1 dim inserted at `dim` (in [-ndim-1, ndim]). Errors:
+ * NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`), INDEX
+ * (dim out of range), INVALID_ARGUMENT (would exceed 64 dims), OVERFLOW.
  */
 tensor_status_t tensor_unsqueeze(const struct tensor_t *self_, int64_t dim, struct tensor_t **out);
 
 /**
  * `self.expand(sizes)`: size-1 dims repeated with stride 0, new leading dims added; -1
- * keeps an existing size. The result's elements alias each other (writes into it fail
- * with OVERLAP). Errors: SHAPE (fewer sizes than dims, a non-1 size that differs),
+ * keeps an existing size. The result's elements alias each other (writes into it fail with
+ * OVERLAP). Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk
+ * below `self`), SHAPE (fewer sizes than dims, a non-1 size that differs),
  * INVALID_ARGUMENT (-1 in a new leading dim, a negative size, ndim outside [0, 64]),
  * OVERFLOW.
  */
@@ -793,8 +816,11 @@ tensor_status_t tensor_expand(const struct tensor_t *self_,
 
 /**
  * `self.unflatten(dim, sizes)`: `dim` split into `n` dims of `sizes` (one may be -1).
- * Errors: INDEX (0-dim tensor, dim out of range), INVALID_ARGUMENT (n == 0, two -1, a size
- * < -1), SHAPE (the sizes do not multiply to the dim's size).
+ * Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below
+ * `self`), INDEX (0-dim tensor, dim out of range), INVALID_ARGUMENT (n == 0, two -1, a
+ * size < -1), SHAPE (the sizes do not multiply to the dim's size), NOT_VIEWABLE (the
+ * strides cannot express the split), OVERFLOW (the strides of the new shape overflow
+ * int64).
  */
 tensor_status_t tensor_unflatten(const struct tensor_t *self_,
                                  int64_t dim,
@@ -805,8 +831,9 @@ tensor_status_t tensor_unflatten(const struct tensor_t *self_,
 /**
  * `self.diagonal(offset, dim1, dim2)`: the diagonal of the (dim1, dim2) planes, `offset`
  * above (> 0) or below (< 0) the main one, as a new last dim (size 0 when out of range);
- * dim1 and dim2 are removed. Errors: INDEX (a dim out of range), INVALID_ARGUMENT
- * (dim1 and dim2 are the same dim), OVERFLOW.
+ * dim1 and dim2 are removed. Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the
+ * storage was shrunk below `self`), INDEX (a dim out of range), INVALID_ARGUMENT (dim1 and
+ * dim2 are the same dim), OVERFLOW.
  */
 tensor_status_t tensor_diagonal(const struct tensor_t *self_,
                                 int64_t offset,
@@ -817,7 +844,8 @@ tensor_status_t tensor_diagonal(const struct tensor_t *self_,
 /**
  * `self.unfold(dim, size, step)`: all windows of `size` elements along `dim`, `step`
  * apart: `dim` becomes the window count, and a last dim of `size` walks one window.
- * Errors: INDEX (dim out of range), SHAPE (size larger than the dim), INVALID_ARGUMENT
+ * Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below
+ * `self`), INDEX (dim out of range), SHAPE (size larger than the dim), INVALID_ARGUMENT
  * (size < 0, step <= 0, would exceed 64 dims), OVERFLOW.
  */
 tensor_status_t tensor_unfold(const struct tensor_t *self_,
@@ -828,15 +856,15 @@ tensor_status_t tensor_unfold(const struct tensor_t *self_,
 
 /**
  * `aten::alias(self)`: a new handle (a new TensorImpl, not `self` retained) with the same
- * storage, sizes, strides, offset, dtype and version counter. Errors: only NULL_POINTER,
- * OUT_OF_MEMORY.
+ * storage, sizes, strides, offset, dtype and version counter. Errors: NULL_POINTER,
+ * OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`).
  */
 tensor_status_t tensor_alias(const struct tensor_t *self_, struct tensor_t **out);
 
 /**
  * `self.detach()`: like PyTorch's (there is no autograd here), a new TensorImpl sharing
- * the storage and the version counter, with the same geometry. Errors: only
- * NULL_POINTER, OUT_OF_MEMORY.
+ * the storage and the version counter, with the same geometry. Errors:
+ * NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`).
  */
 tensor_status_t tensor_detach(const struct tensor_t *self_, struct tensor_t **out);
 
@@ -855,7 +883,8 @@ tensor_status_t tensor_empty_like(const struct tensor_t *t,
  * `self` reshaped to `sizes` (one -1 allowed) in `*out` (owned): a view sharing `self`'s
  * storage and version counter whenever `tensor_view` would succeed, else a contiguous
  * copy. Errors: NULL_POINTER, INVALID_ARGUMENT, SHAPE (numel mismatch), DEVICE (a copy
- * was needed of non-host data), OUT_OF_MEMORY.
+ * was needed of non-host data), OUT_OF_BOUNDS (the storage was shrunk below `self`),
+ * OVERFLOW (the strides of the new shape overflow int64), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_reshape(const struct tensor_t *self_,
                                const int64_t *sizes,
@@ -866,7 +895,8 @@ tensor_status_t tensor_reshape(const struct tensor_t *self_,
  * `self` with dims `start_dim..=end_dim` merged (negative dims wrap) in `*out` (owned),
  * with reshape semantics: a view when possible, else a copy. A 0-dim tensor becomes
  * `[1]`; `start_dim == end_dim` gives an alias. Errors: NULL_POINTER, INDEX (dim out of
- * range), INVALID_ARGUMENT (start after end), DEVICE, OUT_OF_MEMORY.
+ * range), INVALID_ARGUMENT (start after end), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the merged
+ * size, on a tensor without elements), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_flatten(const struct tensor_t *self_,
                                int64_t start_dim,
@@ -907,7 +937,8 @@ tensor_status_t tensor_to_dtype(const struct tensor_t *self_,
 /**
  * `self` tiled `repeats[i]` times along each dim (`n >= ndim`; extra leading repeats add
  * dims), a new contiguous tensor in `*out` (owned). Errors: NULL_POINTER,
- * INVALID_ARGUMENT (n < ndim, negative repeat), OVERFLOW, DEVICE, OUT_OF_MEMORY.
+ * INVALID_ARGUMENT (n < ndim, negative repeat), OVERFLOW, DEVICE, OUT_OF_BOUNDS,
+ * OUT_OF_MEMORY.
  */
 tensor_status_t tensor_repeat(const struct tensor_t *self_,
                               const int64_t *repeats,
@@ -939,10 +970,15 @@ tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
 /**
  * `torch.equal(a, b)` in `*out`: true when the sizes match and every element is equal
  * (NaN is never equal; -0 equals +0). Different dtypes are compared after PyTorch's type
- * promotion. Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
+ * promotion. As ATen's, the same layout over the same bytes (e.g. `tensor_equal(t, t)`)
+ * is answered without comparing pairs: true for integer and bool dtypes, and for floating
+ * and complex ones true unless a distinct element is NaN (stride-0 dims are not walked,
+ * so an expanded view costs what its base does). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
  * int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
-tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b, bool *out);
+tensor_status_t tensor_equal(const struct tensor_t *a,
+                             const struct tensor_t *b,
+                             bool *out);
 
 /**
  * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).
@@ -951,7 +987,10 @@ tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b,
  * by the managed tensor; `flags` has DLPACK_FLAG_BITMASK_READ_ONLY when the storage is
  * read-only. The managed tensor holds a reference that keeps the tensor's data alive until
  * the consumer calls its `deleter` (exactly once, from any thread); `t` itself stays owned
- * by the caller. Errors: NULL_POINTER, OUT_OF_MEMORY.
+ * by the caller. Until then storage_resize of that storage fails with NOT_RESIZABLE, so
+ * the exported bytes never move. The layout is checked against the storage as it is now:
+ * a tensor that no longer fits its (shrunk) storage is refused with OUT_OF_BOUNDS.
+ * Errors: NULL_POINTER, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_to_dlpack(const struct tensor_t *t, struct DLManagedTensorVersioned **out);
 
@@ -970,9 +1009,10 @@ tensor_status_t tensor_to_dlpack(const struct tensor_t *t, struct DLManagedTenso
 tensor_status_t tensor_from_dlpack(struct DLManagedTensorVersioned *src, struct tensor_t **out);
 
 /**
- * As tensor_to_dlpack, as a legacy (unversioned) `DLManagedTensor`. It cannot signal
+ * As tensor_to_dlpack, as a legacy (unversioned) `DLManagedTensor` (the same bounds
+ * check, and the same refusal of storage_resize until the deleter runs). It cannot signal
  * read-only, so a read-only tensor is refused. Errors: NULL_POINTER, READ_ONLY,
- * OUT_OF_MEMORY.
+ * OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
                                              struct DLManagedTensor **out);

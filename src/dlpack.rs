@@ -176,10 +176,19 @@ struct Exported<M> {
     dims: Vec<i64>,
 }
 
-/// The DLTensor describing `t` (shape/strides pointers filled in later).
-fn describe(t: &Tensor) -> DLTensor {
+impl<M> Drop for Exported<M> {
+    fn drop(&mut self) {
+        self._tensor.storage().unpin_export();
+    }
+}
+
+/// The DLTensor describing `t` (shape/strides pointers filled in later), once its layout
+/// is checked against the storage as it is now (it may have been shrunk since `t` was
+/// made): the consumer will read and write every byte the layout reaches.
+fn describe(t: &Tensor) -> Result<DLTensor> {
+    t.check_in_bounds()?;
     let dev = t.device();
-    DLTensor {
+    Ok(DLTensor {
         data: if t.numel() == 0 {
             std::ptr::null_mut()
         } else {
@@ -194,7 +203,7 @@ fn describe(t: &Tensor) -> DLTensor {
         shape: std::ptr::null_mut(),
         strides: std::ptr::null_mut(),
         byte_offset: 0,
-    }
+    })
 }
 
 /// Boxes `managed` with `t` and its dims; returns the managed pointer (manager_ctx, shape
@@ -210,6 +219,8 @@ fn export_boxed<M>(
         .map_err(|_| oom("DLPack shape and strides"))?;
     dims.extend_from_slice(t.sizes());
     dims.extend_from_slice(t.strides());
+    // Unpinned when the Exported is dropped: by the deleter, or just below on failure.
+    t.storage().pin_export();
     let raw = Box::into_raw(try_box(Exported {
         managed,
         _tensor: t,
@@ -249,7 +260,7 @@ unsafe extern "C" fn delete_exported(m: *mut DLManagedTensor) {
 /// Exports `t` (whose strong reference the managed tensor takes over) as a versioned
 /// managed tensor; the consumer frees it by calling its deleter once.
 pub fn to_dlpack_versioned(t: Tensor) -> Result<*mut DLManagedTensorVersioned> {
-    let dl = describe(&t);
+    let dl = describe(&t)?;
     let flags = if t.storage().is_read_only() {
         FLAG_READ_ONLY
     } else {
@@ -281,7 +292,7 @@ pub fn to_dlpack_unversioned(t: Tensor) -> Result<*mut DLManagedTensor> {
         "cannot export a read-only tensor as an unversioned DLManagedTensor (it cannot signal read-only); use tensor_to_dlpack"
     );
     let managed = DLManagedTensor {
-        dl_tensor: describe(&t),
+        dl_tensor: describe(&t)?,
         manager_ctx: std::ptr::null_mut(),
         deleter: Some(delete_exported),
     };
@@ -516,6 +527,34 @@ mod tests {
             Scalar::Float(v) => v,
             other => panic!("not a float: {other:?}"),
         }
+    }
+
+    #[test]
+    fn export_checks_bounds_and_pins_the_storage() {
+        let t = Tensor::arange(4, DType::F32).unwrap();
+        t.storage().resize(8).unwrap();
+        let e = to_dlpack_versioned(t.clone()).unwrap_err();
+        assert_eq!(e.status, Status::OutOfBounds);
+        assert_eq!(
+            to_dlpack_unversioned(t.clone()).unwrap_err().status,
+            Status::OutOfBounds
+        );
+        assert_eq!(
+            t.storage().export_count(),
+            0,
+            "a failed export is not counted"
+        );
+        t.storage().resize(16).unwrap();
+        let m = to_dlpack_versioned(t.clone()).unwrap();
+        assert_eq!(t.storage().export_count(), 1);
+        assert_eq!(
+            t.storage().resize(32).unwrap_err().status,
+            Status::NotResizable
+        );
+        // SAFETY: the managed tensor just exported; its deleter runs once.
+        unsafe { ((*m).deleter.unwrap())(m) };
+        assert_eq!(t.storage().export_count(), 0);
+        t.storage().resize(32).unwrap();
     }
 
     #[test]

@@ -99,12 +99,15 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
 }
 
 /// Row-major strides; size-0 and size-1 dims count as 1 (`st[d] = st[d+1]·max(n[d+1], 1)`).
+/// Only the strides are formed: the outermost size multiplies nothing.
 pub fn contiguous_strides(sizes: &[i64]) -> Result<Dims> {
     let mut st = zeros(sizes.len());
     let mut acc = 1i64;
-    for (s, &n) in st.iter_mut().zip(sizes).rev() {
+    for (d, (s, &n)) in st.iter_mut().zip(sizes).enumerate().rev() {
         *s = acc;
-        acc = mul(acc, n.max(1), "contiguous stride")?;
+        if d > 0 {
+            acc = mul(acc, n.max(1), "contiguous stride")?;
+        }
     }
     Ok(st)
 }
@@ -368,12 +371,17 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Di
     let mut base = old_st[old_n.len() - 1];
     let mut tn: i64 = 1;
     let mut vn: i64 = 1;
+    // tn and vn are products of sizes of a layout with elements: they fit (<= numel). The
+    // products with a stride are checked: the layout fits its storage, but a chunk's
+    // tn·base may still pass i64 (an overflowing product equals no stride; an overflowing
+    // new stride cannot be expressed: not viewable, reshape copies).
     for td in (0..old_n.len()).rev() {
         tn *= old_n[td];
-        let chunk_end = td == 0 || (old_n[td - 1] != 1 && old_st[td - 1] != tn * base);
+        let chunk_end =
+            td == 0 || (old_n[td - 1] != 1 && tn.checked_mul(base) != Some(old_st[td - 1]));
         if chunk_end {
             while vd >= 0 && (vn < tn || new_n[vd as usize] == 1) {
-                out[vd as usize] = vn * base;
+                out[vd as usize] = vn.checked_mul(base)?;
                 vn *= new_n[vd as usize];
                 vd -= 1;
             }
@@ -434,15 +442,21 @@ pub fn element_offset(sizes: &[i64], strides: &[i64], offset: i64, index: &[i64]
         fmt_dims(sizes),
         index.len()
     );
-    let mut off = offset;
-    for (d, ((&i, &n), &s)) in index.iter().zip(sizes).zip(strides).enumerate() {
+    // Every index first: a layout without elements (some dim of size 0) has no element to
+    // address, whatever its offset and strides, and answers Index.
+    for (d, (&i, &n)) in index.iter().zip(sizes).enumerate() {
         ensure!(
             i >= -n && i < n,
             Index,
             "index {i} is out of bounds for dimension {d} with size {n}"
         );
+    }
+    let mut off = offset;
+    for ((&i, &n), &s) in index.iter().zip(sizes).zip(strides) {
         let i = if i < 0 { i + n } else { i };
-        off += i * s; // in bounds of an already validated layout: cannot overflow
+        // An element of a validated layout: inside its extent, so this fits; checked all
+        // the same.
+        off = add(off, mul(i, s, "element offset")?, "element offset")?;
     }
     Ok(off)
 }
@@ -499,8 +513,17 @@ mod tests {
             &[0, 1, 0, 2, 2]
         );
         assert_eq!(
-            contiguous_strides(&[i64::MAX, 2, 2]).unwrap_err().status,
+            contiguous_strides(&[2, i64::MAX, 2]).unwrap_err().status,
             Status::Overflow
+        );
+        // The outermost size multiplies nothing: [2^40, 0, 2^40] has strides [2^40, 2^40, 1].
+        assert_eq!(
+            &contiguous_strides(&[1 << 40, 0, 1 << 40]).unwrap()[..],
+            &[1 << 40, 1 << 40, 1]
+        );
+        assert_eq!(
+            &contiguous_strides(&[i64::MAX, 2, 2]).unwrap()[..],
+            &[4, 2, 1]
         );
     }
 

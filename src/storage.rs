@@ -9,7 +9,7 @@ use crate::error::{Error, Result, Status};
 use crate::refcount::{Intrusive, IntrusivePtr, WeakIntrusivePtr};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
 pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
@@ -38,6 +38,9 @@ pub struct StorageImpl {
     data: UnsafeCell<Data>,
     device: Device,
     read_only: AtomicBool,
+    /// DLPack exports of this storage whose consumer has not called the deleter yet:
+    /// while > 0 the bytes must not move, so `resize` refuses.
+    exports: AtomicUsize,
 }
 
 // SAFETY: see the comment on `data`; the raw pointers are plain addresses.
@@ -76,6 +79,7 @@ impl StorageImpl {
             }),
             device: Device::CPU,
             read_only: AtomicBool::new(false),
+            exports: AtomicUsize::new(0),
         };
         stats_storage_born(false);
         // On failure the StorageImpl drops here and frees the block.
@@ -116,6 +120,7 @@ impl StorageImpl {
             }),
             device,
             read_only: AtomicBool::new(false),
+            exports: AtomicUsize::new(0),
         };
         stats_storage_born(true);
         match IntrusivePtr::try_new(s) {
@@ -177,8 +182,24 @@ impl StorageImpl {
         Ok(())
     }
 
+    /// Counts one more outstanding DLPack export of this storage (see `resize`).
+    pub fn pin_export(&self) {
+        self.exports.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Ends one export counted by [`pin_export`](Self::pin_export).
+    pub fn unpin_export(&self) {
+        self.exports.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// DLPack exports of this storage whose deleter has not run yet.
+    pub fn export_count(&self) -> usize {
+        self.exports.load(Ordering::Acquire)
+    }
+
     /// Reallocates to `nbytes`, keeping the common prefix. Not thread-safe against
-    /// concurrent users of the same storage (as PyTorch's `resize_`).
+    /// concurrent users of the same storage (as PyTorch's `resize_`). Refused while a
+    /// DLPack export of the storage is outstanding: its consumer holds the data pointer.
     pub fn resize(&self, nbytes: usize) -> Result<()> {
         let Owner::Allocated(alloc) = self.data().owner else {
             bail!(
@@ -186,6 +207,13 @@ impl StorageImpl {
                 "trying to resize storage that is not resizable (it wraps external memory)"
             );
         };
+        let exports = self.export_count();
+        ensure!(
+            exports == 0,
+            NotResizable,
+            "cannot resize a storage of {} bytes to {nbytes} bytes while {exports} DLPack export(s) of it are outstanding (the consumer has not called the deleter yet)",
+            self.nbytes()
+        );
         self.check_writable()?;
         ensure!(
             nbytes <= isize::MAX as usize,
@@ -331,6 +359,26 @@ mod tests {
         };
         let e = StorageImpl::from_blob(8 as *mut c_void, 4, bad, None, std::ptr::null_mut());
         assert_eq!(e.err().unwrap().status, Status::InvalidArgument);
+    }
+
+    #[test]
+    fn resize_refused_while_exported() {
+        let s = StorageImpl::allocate(8, Allocator::Builtin).unwrap();
+        s.pin_export();
+        s.pin_export();
+        let e = s.resize(16).unwrap_err();
+        assert_eq!(e.status, Status::NotResizable);
+        assert!(
+            e.message.contains("8 bytes") && e.message.contains("2 DLPack export"),
+            "{}",
+            e.message
+        );
+        assert_eq!(s.nbytes(), 8);
+        s.unpin_export();
+        assert_eq!(s.resize(0).unwrap_err().status, Status::NotResizable);
+        s.unpin_export();
+        s.resize(16).unwrap();
+        assert_eq!(s.nbytes(), 16);
     }
 
     #[test]

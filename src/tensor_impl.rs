@@ -366,8 +366,10 @@ impl TensorImpl {
     pub fn itemsize(&self) -> usize {
         self.dtype.itemsize()
     }
+    /// numel·itemsize, saturating at `usize::MAX` (an expanded view may have more element
+    /// bytes than the address space; a layout without such aliasing always fits).
     pub fn nbytes(&self) -> usize {
-        self.numel as usize * self.itemsize()
+        (self.numel as usize).saturating_mul(self.itemsize())
     }
     pub fn device(&self) -> Device {
         self.storage.device()
@@ -392,13 +394,16 @@ impl TensorImpl {
         IntrusivePtr::ptr_eq(&self.storage, &other.storage)
     }
 
-    /// Storage data + offset·itemsize (NULL for a storage without data).
+    /// Storage data + offset·itemsize (NULL for a storage without data). Meaningful (inside
+    /// the storage) only for a tensor with elements whose layout fits the storage
+    /// (`check_in_bounds`): a tensor without elements may have any offset, so the address
+    /// arithmetic wraps instead of overflowing (the same in release and debug builds).
     pub fn data_ptr(&self) -> *mut u8 {
         let base = self.storage.data_ptr();
         if base.is_null() {
             return base;
         }
-        base.wrapping_add(self.storage_offset as usize * self.itemsize())
+        base.wrapping_add((self.storage_offset as usize).wrapping_mul(self.itemsize()))
     }
 
     pub fn is_contiguous(&self, fmt: MemoryFormat) -> bool {
@@ -448,6 +453,13 @@ impl TensorImpl {
             dev.device_type,
             dev.device_id
         );
+        self.check_in_bounds()?;
+        Ok(self.data_ptr())
+    }
+
+    /// The layout still inside the storage as it is now (a storage may have been resized
+    /// since the tensor was made): the check of every data access and of DLPack export.
+    pub fn check_in_bounds(&self) -> Result<()> {
         if self.numel > 0 {
             // Cannot overflow: checked at construction.
             let needed = shape::storage_nbytes_needed(
@@ -463,7 +475,7 @@ impl TensorImpl {
                 self.storage.nbytes()
             );
         }
-        Ok(self.data_ptr())
+        Ok(())
     }
 
     /// [`data_for_read`](Self::data_for_read) plus: the storage is writable and no two

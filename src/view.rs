@@ -74,6 +74,16 @@ fn not_viewable() -> Error {
 pub fn view(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Option<Geometry>> {
     let numel = shape::numel(n)?;
     let sizes = shape::infer_size(sizes, numel)?;
+    if numel == 0 && n != &sizes[..] {
+        // No elements: always viewable, with contiguous strides, unless those overflow
+        // int64 (an Overflow, not a layout the strides cannot express).
+        let strides = shape::contiguous_strides(&sizes)?;
+        return Ok(Some(Geometry {
+            sizes,
+            strides,
+            offset: off,
+        }));
+    }
     Ok(
         shape::compute_stride(n, st, &sizes).map(|strides| Geometry {
             sizes,
@@ -392,8 +402,8 @@ pub fn select(n: &[i64], st: &[i64], off: i64, dim: i64, index: i64) -> Result<G
     );
     let i = if index < 0 { index + size } else { index };
     let mut g = Geometry::without(n, st, off, d);
-    // In range of a non-empty dim of a validated layout: cannot overflow.
-    g.offset = off + i * st[d];
+    // A layout without elements (another dim of size 0) may have any offset and stride.
+    g.offset = shape::add(off, shape::mul(i, st[d], "select offset")?, "select offset")?;
     Ok(g)
 }
 
@@ -566,12 +576,14 @@ pub fn diagonal(
     };
     let mut new_off = off;
     if len > 0 {
-        // offset is within a non-empty dim here: cannot overflow.
-        new_off += if offset >= 0 {
-            offset * st[b]
+        // A layout without elements (another dim of size 0) may have any offset and
+        // stride: checked. `offset` is within a dim here, so `-offset` cannot overflow.
+        let step = if offset >= 0 {
+            shape::mul(offset, st[b], "diagonal offset")?
         } else {
-            -offset * st[a]
+            shape::mul(-offset, st[a], "diagonal offset")?
         };
+        new_off = shape::add(off, step, "diagonal offset")?;
     }
     let stride = shape::add(st[a], st[b], "diagonal stride")?;
     let mut g = Geometry {

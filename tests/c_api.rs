@@ -11,6 +11,10 @@
 //! AddressSanitizer's leak checker is on), against whichever libtensor.so this build made,
 //! e.g. one built with `RUSTFLAGS=-Zsanitizer=address` (see .ci/prove.sh). `TENSOR_CC` /
 //! `TENSOR_CXX` override the compilers.
+//!
+//! `TENSOR_TEST_LIB=path/to/libtensor.so` links the programs to that library instead, e.g.
+//! the release build (`cargo build --release`), whose integer arithmetic wraps where the
+//! debug build's panics: both must answer the same documented statuses.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,14 +28,28 @@ fn manifest_dir() -> PathBuf {
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap();
-    let built = [
-        deps.join("libtensor.so"),
-        deps.parent().unwrap().join("libtensor.so"),
-    ]
-    .into_iter()
-    .find(|p| p.exists())
-    .expect("libtensor.so was not built next to the test binary");
-    let dir = deps.parent().unwrap().join("c_tests").join("lib");
+    let chosen = std::env::var_os("TENSOR_TEST_LIB").map(PathBuf::from);
+    let built = match &chosen {
+        Some(p) => {
+            assert!(p.exists(), "TENSOR_TEST_LIB={} does not exist", p.display());
+            p.clone()
+        }
+        None => [
+            deps.join("libtensor.so"),
+            deps.parent().unwrap().join("libtensor.so"),
+        ]
+        .into_iter()
+        .find(|p| p.exists())
+        .expect("libtensor.so was not built next to the test binary"),
+    };
+    println!("C tests linked to {}", built.display());
+    // A directory of its own per library, so that two runs do not overwrite each other.
+    let sub = if chosen.is_some() {
+        "lib-chosen"
+    } else {
+        "lib"
+    };
+    let dir = deps.parent().unwrap().join("c_tests").join(sub);
     std::fs::create_dir_all(&dir).unwrap();
     let dst = dir.join("libtensor.so");
     std::fs::copy(&built, &dst).unwrap();

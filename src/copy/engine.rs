@@ -111,7 +111,9 @@ impl Plan {
             // with it in both operands.
             if let Some(inner) = merged.last_mut() {
                 let (m, ia, ib) = *inner;
-                if a == ia * m as isize && b == ib * m as isize {
+                // Checked: an overflowing product equals no stride.
+                let m_i = m as isize;
+                if ia.checked_mul(m_i) == Some(a) && ib.checked_mul(m_i) == Some(b) {
                     inner.0 = m * n;
                     continue;
                 }

@@ -58,7 +58,8 @@ unsafe fn copy_raw(
     // bool -> bool converts too: a bool byte other than 0 / 1 (foreign memory, a
     // view_dtype) is written as 1, as PyTorch's copies do.
     if dst_dtype == src_dtype && dst_dtype != DType::Bool {
-        let out_bytes = sizes.iter().product::<i64>().max(0) as usize * i0;
+        // numel of a validated layout fits; its bytes saturate (only a size hint).
+        let out_bytes = (sizes.iter().product::<i64>().max(0) as usize).saturating_mul(i0);
         // Same dtype: only the item width matters.
         macro_rules! same {
             ($word:ty) => {
@@ -111,24 +112,29 @@ fn broadcast_strides(sizes: &[i64], src: &TensorImpl) -> Result<Dims> {
         .collect())
 }
 
-/// Byte range `[start, end)` of the storage a tensor's elements occupy.
-fn byte_range(t: &TensorImpl) -> (usize, usize) {
+/// Address range `[start, end)` of the bytes a tensor's elements occupy (in memory, not
+/// in its storage: two storages may wrap the same bytes, e.g. two from_blob calls on one
+/// buffer or a DLPack round trip). For a tensor with elements whose layout was checked
+/// against its storage (data_for_read): the range lies inside the storage's block.
+fn address_range(t: &TensorImpl) -> (usize, usize) {
     let isz = t.itemsize();
+    let base = t.storage().data_ptr() as usize;
     let start = t.storage_offset() as usize * isz;
-    // Validated at construction: cannot overflow.
+    // Inside the storage (checked by data_for_read): cannot overflow.
     let end =
         shape::extent_elems(t.sizes(), t.strides(), t.storage_offset()).unwrap_or(0) as usize * isz;
-    (start, end.max(start))
+    (base + start, base + end.max(start))
 }
 
-/// Whether writing `dst` may change elements `src` still has to read: same storage and
-/// intersecting byte ranges (conservative).
+/// Whether writing `dst` may change elements `src` still has to read: intersecting
+/// address ranges, whatever the storages (conservative: interleaved layouts over one
+/// range count as overlapping). Disjoint ranges keep the direct copy.
 fn may_overlap(dst: &TensorImpl, src: &TensorImpl) -> bool {
-    if !dst.shares_storage(src) || dst.numel() == 0 || src.numel() == 0 {
+    if dst.numel() == 0 || src.numel() == 0 {
         return false;
     }
-    let (a0, a1) = byte_range(dst);
-    let (b0, b1) = byte_range(src);
+    let (a0, a1) = address_range(dst);
+    let (b0, b1) = address_range(src);
     a0 < b1 && b0 < a1
 }
 
@@ -196,12 +202,7 @@ impl TensorImpl {
         // SAFETY: 16 bytes hold any dtype's item.
         unsafe { write_scalar(self.dtype(), item.as_mut_ptr(), value) };
         let zeros: Dims = smallvec::SmallVec::from_elem(0, self.ndim());
-        let distinct: Dims = self
-            .sizes()
-            .iter()
-            .zip(self.strides())
-            .map(|(&n, &s)| if s == 0 { n.min(1) } else { n })
-            .collect();
+        let distinct = self.distinct_sizes();
         // SAFETY: validated destination; the source is one item read with stride 0.
         unsafe {
             copy_raw(
@@ -216,6 +217,17 @@ impl TensorImpl {
         };
         self.bump_version();
         Ok(())
+    }
+
+    /// The sizes with every stride-0 dim collapsed to (at most) 1: with `self`'s strides,
+    /// each distinct memory location once (an expanded view of 10^18 elements may hold
+    /// three).
+    fn distinct_sizes(&self) -> Dims {
+        self.sizes()
+            .iter()
+            .zip(self.strides())
+            .map(|(&n, &s)| if s == 0 { n.min(1) } else { n })
+            .collect()
     }
 
     /// The strides `empty_like` / `clone` give a tensor like `self` in `fmt`: Preserve
@@ -300,12 +312,16 @@ impl TensorImpl {
         }
         let src = self.data_for_read()?;
         let out = Tensor::empty(&out_sizes, self.dtype())?;
+        if out.numel() == 0 {
+            return Ok(out);
+        }
         let (mut sizes, mut dst_st, mut src_st) = (Vec::new(), Vec::new(), Vec::new());
         for (d, &r) in repeats.iter().enumerate() {
             let (n, st) = padded(d);
             let os = out.strides()[d];
             sizes.extend([r, n]);
-            dst_st.extend([os * n, os]);
+            // n <= r·n, a size of the (allocated) output: cannot overflow; checked anyway.
+            dst_st.extend([shape::mul(os, n, "repeat stride")?, os]);
             src_st.extend([0, st]);
         }
         // SAFETY: self validated; out fresh; the interleaved layout addresses exactly the
@@ -342,6 +358,22 @@ impl TensorImpl {
             return a.equal(&b);
         }
         let isz = self.itemsize();
+        // ATen's alias fast path (cpu_equal): the same elements of the same bytes (here the
+        // same address, whatever the storages) are equal, except that a floating or
+        // complex NaN is never equal to itself: then compare each distinct element with
+        // itself (stride-0 dims collapsed, so an expanded view costs what its base does).
+        if pa == pb && self.strides() == other.strides() {
+            if !common.is_floating_point() && !common.is_complex() {
+                return Ok(true);
+            }
+            let distinct = self.distinct_sizes();
+            return Ok(crate::with_dtype!(common, T => {
+                let mut k = Equal::<T>::new();
+                // SAFETY: a layout validated by data_for_read, read twice.
+                unsafe { run_engine(&distinct, pa, self.strides(), isz, pa, self.strides(), isz, &mut k) };
+                k.equal
+            }));
+        }
         Ok(crate::with_dtype!(common, T => {
             let mut k = Equal::<T>::new();
             // SAFETY: both layouts validated by data_for_read; the kernel only reads.

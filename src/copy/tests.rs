@@ -324,6 +324,64 @@ fn copy_broadcasts_and_refuses_bad_shapes() {
     assert_eq!(dst.version(), 3, "a failed copy_ does not bump");
 }
 
+/// Two storages over the same bytes (two from_blob wraps of one buffer, as a DLPack round
+/// trip gives): overlap is decided from the addresses, not the storage identity, so
+/// `p.copy_(alias_of_p.T)` is the transpose of the snapshot.
+#[test]
+fn copy_between_storages_over_the_same_bytes_uses_a_snapshot() {
+    let mut buf: Vec<f64> = (0..16).map(|i| i as f64).collect();
+    let wrap = |buf: &mut Vec<f64>| {
+        Tensor::from_blob(
+            buf.as_mut_ptr() as *mut std::ffi::c_void,
+            &[4, 4],
+            None,
+            DType::F64,
+            Device::CPU,
+            None,
+            std::ptr::null_mut(),
+        )
+        .unwrap()
+    };
+    let p = wrap(&mut buf);
+    let alias = wrap(&mut buf);
+    assert!(!p.shares_storage(&alias));
+    p.copy_(&alias.transpose(0, 1).unwrap()).unwrap();
+    for i in 0..4 {
+        for j in 0..4 {
+            assert_eq!(p.get(&[i, j]).unwrap().to_f64(), (j * 4 + i) as f64);
+        }
+    }
+    // Shifted by one element, and disjoint halves (the direct path) of one buffer.
+    let p = wrap(&mut buf);
+    let alias = wrap(&mut buf);
+    let before: Vec<f64> = (0..15)
+        .map(|i| p.get(&[i / 4, i % 4]).unwrap().to_f64())
+        .collect();
+    let flat_p = p.view(&[16]).unwrap();
+    let flat_a = alias.view(&[16]).unwrap();
+    flat_p
+        .narrow(0, 1, 15)
+        .unwrap()
+        .copy_(&flat_a.narrow(0, 0, 15).unwrap())
+        .unwrap();
+    for (i, b) in before.iter().enumerate() {
+        assert_eq!(flat_p.get(&[i as i64 + 1]).unwrap().to_f64(), *b);
+    }
+    flat_p
+        .narrow(0, 0, 8)
+        .unwrap()
+        .copy_(&flat_a.narrow(0, 8, 8).unwrap())
+        .unwrap();
+    for i in 0..8 {
+        assert_eq!(
+            flat_p.get(&[i]).unwrap().to_f64(),
+            flat_p.get(&[i + 8]).unwrap().to_f64()
+        );
+    }
+    drop((p, alias, flat_p, flat_a));
+    drop(buf);
+}
+
 #[test]
 fn copy_with_overlapping_source_uses_a_snapshot() {
     for (dst_off, src_off) in [(2i64, 0i64), (0, 2)] {
@@ -935,4 +993,34 @@ proptest! {
             prop_assert_eq!(t.equal(&c).unwrap(), !changed);
         }
     }
+}
+
+/// ATen's alias fast path: equal on the same elements of the same bytes answers without
+/// walking every element (an expanded view of 10^18 elements here), and a float NaN is
+/// still never equal to itself.
+#[test]
+fn equal_on_the_same_layout_is_immediate_and_nan_aware() {
+    let huge = [1i64 << 30, 1 << 30];
+    for (dtype, value, want) in [
+        (DType::F32, Scalar::Float(1.5), true),
+        (DType::F64, Scalar::Float(f64::NAN), false),
+        (DType::C64, Scalar::Float(f64::NAN), false),
+        (DType::I64, Scalar::Int(7), true),
+        (DType::Bool, Scalar::Int(1), true),
+    ] {
+        let t = Tensor::full(&[1, 1], dtype, value).unwrap();
+        let e = t.expand(&huge).unwrap();
+        assert_eq!(e.numel(), 1 << 60);
+        assert_eq!(e.equal(&e).unwrap(), want, "{dtype:?}");
+        let alias = e.alias().unwrap();
+        assert_eq!(e.equal(&alias).unwrap(), want, "{dtype:?} alias");
+    }
+    // One NaN among distinct elements is found; other layouts take the full comparison.
+    let t = base(6, DType::F32);
+    assert!(t.equal(&t).unwrap());
+    t.set(&[4], Scalar::Float(f64::NAN)).unwrap();
+    assert!(!t.equal(&t).unwrap());
+    assert!(!t.equal(&t.alias().unwrap()).unwrap());
+    let head = t.narrow(0, 0, 3).unwrap();
+    assert!(head.equal(&head).unwrap());
 }

@@ -24,7 +24,8 @@ pub extern "C" fn tensor_empty_like(
 /// `self` reshaped to `sizes` (one -1 allowed) in `*out` (owned): a view sharing `self`'s
 /// storage and version counter whenever `tensor_view` would succeed, else a contiguous
 /// copy. Errors: NULL_POINTER, INVALID_ARGUMENT, SHAPE (numel mismatch), DEVICE (a copy
-/// was needed of non-host data), OUT_OF_MEMORY.
+/// was needed of non-host data), OUT_OF_BOUNDS (the storage was shrunk below `self`),
+/// OVERFLOW (the strides of the new shape overflow int64), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_reshape(
     self_: *const tensor_t,
@@ -41,7 +42,8 @@ pub extern "C" fn tensor_reshape(
 /// `self` with dims `start_dim..=end_dim` merged (negative dims wrap) in `*out` (owned),
 /// with reshape semantics: a view when possible, else a copy. A 0-dim tensor becomes
 /// `[1]`; `start_dim == end_dim` gives an alias. Errors: NULL_POINTER, INDEX (dim out of
-/// range), INVALID_ARGUMENT (start after end), DEVICE, OUT_OF_MEMORY.
+/// range), INVALID_ARGUMENT (start after end), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the merged
+/// size, on a tensor without elements), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_flatten(
     self_: *const tensor_t,
@@ -104,7 +106,8 @@ pub extern "C" fn tensor_to_dtype(
 
 /// `self` tiled `repeats[i]` times along each dim (`n >= ndim`; extra leading repeats add
 /// dims), a new contiguous tensor in `*out` (owned). Errors: NULL_POINTER,
-/// INVALID_ARGUMENT (n < ndim, negative repeat), OVERFLOW, DEVICE, OUT_OF_MEMORY.
+/// INVALID_ARGUMENT (n < ndim, negative repeat), OVERFLOW, DEVICE, OUT_OF_BOUNDS,
+/// OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_repeat(
     self_: *const tensor_t,
@@ -151,7 +154,10 @@ pub extern "C" fn tensor_fill_i64(dst: *mut tensor_t, value: i64) -> tensor_stat
 
 /// `torch.equal(a, b)` in `*out`: true when the sizes match and every element is equal
 /// (NaN is never equal; -0 equals +0). Different dtypes are compared after PyTorch's type
-/// promotion. Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
+/// promotion. As ATen's, the same layout over the same bytes (e.g. `tensor_equal(t, t)`)
+/// is answered without comparing pairs: true for integer and bool dtypes, and for floating
+/// and complex ones true unless a distinct element is NaN (stride-0 dims are not walked,
+/// so an expanded view costs what its base does). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
 /// int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_equal(

@@ -22,7 +22,10 @@ pub struct DLManagedTensor {
 /// by the managed tensor; `flags` has DLPACK_FLAG_BITMASK_READ_ONLY when the storage is
 /// read-only. The managed tensor holds a reference that keeps the tensor's data alive until
 /// the consumer calls its `deleter` (exactly once, from any thread); `t` itself stays owned
-/// by the caller. Errors: NULL_POINTER, OUT_OF_MEMORY.
+/// by the caller. Until then storage_resize of that storage fails with NOT_RESIZABLE, so
+/// the exported bytes never move. The layout is checked against the storage as it is now:
+/// a tensor that no longer fits its (shrunk) storage is refused with OUT_OF_BOUNDS.
+/// Errors: NULL_POINTER, OUT_OF_BOUNDS, OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_to_dlpack(
     t: *const tensor_t,
@@ -57,9 +60,10 @@ pub extern "C" fn tensor_from_dlpack(
     })
 }
 
-/// As tensor_to_dlpack, as a legacy (unversioned) `DLManagedTensor`. It cannot signal
+/// As tensor_to_dlpack, as a legacy (unversioned) `DLManagedTensor` (the same bounds
+/// check, and the same refusal of storage_resize until the deleter runs). It cannot signal
 /// read-only, so a read-only tensor is refused. Errors: NULL_POINTER, READ_ONLY,
-/// OUT_OF_MEMORY.
+/// OUT_OF_BOUNDS, OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_to_dlpack_unversioned(
     t: *const tensor_t,

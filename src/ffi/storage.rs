@@ -197,8 +197,13 @@ pub extern "C" fn storage_is_resizable(s: *const storage_t) -> bool {
 
 /// Reallocates to `nbytes`, keeping the common prefix; the data pointer changes. Tensors
 /// whose elements no longer fit fail data access with OUT_OF_BOUNDS. Not thread-safe with
-/// concurrent users of the storage's data (as PyTorch's resize_).
-/// Errors: NULL_POINTER, NOT_RESIZABLE, READ_ONLY, OUT_OF_MEMORY.
+/// concurrent users of the storage's data (as PyTorch's resize_). While a DLPack export
+/// (tensor_to_dlpack*) of a tensor on this storage is outstanding, i.e. its consumer has
+/// not called the managed tensor's deleter yet, the bytes must not move: the resize is
+/// refused with NOT_RESIZABLE (the message gives the storage size and the number of
+/// outstanding exports) and nothing changes.
+/// Errors: NULL_POINTER, NOT_RESIZABLE (wrapped memory, or a DLPack export outstanding),
+/// READ_ONLY, OVERFLOW (nbytes > PTRDIFF_MAX), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn storage_resize(s: *mut storage_t, nbytes: usize) -> tensor_status_t {
     call("storage_resize", || storage_arg(s, "s")?.resize(nbytes))

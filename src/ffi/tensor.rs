@@ -90,7 +90,8 @@ pub extern "C" fn tensor_full(
 }
 
 /// The 1-D tensor `[0, 1, ..., n-1]` in `dtype` in `*out` (owned).
-/// Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), OUT_OF_MEMORY.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), OVERFLOW (n elements
+/// overflow the byte count), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_arange(
     n: i64,
@@ -253,7 +254,8 @@ pub extern "C" fn tensor_itemsize(t: *const tensor_t) -> usize {
     })
 }
 
-/// numel * itemsize (0 for NULL).
+/// numel * itemsize (0 for NULL; SIZE_MAX when an expanded view has more element bytes
+/// than that).
 #[no_mangle]
 pub extern "C" fn tensor_nbytes(t: *const tensor_t) -> usize {
     guard("tensor_nbytes", 0, || {
@@ -273,13 +275,19 @@ pub extern "C" fn tensor_device(t: *const tensor_t) -> tensor_device_t {
     })
 }
 
-/// Storage data + storage_offset * itemsize (borrowed; NULL for NULL or a data-less
-/// storage). Valid until the storage is resized or freed.
+/// Storage data + storage_offset * itemsize (borrowed; NULL for NULL, a data-less storage,
+/// or a tensor with no elements, as c10's data_ptr: its offset may lie anywhere). Valid
+/// until the storage is resized or freed.
 #[no_mangle]
 pub extern "C" fn tensor_data_ptr(t: *const tensor_t) -> *mut c_void {
-    guard("tensor_data_ptr", std::ptr::null_mut(), || {
-        tensor_opt(t).map_or(std::ptr::null_mut(), |t| t.data_ptr() as *mut c_void)
-    })
+    guard(
+        "tensor_data_ptr",
+        std::ptr::null_mut(),
+        || match tensor_opt(t) {
+            Some(t) if t.numel() > 0 => t.data_ptr() as *mut c_void,
+            _ => std::ptr::null_mut(),
+        },
+    )
 }
 
 /// The tensor's storage (borrowed: valid while `t` lives; retain it to keep it). NULL for

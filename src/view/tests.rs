@@ -339,3 +339,27 @@ fn overflowing_strides_are_refused() {
     check(slice(&[3], &[1], 0, 0, 1, i64::MAX, i64::MAX).unwrap(), &[1], &[i64::MAX], 1);
     check(slice(&[8], &[1], 0, 0, 0, i64::MAX, i64::MAX).unwrap(), &[1], &[i64::MAX], 0);
 }
+
+/// Layouts without elements may have any offset and strides: the offset arithmetic of
+/// select and diagonal is checked (Overflow, in release and debug builds alike).
+#[test]
+fn offset_arithmetic_on_empty_layouts_is_checked() {
+    let off = i64::MAX - 1;
+    let e = select(&[0, 4], &[1, i64::MAX / 2], off, 1, 3).unwrap_err();
+    assert_eq!(e.status, Status::Overflow);
+    assert_eq!(
+        select(&[0, 4], &[1, i64::MAX / 2], off, 1, 0)
+            .unwrap()
+            .offset,
+        off
+    );
+    let st = [1, 1 << 61, 1 << 61];
+    for k in [1, -1] {
+        let e = diagonal(&[0, 4, 4], &st, off, k, 1, 2).unwrap_err();
+        assert_eq!(e.status, Status::Overflow, "offset {k}");
+    }
+    assert_eq!(diagonal(&[0, 4, 4], &st, off, 0, 1, 2).unwrap().offset, off);
+    // A shape whose contiguous strides overflow is not "not viewable".
+    let e = view(&[0], &[1], 0, &[0, 1 << 40, 1 << 40]).unwrap_err();
+    assert_eq!(e.status, Status::Overflow);
+}

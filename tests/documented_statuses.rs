@@ -1,0 +1,1293 @@
+//! Every exported function returns only the statuses its header doc documents.
+//!
+//! The documented statuses come from `include/tensor.h` itself (the `Errors:` lines, parsed
+//! by `tests/support/documented_statuses.rs`); a function returning `tensor_status_t`
+//! without one fails the test. Then every exported function is driven with hostile and
+//! random arguments, through the C ABI as a C caller would (while keeping the caller's side
+//! of the contract: live handles, readable buffers): NULL handles and out-pointers, unknown
+//! enum codes, huge / negative sizes, strides, offsets and dims, shrunk storages, read-only
+//! storages, tensors without elements at huge offsets, expanded and overlapping views,
+//! non-host data, DLPack imports, a failing allocator. Each status returned must be OK or
+//! documented, and a failure's message must name the function. Every exported function
+//! needs a driver below: a function added to the header without one fails the test.
+//!
+//! `TENSOR_HOSTILE_ROUNDS` (default 150) sets the number of rounds; each round builds fresh
+//! subjects and calls every function 12 times.
+
+#[path = "support/documented_statuses.rs"]
+mod documented_statuses;
+
+use documented_statuses::{parse_header, Header};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{c_void, CStr};
+use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use tensor::dlpack::{
+    DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
+};
+use tensor::ffi::copy::*;
+use tensor::ffi::core::*;
+use tensor::ffi::dlpack::{self as fdl};
+use tensor::ffi::storage::*;
+use tensor::ffi::tensor::*;
+use tensor::ffi::view::*;
+use tensor::ffi::{
+    storage_t, storage_weak_t, tensor_allocator_t, tensor_device_t, tensor_dtype_t,
+    tensor_memory_format_t, tensor_status_t, tensor_t,
+};
+
+fn header() -> Header {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/include/tensor.h");
+    parse_header(&std::fs::read_to_string(path).expect("include/tensor.h"))
+}
+
+// ---- randomness -------------------------------------------------------------------------
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn one_in(&mut self, n: usize) -> bool {
+        self.below(n) == 0
+    }
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())]
+    }
+}
+
+/// Layout values a hostile caller tries.
+const VALUES: [i64; 18] = [
+    i64::MIN,
+    -(1 << 62),
+    -1000,
+    -3,
+    -2,
+    -1,
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    1 << 31,
+    1 << 40,
+    1 << 62,
+    i64::MAX - 1,
+    i64::MAX,
+    64,
+];
+/// List lengths: the library must refuse the bad ones before reading.
+const LENGTHS: [i64; 14] = [
+    i64::MIN,
+    -5,
+    -1,
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    64,
+    65,
+    1000,
+    i64::MAX,
+];
+const DTYPES: [i32; 22] = [
+    i32::MIN,
+    -1,
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+    15,
+    16,
+    27,
+    28,
+    29,
+    30,
+    i32::MAX,
+];
+const FORMATS: [i32; 7] = [-1, 0, 1, 2, 3, 4, 99];
+const DOUBLES: [f64; 9] = [
+    f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    0.0,
+    -0.0,
+    1.5,
+    -7.0,
+    1e300,
+    -1e300,
+];
+/// Byte counts: small ones, and ones no allocator grants (never a size that might succeed
+/// slowly).
+const NBYTES: [usize; 9] = [
+    0,
+    1,
+    7,
+    16,
+    64,
+    4096,
+    1 << 62,
+    isize::MAX as usize + 1,
+    usize::MAX,
+];
+const DEVICES: [(i32, i32); 7] = [(1, 0), (2, 0), (1, -1), (0, 0), (99, 0), (3, 1), (-1, 0)];
+
+/// A failing allocator (ctx points to an AtomicBool "fail") over the global allocator.
+unsafe extern "C" fn test_allocate(ctx: *mut c_void, nbytes: usize, align: usize) -> *mut c_void {
+    if (*(ctx as *const AtomicBool)).load(Ordering::Relaxed) {
+        return null_mut();
+    }
+    match std::alloc::Layout::from_size_align(nbytes.max(1), align) {
+        Ok(l) => std::alloc::alloc(l) as *mut c_void,
+        Err(_) => null_mut(),
+    }
+}
+unsafe extern "C" fn test_deallocate(_ctx: *mut c_void, p: *mut c_void, nbytes: usize) {
+    if !p.is_null() {
+        std::alloc::dealloc(
+            p as *mut u8,
+            std::alloc::Layout::from_size_align(nbytes.max(1), 64).unwrap(),
+        );
+    }
+}
+static FAIL_ALLOC: AtomicBool = AtomicBool::new(false);
+
+/// Deleters of imported managed tensors: each must run exactly once per successful import.
+static IMPORT_DELETES: AtomicUsize = AtomicUsize::new(0);
+unsafe extern "C" fn count_versioned(_m: *mut DLManagedTensorVersioned) {
+    IMPORT_DELETES.fetch_add(1, Ordering::SeqCst);
+}
+unsafe extern "C" fn count_unversioned(_m: *mut DLManagedTensor) {
+    IMPORT_DELETES.fetch_add(1, Ordering::SeqCst);
+}
+
+// ---- the subjects of one round ----------------------------------------------------------
+
+struct Ctx {
+    rng: Rng,
+    tensors: Vec<*mut tensor_t>,
+    storages: Vec<*mut storage_t>,
+    /// Host memory the from_blob subjects and hostile DLPack imports point into.
+    buf: Vec<u64>,
+    list: Vec<i64>,
+    imports_ok: usize,
+}
+
+fn ok(s: tensor_status_t) -> bool {
+    s.0 == 0
+}
+
+impl Ctx {
+    fn new(seed: u64) -> Ctx {
+        Ctx {
+            rng: Rng(seed | 1),
+            tensors: Vec::new(),
+            storages: Vec::new(),
+            buf: vec![0x3FF0_0000_0000_0000; 4096],
+            list: vec![0; 1024],
+            imports_ok: 0,
+        }
+    }
+
+    fn keep(&mut self, s: tensor_status_t, t: *mut tensor_t) {
+        assert!(ok(s), "making a subject failed: {}", last_error());
+        self.tensors.push(t);
+    }
+
+    /// Fresh subjects: every kind of tensor a hostile caller can make.
+    fn build(&mut self) {
+        let mut t = null_mut();
+        let f32_ = tensor_dtype_t(6);
+        // contiguous [2, 3] holding 0..6
+        let mut base = null_mut();
+        assert!(ok(tensor_arange(6, f32_, &mut base)));
+        self.keep(tensor_view(base, [2i64, 3].as_ptr(), 2, &mut t), t);
+        self.tensors.push(base);
+        // transposed
+        self.keep(tensor_transpose(self.tensors[0], 0, 1, &mut t), t);
+        // expanded [4, 3] (stride 0) of a [1, 3]
+        let mut row = null_mut();
+        assert!(ok(tensor_zeros(
+            [1i64, 3].as_ptr(),
+            2,
+            tensor_dtype_t(7),
+            &mut row
+        )));
+        self.keep(tensor_expand(row, [4i64, 3].as_ptr(), 2, &mut t), t);
+        self.tensors.push(row);
+        // overlapping as_strided view [3, 3] strides [1, 1]
+        self.keep(
+            tensor_as_strided(base, [3i64, 3].as_ptr(), [1i64, 1].as_ptr(), 2, 0, &mut t),
+            t,
+        );
+        // no elements, huge offset and strides, on an empty storage
+        let mut empty = null_mut();
+        assert!(ok(storage_new(0, null(), &mut empty)));
+        for (sizes, strides) in [
+            ([0i64, 4, 4], [1i64, 1 << 61, 1 << 61]),
+            ([4, 0, 4], [i64::MAX / 4, 1, 1 << 60]),
+        ] {
+            self.keep(
+                tensor_from_storage(
+                    empty,
+                    i64::MAX - 1,
+                    sizes.as_ptr(),
+                    strides.as_ptr(),
+                    3,
+                    f32_,
+                    &mut t,
+                ),
+                t,
+            );
+        }
+        self.storages.push(empty);
+        // a tensor whose storage was shrunk below it (and a view that still fits)
+        let mut shrunk = null_mut();
+        assert!(ok(tensor_arange(16, tensor_dtype_t(7), &mut shrunk)));
+        let mut head = null_mut();
+        assert!(ok(tensor_narrow(shrunk, 0, 0, 2, &mut head)));
+        assert!(ok(storage_resize(tensor_storage(shrunk), 24)));
+        self.tensors.push(shrunk);
+        self.tensors.push(head);
+        // read-only
+        let mut ro = null_mut();
+        assert!(ok(tensor_ones(
+            [3i64, 2].as_ptr(),
+            2,
+            tensor_dtype_t(3),
+            &mut ro
+        )));
+        assert!(ok(storage_mark_read_only(tensor_storage(ro))));
+        self.tensors.push(ro);
+        // not host-accessible (a CUDA pointer: never dereferenced)
+        self.keep(
+            tensor_from_blob(
+                0x1000 as *mut c_void,
+                [2i64, 2].as_ptr(),
+                null(),
+                2,
+                f32_,
+                tensor_device_t {
+                    device_type: 2,
+                    device_id: 0,
+                },
+                None,
+                null_mut(),
+                &mut t,
+            ),
+            t,
+        );
+        // host memory wrapped twice (two storages over the same bytes)
+        let host = self.buf.as_mut_ptr() as *mut c_void;
+        for _ in 0..2 {
+            self.keep(
+                tensor_from_blob(
+                    host,
+                    [4i64, 4].as_ptr(),
+                    null(),
+                    2,
+                    tensor_dtype_t(7),
+                    tensor_device_t {
+                        device_type: 1,
+                        device_id: 0,
+                    },
+                    None,
+                    null_mut(),
+                    &mut t,
+                ),
+                t,
+            );
+        }
+        // 0-dim, other dtypes, 6 dims (sizes and strides on the heap), channels-last
+        self.keep(tensor_full(null(), 0, tensor_dtype_t(5), 2.5, &mut t), t);
+        for code in [11, 9, 27, 1, 15] {
+            self.keep(
+                tensor_ones([2i64, 2].as_ptr(), 2, tensor_dtype_t(code), &mut t),
+                t,
+            );
+        }
+        self.keep(
+            tensor_zeros([1i64, 2, 1, 2, 1, 2].as_ptr(), 6, tensor_dtype_t(4), &mut t),
+            t,
+        );
+        let mut nchw = null_mut();
+        assert!(ok(tensor_zeros(
+            [2i64, 3, 2, 2].as_ptr(),
+            4,
+            f32_,
+            &mut nchw
+        )));
+        self.keep(
+            tensor_contiguous(nchw, tensor_memory_format_t(2), &mut t),
+            t,
+        );
+        self.tensors.push(nchw);
+        // a NaN-holding float tensor and its alias
+        let mut nan = null_mut();
+        assert!(ok(tensor_full(
+            [3i64].as_ptr(),
+            1,
+            tensor_dtype_t(7),
+            f64::NAN,
+            &mut nan
+        )));
+        self.keep(tensor_alias(nan, &mut t), t);
+        self.tensors.push(nan);
+        // a DLPack round trip of the first subject (its producer storage is then pinned)
+        let mut m = null_mut();
+        assert!(ok(fdl::tensor_to_dlpack(self.tensors[0], &mut m)));
+        self.keep(fdl::tensor_from_dlpack(m, &mut t), t);
+        // storages: every subject's, a wrapped one, a read-only one
+        for i in 0..self.tensors.len() {
+            let s = storage_retain(tensor_storage(self.tensors[i]));
+            self.storages.push(s);
+        }
+        let mut s = null_mut();
+        assert!(ok(storage_from_blob(
+            self.buf.as_mut_ptr() as *mut c_void,
+            64,
+            tensor_device_t {
+                device_type: 1,
+                device_id: 0
+            },
+            None,
+            null_mut(),
+            &mut s
+        )));
+        self.storages.push(s);
+    }
+
+    fn release_all(&mut self) {
+        for t in self.tensors.drain(..) {
+            tensor_release(t);
+        }
+        for s in self.storages.drain(..) {
+            storage_release(s);
+        }
+    }
+
+    fn t(&mut self) -> *mut tensor_t {
+        if self.rng.one_in(12) {
+            null_mut()
+        } else {
+            let i = self.rng.below(self.tensors.len());
+            self.tensors[i]
+        }
+    }
+    fn s(&mut self) -> *mut storage_t {
+        if self.rng.one_in(12) {
+            null_mut()
+        } else {
+            let i = self.rng.below(self.storages.len());
+            self.storages[i]
+        }
+    }
+    /// A dim or index: small, or hostile.
+    fn v(&mut self) -> i64 {
+        if self.rng.one_in(2) {
+            self.rng.below(9) as i64 - 4
+        } else {
+            self.rng.pick(&VALUES)
+        }
+    }
+    /// A list argument: (pointer, length); the buffer always holds 1024 readable values.
+    fn list(&mut self) -> (*const i64, i64) {
+        let n = if self.rng.one_in(3) {
+            self.rng.pick(&LENGTHS)
+        } else {
+            self.rng.below(5) as i64
+        };
+        let upto = n.clamp(0, 1024) as usize;
+        for i in 0..upto {
+            self.list[i] = if self.rng.one_in(3) {
+                self.v()
+            } else {
+                self.rng.below(5) as i64
+            };
+        }
+        let p = if self.rng.one_in(10) {
+            null()
+        } else {
+            self.list.as_ptr()
+        };
+        (p, n)
+    }
+    /// Sizes for calls that allocate: small, or sure to fail (never a slow success).
+    fn alloc_list(&mut self) -> (*const i64, i64) {
+        let (p, n) = self.list();
+        let upto = n.clamp(0, 1024) as usize;
+        let mut small = 1i64;
+        for i in 0..upto {
+            let v = self.list[i];
+            if v > 4 && v < (1 << 40) {
+                self.list[i] = 4;
+            }
+            small = small.saturating_mul(self.list[i].clamp(0, 4));
+        }
+        if small > 1 << 16 {
+            // Many dims of 4: keep the product small.
+            for x in self.list[..upto].iter_mut() {
+                *x = (*x).min(1);
+            }
+        }
+        (p, n)
+    }
+    fn dtype(&mut self) -> tensor_dtype_t {
+        tensor_dtype_t(self.rng.pick(&DTYPES))
+    }
+    fn fmt(&mut self) -> tensor_memory_format_t {
+        tensor_memory_format_t(self.rng.pick(&FORMATS))
+    }
+    fn device(&mut self) -> tensor_device_t {
+        let (device_type, device_id) = self.rng.pick(&DEVICES);
+        tensor_device_t {
+            device_type,
+            device_id,
+        }
+    }
+    fn f(&mut self) -> f64 {
+        self.rng.pick(&DOUBLES)
+    }
+    fn nbytes(&mut self) -> usize {
+        self.rng.pick(&NBYTES)
+    }
+    fn null_out(&mut self) -> bool {
+        self.rng.one_in(10)
+    }
+    /// Index argument for element access: usually in range.
+    fn index(&mut self, t: *mut tensor_t) -> (*const i64, i64) {
+        if t.is_null() || self.rng.one_in(3) {
+            return self.list();
+        }
+        let nd = tensor_ndim(t);
+        let sizes = tensor_sizes(t);
+        for d in 0..nd as usize {
+            // SAFETY: tensor_sizes has ndim entries.
+            let n = unsafe { *sizes.add(d) };
+            self.list[d] = if n > 0 {
+                (self.rng.next() % n as u64) as i64
+            } else {
+                0
+            };
+        }
+        (self.list.as_ptr(), nd)
+    }
+    /// A hostile DLPack tensor over `buf` (or NULL data).
+    fn dl_tensor(&mut self, shape: &mut [i64; 8], strides: &mut [i64; 8]) -> DLTensor {
+        let ndim = self.rng.pick(&[-1, 0, 1, 2, 3, 65]);
+        // Small shapes over the buffer, sometimes huge ones.
+        for i in 0..8 {
+            shape[i] = if self.rng.one_in(6) {
+                self.v()
+            } else {
+                self.rng.below(4) as i64
+            };
+            strides[i] = if self.rng.one_in(6) {
+                self.v()
+            } else {
+                self.rng.below(5) as i64
+            };
+        }
+        let dtype = DLDataType {
+            code: self.rng.pick(&[0u8, 1, 2, 3, 4, 5, 6, 200]),
+            bits: self.rng.pick(&[1u8, 8, 16, 32, 64, 128, 7]),
+            lanes: self.rng.pick(&[1u16, 1, 1, 2, 0]),
+        };
+        let (device_type, device_id) = self.rng.pick(&DEVICES);
+        DLTensor {
+            data: if self.rng.one_in(8) {
+                null_mut()
+            } else {
+                self.buf.as_mut_ptr() as *mut c_void
+            },
+            device: DLDevice {
+                device_type,
+                device_id,
+            },
+            ndim: if ndim == 65 { 65 } else { ndim },
+            dtype,
+            shape: if self.rng.one_in(8) {
+                null_mut()
+            } else {
+                shape.as_mut_ptr()
+            },
+            strides: if self.rng.one_in(3) {
+                null_mut()
+            } else {
+                strides.as_mut_ptr()
+            },
+            byte_offset: self.rng.pick(&[0u64, 3, 8, 64, u64::MAX, 1 << 63]),
+        }
+    }
+}
+
+fn last_error() -> String {
+    // SAFETY: a NUL-terminated thread-local string.
+    unsafe { CStr::from_ptr(tensor_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Releases a tensor written to an out-parameter.
+fn drop_out(t: *mut tensor_t) {
+    if !t.is_null() {
+        tensor_release(t);
+    }
+}
+
+/// `&mut out` or NULL.
+fn out_ptr<T>(c: &mut Ctx, slot: &mut T) -> *mut T {
+    if c.null_out() {
+        null_mut()
+    } else {
+        slot
+    }
+}
+
+/// Calls `name` once with hostile arguments. `None`: no driver for that name; `Some(None)`:
+/// a function without a status; `Some(Some(s))`: the status it returned.
+fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
+    // A call producing a tensor in `*out`.
+    macro_rules! make {
+        (|$o:ident| $call:expr) => {{
+            let mut slot: *mut tensor_t = null_mut();
+            let $o = out_ptr(c, &mut slot);
+            let s: tensor_status_t = $call;
+            drop_out(slot);
+            Some(Some(s.0))
+        }};
+    }
+    macro_rules! plain {
+        ($call:expr) => {{
+            let _ = $call;
+            Some(None)
+        }};
+    }
+    match name {
+        // library-wide
+        "tensor_retain" => {
+            let t = c.t();
+            let r = tensor_retain(t);
+            assert_eq!(r, t);
+            tensor_release(r);
+            Some(None)
+        }
+        "tensor_release" => {
+            let t = c.t();
+            tensor_release(tensor_retain(t));
+            Some(None)
+        }
+        "tensor_use_count" => plain!(tensor_use_count(c.t())),
+        "tensor_status_string" => {
+            let code = c.rng.pick(&[-1, 0, 1, 5, 13, 14, 15, 99, 100, i32::MAX]);
+            plain!(tensor_status_string(tensor_status_t(code)))
+        }
+        "tensor_last_error" => plain!(tensor_last_error()),
+        "tensor_dtype_itemsize" => plain!(tensor_dtype_itemsize(c.dtype())),
+        "tensor_dtype_name" => plain!(tensor_dtype_name(c.dtype())),
+        "tensor_memory_stats" => {
+            let mut st: tensor_memory_stats_t = unsafe { std::mem::zeroed() };
+            st.struct_size = c
+                .rng
+                .pick(&[0usize, 4, 8, 16, std::mem::size_of_val(&st), 4096]);
+            // A struct_size larger than the struct: the library may write that much.
+            let mut big = [0u64; 512];
+            let p = match c.rng.below(3) {
+                0 => null_mut(),
+                1 if st.struct_size <= std::mem::size_of_val(&st) => &mut st,
+                _ => {
+                    big[0] = st.struct_size as u64;
+                    big.as_mut_ptr() as *mut tensor_memory_stats_t
+                }
+            };
+            Some(Some(tensor_memory_stats(p).0))
+        }
+        "tensor_empty_cache" => plain!(tensor_empty_cache()),
+        "tensor_version_string" => plain!(tensor_version_string()),
+        "tensor_abi_version" => plain!(tensor_abi_version()),
+        // storages
+        "storage_retain" => {
+            let s = c.s();
+            storage_release(storage_retain(s));
+            Some(None)
+        }
+        "storage_release" => {
+            let s = c.s();
+            storage_release(storage_retain(s));
+            Some(None)
+        }
+        "storage_use_count" => plain!(storage_use_count(c.s())),
+        "storage_weak_count" => plain!(storage_weak_count(c.s())),
+        "storage_weak_new"
+        | "storage_weak_lock"
+        | "storage_weak_expired"
+        | "storage_weak_release" => {
+            let s = c.s();
+            let mut w: *mut storage_weak_t = null_mut();
+            let o = out_ptr(c, &mut w);
+            let st = storage_weak_new(s, o);
+            let _ = storage_weak_expired(w);
+            storage_release(storage_weak_lock(w));
+            storage_weak_release(w);
+            if name == "storage_weak_new" {
+                Some(Some(st.0))
+            } else {
+                Some(None)
+            }
+        }
+        "storage_new" => {
+            let n = c.nbytes();
+            let mut a = tensor_allocator_t {
+                ctx: &FAIL_ALLOC as *const AtomicBool as *mut c_void,
+                allocate: Some(test_allocate),
+                deallocate: Some(test_deallocate),
+            };
+            if c.rng.one_in(4) {
+                a.deallocate = None;
+            }
+            let ap: *const tensor_allocator_t = if c.rng.one_in(2) { null() } else { &a };
+            let mut s: *mut storage_t = null_mut();
+            let o = out_ptr(c, &mut s);
+            let st = storage_new(n, ap, o);
+            storage_release(s);
+            Some(Some(st.0))
+        }
+        "storage_from_blob" => {
+            let n = c.rng.pick(&[0usize, 8, 64, 1 << 62, usize::MAX]);
+            let data = if c.rng.one_in(4) {
+                null_mut()
+            } else {
+                c.buf.as_mut_ptr() as *mut c_void
+            };
+            let dev = c.device();
+            let mut s: *mut storage_t = null_mut();
+            let o = out_ptr(c, &mut s);
+            let st = storage_from_blob(data, n, dev, None, null_mut(), o);
+            storage_release(s);
+            Some(Some(st.0))
+        }
+        "storage_data_ptr" => plain!(storage_data_ptr(c.s())),
+        "storage_nbytes" => plain!(storage_nbytes(c.s())),
+        "storage_device" => plain!(storage_device(c.s())),
+        "storage_is_resizable" => plain!(storage_is_resizable(c.s())),
+        "storage_resize" => {
+            let s = c.s();
+            let n = c.nbytes();
+            Some(Some(storage_resize(s, n).0))
+        }
+        "storage_is_read_only" => plain!(storage_is_read_only(c.s())),
+        "storage_mark_read_only" => {
+            // Only on a storage of a fresh tensor (the subjects keep their kinds).
+            // Over a local buffer: no allocator involved (one may be failing).
+            let mut t = null_mut();
+            let mut local = [0f32; 2];
+            assert!(ok(tensor_from_blob(
+                local.as_mut_ptr() as *mut c_void,
+                [2i64].as_ptr(),
+                null(),
+                1,
+                tensor_dtype_t(6),
+                tensor_device_t {
+                    device_type: 1,
+                    device_id: 0
+                },
+                None,
+                null_mut(),
+                &mut t
+            )));
+            let s = if c.rng.one_in(5) {
+                null_mut()
+            } else {
+                tensor_storage(t)
+            };
+            let st = storage_mark_read_only(s);
+            tensor_release(t);
+            Some(Some(st.0))
+        }
+        "tensor_set_default_allocator" => {
+            let mut a = tensor_allocator_t {
+                ctx: &FAIL_ALLOC as *const AtomicBool as *mut c_void,
+                allocate: Some(test_allocate),
+                deallocate: Some(test_deallocate),
+            };
+            if c.rng.one_in(4) {
+                a.allocate = None;
+            }
+            let ap: *const tensor_allocator_t = if c.rng.one_in(2) { null() } else { &a };
+            Some(Some(tensor_set_default_allocator(ap).0))
+        }
+        // creation
+        "tensor_empty" => {
+            let (p, n) = c.alloc_list();
+            let d = c.dtype();
+            make!(|o| tensor_empty(p, n, d, o))
+        }
+        "tensor_empty_strided" => {
+            let (p, n) = c.alloc_list();
+            let st = c.list.clone();
+            let d = c.dtype();
+            let sp = if c.rng.one_in(10) {
+                null()
+            } else {
+                st.as_ptr()
+            };
+            make!(|o| tensor_empty_strided(p, sp, n, d, o))
+        }
+        "tensor_zeros" => {
+            let (p, n) = c.alloc_list();
+            let d = c.dtype();
+            make!(|o| tensor_zeros(p, n, d, o))
+        }
+        "tensor_ones" => {
+            let (p, n) = c.alloc_list();
+            let d = c.dtype();
+            make!(|o| tensor_ones(p, n, d, o))
+        }
+        "tensor_full" => {
+            let (p, n) = c.alloc_list();
+            let d = c.dtype();
+            let v = c.f();
+            make!(|o| tensor_full(p, n, d, v, o))
+        }
+        "tensor_arange" => {
+            let n = c
+                .rng
+                .pick(&[-1i64, 0, 1, 5, 1 << 40, 1 << 62, i64::MAX, i64::MIN]);
+            let d = c.dtype();
+            make!(|o| tensor_arange(n, d, o))
+        }
+        "tensor_from_blob" => {
+            let (p, n) = c.list();
+            let st: Vec<i64> = c.list.clone();
+            let sp = if c.rng.one_in(3) { null() } else { st.as_ptr() };
+            let d = c.dtype();
+            let dev = c.device();
+            let data = if c.rng.one_in(6) {
+                null_mut()
+            } else {
+                c.buf.as_mut_ptr() as *mut c_void
+            };
+            // Never read: the tensor is released at once.
+            make!(|o| tensor_from_blob(data, p, sp, n, d, dev, None, null_mut(), o))
+        }
+        "tensor_from_storage" => {
+            let s = c.s();
+            let off = c.v();
+            let (p, n) = c.list();
+            let st: Vec<i64> = c.list.clone();
+            let sp = if c.rng.one_in(3) { null() } else { st.as_ptr() };
+            let d = c.dtype();
+            make!(|o| tensor_from_storage(s, off, p, sp, n, d, o))
+        }
+        // accessors
+        "tensor_ndim" => plain!(tensor_ndim(c.t())),
+        "tensor_sizes" => plain!(tensor_sizes(c.t())),
+        "tensor_strides" => plain!(tensor_strides(c.t())),
+        "tensor_size" | "tensor_stride" => {
+            let t = c.t();
+            let d = c.v();
+            let mut v = 0i64;
+            let o = out_ptr(c, &mut v);
+            let f = if name == "tensor_size" {
+                tensor_size
+            } else {
+                tensor_stride
+            };
+            Some(Some(f(t, d, o).0))
+        }
+        "tensor_storage_offset" => plain!(tensor_storage_offset(c.t())),
+        "tensor_numel" => plain!(tensor_numel(c.t())),
+        "tensor_dtype" => plain!(tensor_dtype(c.t())),
+        "tensor_itemsize" => plain!(tensor_itemsize(c.t())),
+        "tensor_nbytes" => plain!(tensor_nbytes(c.t())),
+        "tensor_device" => plain!(tensor_device(c.t())),
+        "tensor_data_ptr" => plain!(tensor_data_ptr(c.t())),
+        "tensor_storage" => plain!(tensor_storage(c.t())),
+        "tensor_shares_storage" => {
+            let (a, b) = (c.t(), c.t());
+            plain!(tensor_shares_storage(a, b))
+        }
+        "tensor_is_contiguous" => {
+            let t = c.t();
+            let f = c.fmt();
+            plain!(tensor_is_contiguous(t, f))
+        }
+        "tensor_is_non_overlapping_and_dense" => plain!(tensor_is_non_overlapping_and_dense(c.t())),
+        "tensor_suggest_memory_format" => plain!(tensor_suggest_memory_format(c.t())),
+        "tensor_version" => plain!(tensor_version(c.t())),
+        "tensor_element_offset" => {
+            let t = c.t();
+            let (p, n) = c.index(t);
+            let mut v = 0i64;
+            let o = out_ptr(c, &mut v);
+            Some(Some(tensor_element_offset(t, p, n, o).0))
+        }
+        "tensor_get_f64" => {
+            let t = c.t();
+            let (p, n) = c.index(t);
+            let mut v = 0f64;
+            let o = out_ptr(c, &mut v);
+            Some(Some(tensor_get_f64(t, p, n, o).0))
+        }
+        "tensor_get_i64" => {
+            let t = c.t();
+            let (p, n) = c.index(t);
+            let mut v = 0i64;
+            let o = out_ptr(c, &mut v);
+            Some(Some(tensor_get_i64(t, p, n, o).0))
+        }
+        "tensor_set_f64" => {
+            let t = c.t();
+            let (p, n) = c.index(t);
+            let v = c.f();
+            Some(Some(tensor_set_f64(t, p, n, v).0))
+        }
+        "tensor_set_i64" => {
+            let t = c.t();
+            let (p, n) = c.index(t);
+            let v = c.v();
+            Some(Some(tensor_set_i64(t, p, n, v).0))
+        }
+        "tensor_format" => {
+            let t = c.t();
+            let mut buf = [0u8; 64];
+            let (p, cap) = match c.rng.below(3) {
+                0 => (null_mut(), 0),
+                1 => (buf.as_mut_ptr() as *mut std::ffi::c_char, 1),
+                _ => (buf.as_mut_ptr() as *mut std::ffi::c_char, buf.len()),
+            };
+            plain!(tensor_format(t, p, cap))
+        }
+        // views
+        "tensor_view" => {
+            let t = c.t();
+            let (p, n) = c.list();
+            make!(|o| tensor_view(t, p, n, o))
+        }
+        "tensor_view_dtype" => {
+            let t = c.t();
+            let d = c.dtype();
+            make!(|o| tensor_view_dtype(t, d, o))
+        }
+        "tensor_as_strided" => {
+            let t = c.t();
+            let (p, n) = c.list();
+            let st: Vec<i64> = c.list.clone();
+            let sp = if c.rng.one_in(10) {
+                null()
+            } else {
+                st.as_ptr()
+            };
+            let off = c.v();
+            make!(|o| tensor_as_strided(t, p, sp, n, off, o))
+        }
+        "tensor_transpose" => {
+            let (t, a, b) = (c.t(), c.v(), c.v());
+            make!(|o| tensor_transpose(t, a, b, o))
+        }
+        "tensor_transpose_2d" => {
+            let t = c.t();
+            make!(|o| tensor_transpose_2d(t, o))
+        }
+        "tensor_permute" => {
+            let t = c.t();
+            let (p, n) = if c.rng.one_in(2) && !t.is_null() {
+                // A permutation, sometimes with a repeat or a wrapped dim.
+                let nd = tensor_ndim(t);
+                for i in 0..nd as usize {
+                    c.list[i] = i as i64;
+                }
+                for i in (1..nd as usize).rev() {
+                    let j = c.rng.below(i + 1);
+                    c.list.swap(i, j);
+                }
+                if nd > 0 && c.rng.one_in(3) {
+                    c.list[0] = c.v();
+                }
+                (c.list.as_ptr(), nd)
+            } else {
+                c.list()
+            };
+            make!(|o| tensor_permute(t, p, n, o))
+        }
+        "tensor_movedim" => {
+            let (t, a, b) = (c.t(), c.v(), c.v());
+            make!(|o| tensor_movedim(t, a, b, o))
+        }
+        "tensor_slice" => {
+            let (t, d, a, b) = (c.t(), c.v(), c.v(), c.v());
+            let step = c.v();
+            make!(|o| tensor_slice(t, d, a, b, step, o))
+        }
+        "tensor_narrow" => {
+            let (t, d, a, b) = (c.t(), c.v(), c.v(), c.v());
+            make!(|o| tensor_narrow(t, d, a, b, o))
+        }
+        "tensor_select" => {
+            let (t, d, i) = (c.t(), c.v(), c.v());
+            make!(|o| tensor_select(t, d, i, o))
+        }
+        "tensor_squeeze" => {
+            let t = c.t();
+            make!(|o| tensor_squeeze(t, o))
+        }
+        "tensor_squeeze_dim" => {
+            let (t, d) = (c.t(), c.v());
+            make!(|o| tensor_squeeze_dim(t, d, o))
+        }
+        "tensor_unsqueeze" => {
+            let (t, d) = (c.t(), c.v());
+            make!(|o| tensor_unsqueeze(t, d, o))
+        }
+        "tensor_expand" => {
+            let t = c.t();
+            let (p, n) = c.list();
+            make!(|o| tensor_expand(t, p, n, o))
+        }
+        "tensor_unflatten" => {
+            let (t, d) = (c.t(), c.v());
+            let (p, n) = c.list();
+            make!(|o| tensor_unflatten(t, d, p, n, o))
+        }
+        "tensor_diagonal" => {
+            let (t, k, a, b) = (c.t(), c.v(), c.v(), c.v());
+            make!(|o| tensor_diagonal(t, k, a, b, o))
+        }
+        "tensor_unfold" => {
+            let (t, d, a, b) = (c.t(), c.v(), c.v(), c.v());
+            make!(|o| tensor_unfold(t, d, a, b, o))
+        }
+        "tensor_alias" => {
+            let t = c.t();
+            make!(|o| tensor_alias(t, o))
+        }
+        "tensor_detach" => {
+            let t = c.t();
+            make!(|o| tensor_detach(t, o))
+        }
+        // copies
+        "tensor_empty_like" => {
+            let (t, f) = (c.t(), c.fmt());
+            make!(|o| tensor_empty_like(t, f, o))
+        }
+        "tensor_reshape" => {
+            let t = c.t();
+            let (p, n) = c.alloc_list();
+            make!(|o| tensor_reshape(t, p, n, o))
+        }
+        "tensor_flatten" => {
+            let (t, a, b) = (c.t(), c.v(), c.v());
+            make!(|o| tensor_flatten(t, a, b, o))
+        }
+        "tensor_contiguous" => {
+            let (t, f) = (c.t(), c.fmt());
+            make!(|o| tensor_contiguous(t, f, o))
+        }
+        "tensor_clone" => {
+            let (t, f) = (c.t(), c.fmt());
+            make!(|o| tensor_clone(t, f, o))
+        }
+        "tensor_to_dtype" => {
+            let (t, d) = (c.t(), c.dtype());
+            make!(|o| tensor_to_dtype(t, d, o))
+        }
+        "tensor_repeat" => {
+            let t = c.t();
+            let (p, n) = c.alloc_list();
+            make!(|o| tensor_repeat(t, p, n, o))
+        }
+        "tensor_copy_" => {
+            let (a, b) = (c.t(), c.t());
+            Some(Some(tensor_copy_(a, b).0))
+        }
+        "tensor_fill_f64" => {
+            let (t, v) = (c.t(), c.f());
+            Some(Some(tensor_fill_f64(t, v).0))
+        }
+        "tensor_fill_i64" => {
+            let (t, v) = (c.t(), c.v());
+            Some(Some(tensor_fill_i64(t, v).0))
+        }
+        "tensor_equal" => {
+            let (a, b) = (c.t(), c.t());
+            let mut v = false;
+            let o = out_ptr(c, &mut v);
+            Some(Some(tensor_equal(a, b, o).0))
+        }
+        // DLPack
+        "tensor_to_dlpack" => {
+            let t = c.t();
+            let mut m: *mut fdl::DLManagedTensorVersioned = null_mut();
+            let o = out_ptr(c, &mut m);
+            let st = fdl::tensor_to_dlpack(t, o);
+            if !m.is_null() {
+                let m = m as *mut DLManagedTensorVersioned;
+                // SAFETY: our export; its deleter runs once.
+                unsafe { ((*m).deleter.unwrap())(m) };
+            }
+            Some(Some(st.0))
+        }
+        "tensor_to_dlpack_unversioned" => {
+            let t = c.t();
+            let mut m: *mut fdl::DLManagedTensor = null_mut();
+            let o = out_ptr(c, &mut m);
+            let st = fdl::tensor_to_dlpack_unversioned(t, o);
+            if !m.is_null() {
+                let m = m as *mut DLManagedTensor;
+                // SAFETY: as above.
+                unsafe { ((*m).deleter.unwrap())(m) };
+            }
+            Some(Some(st.0))
+        }
+        "tensor_from_dlpack" => {
+            let (mut shape, mut strides) = ([0i64; 8], [0i64; 8]);
+            let dl = c.dl_tensor(&mut shape, &mut strides);
+            let mut m = DLManagedTensorVersioned {
+                version: DLPackVersion {
+                    major: c.rng.pick(&[1u32, 1, 0, 2]),
+                    minor: c.rng.pick(&[0u32, 1, 9]),
+                },
+                manager_ctx: null_mut(),
+                deleter: if c.rng.one_in(4) {
+                    None
+                } else {
+                    Some(count_versioned)
+                },
+                flags: c.rng.pick(&[0u64, 1, 2, 3, u64::MAX]),
+                dl_tensor: dl,
+            };
+            let counted = m.deleter.is_some();
+            let src = if c.rng.one_in(10) {
+                null_mut()
+            } else {
+                &mut m as *mut DLManagedTensorVersioned as *mut fdl::DLManagedTensorVersioned
+            };
+            let mut slot: *mut tensor_t = null_mut();
+            let o = out_ptr(c, &mut slot);
+            let st = fdl::tensor_from_dlpack(src, o);
+            if ok(st) && counted {
+                c.imports_ok += 1;
+            }
+            drop_out(slot); // the deleter runs here, while `m` is alive
+            Some(Some(st.0))
+        }
+        "tensor_from_dlpack_unversioned" => {
+            let (mut shape, mut strides) = ([0i64; 8], [0i64; 8]);
+            let dl = c.dl_tensor(&mut shape, &mut strides);
+            let mut m = DLManagedTensor {
+                dl_tensor: dl,
+                manager_ctx: null_mut(),
+                deleter: if c.rng.one_in(4) {
+                    None
+                } else {
+                    Some(count_unversioned)
+                },
+            };
+            let counted = m.deleter.is_some();
+            let src = if c.rng.one_in(10) {
+                null_mut()
+            } else {
+                &mut m as *mut DLManagedTensor as *mut fdl::DLManagedTensor
+            };
+            let mut slot: *mut tensor_t = null_mut();
+            let o = out_ptr(c, &mut slot);
+            let st = fdl::tensor_from_dlpack_unversioned(src, o);
+            if ok(st) && counted {
+                c.imports_ok += 1;
+            }
+            drop_out(slot);
+            Some(Some(st.0))
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn every_status_returning_function_documents_its_errors() {
+    let h = header();
+    assert!(
+        h.functions.len() >= 90,
+        "parsed only {} functions",
+        h.functions.len()
+    );
+    for name in ["NULL_POINTER", "OUT_OF_BOUNDS", "READ_ONLY", "INTERNAL"] {
+        assert!(h.statuses.contains_key(name), "status {name} not parsed");
+    }
+    let undocumented: Vec<&str> = h
+        .functions
+        .iter()
+        .filter(|f| f.returns_status() && f.errors_line.is_none())
+        .map(|f| f.name.as_str())
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "functions returning tensor_status_t without an 'Errors:' line: {undocumented:?}"
+    );
+    for f in h.functions.iter().filter(|f| f.returns_status()) {
+        let d = h.documented(&f.name).unwrap();
+        assert!(d.len() > 1, "{}: 'Errors:' names no status", f.name);
+    }
+    // The styles the header uses.
+    let d = h.documented("tensor_zeros").unwrap();
+    assert!(
+        d.contains("OVERFLOW") && d.contains("NULL_POINTER"),
+        "{d:?}"
+    );
+    let d = h.documented("tensor_set_i64").unwrap();
+    assert!(d.contains("READ_ONLY") && d.contains("DEVICE"), "{d:?}");
+    assert!(h
+        .documented("tensor_squeeze")
+        .unwrap()
+        .contains("OUT_OF_MEMORY"));
+    assert!(!h.documented("tensor_size").unwrap().contains("SHAPE"));
+    let f = h.function("tensor_view").unwrap();
+    assert_eq!(f.params.len(), 4, "{:?}", f.params);
+    assert!(h.function("tensor_memory_stats_t").is_none());
+}
+
+#[test]
+fn parser_handles_the_header_styles() {
+    let text = "#define TENSOR_ERR_NULL_POINTER 1\n#define TENSOR_ERR_SHAPE 4\n\
+        #define TENSOR_ERR_IO 14\n\
+        /**\n * A doc.\n * Errors: NULL_POINTER, SHAPE (numel\n * mismatch).\n */\n\
+        tensor_status_t tensor_a(const struct tensor_t *t,\n    int64_t n);\n\
+        /** Plain. Errors: as tensor_a, plus IO. */\ntensor_status_t tensor_b(void);\n\
+        /** No errors line. */\ntensor_status_t tensor_c(void);\n\
+        /** Accessor. */\nint64_t tensor_d(const struct tensor_t *t);\n\
+        /** A struct. Errors: SHAPE. */\ntypedef struct tensor_x_t {\n  /** field */\n  int a;\n} tensor_x_t;\n\
+        /** Errors: as tensor_zz. */\ntensor_status_t storage_e(void);\n";
+    let h = parse_header(text);
+    let names: Vec<&str> = h.functions.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["tensor_a", "tensor_b", "tensor_c", "tensor_d", "storage_e"]
+    );
+    assert_eq!(h.statuses["IO"], 14);
+    assert_eq!(
+        h.documented("tensor_b").unwrap(),
+        BTreeSet::from(["OK", "NULL_POINTER", "SHAPE", "IO"].map(String::from))
+    );
+    assert!(h.function("tensor_c").unwrap().errors_line.is_none());
+    assert!(!h.function("tensor_d").unwrap().returns_status());
+    assert_eq!(h.function("tensor_a").unwrap().params.len(), 2);
+    assert!(h.documented("storage_e").is_err());
+    assert_eq!(
+        h.documented_codes("tensor_a").unwrap(),
+        BTreeSet::from([0, 1, 4])
+    );
+}
+
+#[test]
+fn hostile_calls_return_only_documented_statuses() {
+    let h = header();
+    let rounds: usize = std::env::var("TENSOR_HOSTILE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(150);
+    let mut c = Ctx::new(0x5EED_1234_ABCD_0001);
+    // Which functions have drivers (probed on one round of subjects).
+    c.build();
+    let names: Vec<String> = h.functions.iter().map(|f| f.name.clone()).collect();
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|n| drive(n, &mut c).is_none())
+        .collect();
+    c.release_all();
+    assert!(
+        missing.is_empty(),
+        "exported functions without a driver in tests/documented_statuses.rs: {missing:?}"
+    );
+    let documented: BTreeMap<&str, BTreeSet<i32>> = h
+        .functions
+        .iter()
+        .filter(|f| f.returns_status())
+        .map(|f| (f.name.as_str(), h.documented_codes(&f.name).unwrap()))
+        .collect();
+    let mut seen: BTreeMap<&str, BTreeSet<i32>> = BTreeMap::new();
+    let mut failures: BTreeMap<(String, i32), String> = BTreeMap::new();
+    let mut calls = 0u64;
+    let deletes_before = IMPORT_DELETES.load(Ordering::SeqCst);
+    for round in 0..rounds {
+        // One round in 8 with a failing default allocator.
+        let failing = round % 8 == 7;
+        c.build();
+        if failing {
+            FAIL_ALLOC.store(true, Ordering::Relaxed);
+            let a = tensor_allocator_t {
+                ctx: &FAIL_ALLOC as *const AtomicBool as *mut c_void,
+                allocate: Some(test_allocate),
+                deallocate: Some(test_deallocate),
+            };
+            assert!(ok(tensor_set_default_allocator(&a)));
+        }
+        for _ in 0..12 {
+            for name in &names {
+                calls += 1;
+                let Some(Some(code)) = drive(name, &mut c) else {
+                    continue;
+                };
+                seen.entry(name.as_str()).or_default().insert(code);
+                let msg = if code != 0 {
+                    last_error()
+                } else {
+                    String::new()
+                };
+                if !documented[name.as_str()].contains(&code) {
+                    failures
+                        .entry((name.clone(), code))
+                        .or_insert_with(|| msg.clone());
+                }
+                if code != 0 && !msg.starts_with(&format!("{name}: ")) {
+                    failures
+                        .entry((format!("{name} (message does not name it)"), code))
+                        .or_insert(msg);
+                }
+            }
+        }
+        // Storages made by the failing allocator are freed by it after it recovers.
+        FAIL_ALLOC.store(false, Ordering::Relaxed);
+        assert!(ok(tensor_set_default_allocator(null())));
+        c.release_all();
+    }
+    let deletes = IMPORT_DELETES.load(Ordering::SeqCst) - deletes_before;
+    assert_eq!(
+        deletes, c.imports_ok,
+        "import deleters: {deletes} ran for {} successful imports",
+        c.imports_ok
+    );
+    let report: Vec<String> = failures
+        .iter()
+        .map(|((f, code), msg)| format!("{f} returned {} ({msg})", h.status_name(*code)))
+        .collect();
+    println!("{calls} hostile calls over {rounds} rounds");
+    for (name, codes) in &seen {
+        let names: Vec<String> = codes.iter().map(|&c| h.status_name(c)).collect();
+        println!("  {name}: {}", names.join(" "));
+    }
+    assert!(
+        report.is_empty(),
+        "undocumented statuses:\n{}",
+        report.join("\n")
+    );
+}
