@@ -255,7 +255,9 @@ extern "C" {
 
 /**
  * Adds one strong reference to `t` and returns `t` (NULL gives NULL). The caller owns
- * the new reference and must release it.
+ * the new reference and must release it. Reference-count overflow (more than 2^32 - 2
+ * strong references to one tensor, i.e. a leak of billions of them) aborts the process
+ * by design: continuing would end in a use after free.
  */
 struct tensor_t *tensor_retain(const struct tensor_t *t);
 
@@ -319,6 +321,9 @@ uint32_t tensor_abi_version(void);
 
 /**
  * Adds one strong reference to `s` and returns it (NULL gives NULL); release it once.
+ * Reference-count overflow (more than 2^32 - 2 strong references to one storage; every
+ * tensor on it holds one) aborts the process by design: continuing would end in a use
+ * after free.
  */
 struct storage_t *storage_retain(const struct storage_t *s);
 
@@ -341,12 +346,15 @@ uint64_t storage_weak_count(const struct storage_t *s);
 
 /**
  * Creates a weak reference to `s` in `*out` (owned: release with storage_weak_release).
+ * Weak-count overflow (more than 2^31 - 2 weak references to one storage) aborts the
+ * process by design, as strong-count overflow does (see storage_retain).
  * Errors: NULL_POINTER.
  */
 tensor_status_t storage_weak_new(const struct storage_t *s, struct storage_weak_t **out);
 
 /**
- * A new strong reference (owned) if the storage is still alive, else NULL.
+ * A new strong reference (owned) if the storage is still alive, else NULL. Strong-count
+ * overflow aborts the process, as in storage_retain.
  */
 struct storage_t *storage_weak_lock(const struct storage_weak_t *w);
 

@@ -53,9 +53,9 @@ impl Allocator {
             },
         };
         if p.is_null() {
-            return Err(Error::new(
+            return Err(Error::from_fmt(
                 Status::OutOfMemory,
-                format!("failed to allocate {nbytes} bytes"),
+                format_args!("failed to allocate {nbytes} bytes"),
             ));
         }
         stats_alloc(nbytes);

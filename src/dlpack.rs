@@ -131,9 +131,9 @@ pub fn dtype_from_dl(t: DLDataType) -> Result<DType> {
         .copied()
         .find(|&d| dl_dtype(d) == t)
         .ok_or_else(|| {
-            Error::new(
+            Error::from_fmt(
                 Status::DType,
-                format!(
+                format_args!(
                     "unsupported DLPack dtype (code {}, bits {}, lanes {})",
                     t.code, t.bits, t.lanes
                 ),
@@ -144,9 +144,9 @@ pub fn dtype_from_dl(t: DLDataType) -> Result<DType> {
 // ---- export -----------------------------------------------------------------------------
 
 fn oom(what: &str) -> Error {
-    Error::new(
+    Error::from_fmt(
         Status::OutOfMemory,
-        format!("failed to allocate the {what}"),
+        format_args!("failed to allocate the {what}"),
     )
 }
 
@@ -378,18 +378,18 @@ unsafe fn import(
 
     let itemsize = dtype.itemsize() as u64;
     let offset = i64::try_from(dl.byte_offset / itemsize).map_err(|_| {
-        Error::new(
+        Error::from_fmt(
             Status::Overflow,
-            format!("DLPack byte_offset {} overflows int64", dl.byte_offset),
+            format_args!("DLPack byte_offset {} overflows int64", dl.byte_offset),
         )
     })?;
     let rem = (dl.byte_offset % itemsize) as usize;
     let numel = shape::numel(sizes)?;
     let nbytes =
         shape::storage_nbytes_needed(sizes, strides, offset, itemsize as usize).map_err(|e| {
-            Error::new(
+            Error::from_fmt(
                 e.status,
-                format!(
+                format_args!(
                     "{} (DLPack sizes {}, strides {}, byte_offset {})",
                     e.message,
                     fmt_dims(sizes),

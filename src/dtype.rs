@@ -142,9 +142,9 @@ impl DType {
             C64 | C128 => 3,
         };
         let unsupported = |x: DType, y: DType| {
-            crate::error::Error::new(
+            crate::error::Error::from_fmt(
                 crate::error::Status::DType,
-                format!(
+                format_args!(
                     "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote {} and {}",
                     x.scalar_type_name(),
                     y.scalar_type_name()

@@ -3,6 +3,7 @@
 //! The numeric codes are part of the C ABI (`tensor_status_t`) and never change.
 
 use std::fmt;
+use std::ptr::NonNull;
 
 /// Stable status codes; `Status as i32` is the C `tensor_status_t` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,8 +76,16 @@ impl Status {
 /// The FFI boundary prefixes the exported function's name. Boxed, so that a `Result` of a
 /// handle or of `()` stays one or two registers wide on the (hot) success path; the fields
 /// are read through `Deref` (`e.status`, `e.message`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error(Box<ErrorInner>);
+///
+/// Making one never aborts the process: when the message or the box cannot be allocated
+/// (an error raised while out of memory), the error is a static one of the same status
+/// with an empty message, which `Display` and the C boundary show as the status's
+/// description.
+pub struct Error(NonNull<ErrorInner>);
+
+// SAFETY: the pointee is an owned box or an immutable static, both Send + Sync.
+unsafe impl Send for Error {}
+unsafe impl Sync for Error {}
 
 /// The contents of an [`Error`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,20 +94,56 @@ pub struct ErrorInner {
     pub message: String,
 }
 
+macro_rules! fallbacks {
+    ($($s:ident),*) => {
+        [$(ErrorInner { status: Status::$s, message: String::new() }),*]
+    };
+}
+
+/// One static error per status (empty message): see [`Error`]. A status added to
+/// `Status::ALL` needs its entry here (a test checks).
+static FALLBACK: [ErrorInner; 15] = fallbacks!(
+    Ok,
+    NullPointer,
+    InvalidArgument,
+    Index,
+    Shape,
+    NotViewable,
+    DType,
+    Device,
+    OutOfBounds,
+    Overflow,
+    OutOfMemory,
+    Overlap,
+    NotResizable,
+    ReadOnly,
+    Internal
+);
+
+/// A `fmt::Write` into a `String` that fails instead of aborting when it cannot grow.
+struct FallibleString(String);
+
+impl fmt::Write for FallibleString {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.try_reserve(s.len()).map_err(|_| fmt::Error)?;
+        self.0.push_str(s);
+        Ok(())
+    }
+}
+
 impl std::ops::Deref for Error {
     type Target = ErrorInner;
     #[inline]
     fn deref(&self) -> &ErrorInner {
-        &self.0
+        // SAFETY: a live box this Error owns, or a static.
+        unsafe { self.0.as_ref() }
     }
 }
 
 impl Error {
-    pub fn new(status: Status, message: impl Into<String>) -> Error {
-        Error(Box::new(ErrorInner {
-            status,
-            message: message.into(),
-        }))
+    /// An error with a copy of `message` (see [`Error`]: never aborts).
+    pub fn new(status: Status, message: impl AsRef<str>) -> Error {
+        Error::from_fmt(status, format_args!("{}", message.as_ref()))
     }
 
     /// [`Error::new`] with a formatted message, out of line: the formatting machinery of
@@ -106,13 +151,92 @@ impl Error {
     #[cold]
     #[inline(never)]
     pub fn from_fmt(status: Status, message: fmt::Arguments<'_>) -> Error {
-        Error::new(status, fmt::format(message))
+        let mut text = FallibleString(String::new());
+        if fmt::write(&mut text, message).is_err() {
+            return Error::fallback(status);
+        }
+        Error::boxed(ErrorInner {
+            status,
+            message: text.0,
+        })
+    }
+
+    /// The static error of `status` (empty message); used when memory ran out.
+    pub fn fallback(status: Status) -> Error {
+        let i = FALLBACK
+            .iter()
+            .position(|f| f.status == status)
+            .unwrap_or(Status::OutOfMemory as usize);
+        Error(NonNull::from(&FALLBACK[i]))
+    }
+
+    fn boxed(inner: ErrorInner) -> Error {
+        let layout = std::alloc::Layout::new::<ErrorInner>();
+        // SAFETY: a non-zero-sized layout; on success the block is initialised here and
+        // later freed as a Box (same global allocator, same layout).
+        let p = unsafe { std::alloc::alloc(layout) } as *mut ErrorInner;
+        match NonNull::new(p) {
+            Some(p) => {
+                // SAFETY: fresh, properly aligned block for one ErrorInner.
+                unsafe { p.as_ptr().write(inner) };
+                Error(p)
+            }
+            None => Error::fallback(inner.status),
+        }
+    }
+
+    fn is_static(&self) -> bool {
+        FALLBACK
+            .as_ptr_range()
+            .contains(&(self.0.as_ptr() as *const ErrorInner))
+    }
+
+    /// The message, or the status's description when it is empty (a static error).
+    pub fn text(&self) -> &str {
+        if self.message.is_empty() {
+            self.status.description().trim_end_matches('\0')
+        } else {
+            &self.message
+        }
+    }
+}
+
+impl Drop for Error {
+    fn drop(&mut self) {
+        if !self.is_static() {
+            // SAFETY: not a static: the box `boxed` made, owned by this Error.
+            drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        }
+    }
+}
+
+impl Clone for Error {
+    fn clone(&self) -> Error {
+        if self.is_static() {
+            Error(self.0)
+        } else {
+            Error::boxed((**self).clone())
+        }
+    }
+}
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Error {}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(self.text())
     }
 }
 
@@ -139,4 +263,35 @@ macro_rules! ensure {
             $crate::bail!($status, $($arg)*);
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_a_static_fallback() {
+        for s in Status::ALL {
+            let e = Error::fallback(s);
+            assert_eq!(e.status, s);
+            assert!(e.message.is_empty());
+            assert_eq!(e.to_string(), s.description().trim_end_matches('\0'));
+            assert!(e.is_static());
+            let c = e.clone();
+            assert!(c.is_static() && c == e);
+        }
+    }
+
+    #[test]
+    fn errors_own_their_messages() {
+        let e = Error::new(Status::Shape, "bad shape");
+        assert!(!e.is_static());
+        assert_eq!((e.status, e.message.as_str()), (Status::Shape, "bad shape"));
+        let c = e.clone();
+        drop(e);
+        assert_eq!(c.to_string(), "bad shape");
+        let f = Error::from_fmt(Status::Index, format_args!("index {} of {}", 3, 2));
+        assert_eq!(f.message, "index 3 of 2");
+        assert_eq!(std::mem::size_of::<Result<()>>(), 8, "one register");
+    }
 }

@@ -15,23 +15,32 @@ pub const INLINE_DIMS: usize = 5;
 /// A list of sizes or strides; inline for the common <= 5 dims.
 pub type Dims = SmallVec<[i64; INLINE_DIMS]>;
 
-/// `[3, 5]`, the way PyTorch prints an `IntArrayRef`.
-pub fn fmt_dims(d: &[i64]) -> String {
-    let mut s = String::from("[");
-    for (i, v) in d.iter().enumerate() {
-        if i > 0 {
-            s.push_str(", ");
+/// `[3, 5]`, the way PyTorch prints an `IntArrayRef` (formatted where it is written: an
+/// error message formats without allocating anything but the message itself).
+pub fn fmt_dims(d: &[i64]) -> DimsDisplay<'_> {
+    DimsDisplay(d)
+}
+
+/// See [`fmt_dims`].
+pub struct DimsDisplay<'a>(&'a [i64]);
+
+impl std::fmt::Display for DimsDisplay<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[")?;
+        for (i, v) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{v}")?;
         }
-        s.push_str(&v.to_string());
+        f.write_str("]")
     }
-    s.push(']');
-    s
 }
 
 #[cold]
 #[inline(never)]
 fn overflow_err(what: &str) -> Error {
-    Error::new(Status::Overflow, format!("{what} overflows int64"))
+    Error::from_fmt(Status::Overflow, format_args!("{what} overflows int64"))
 }
 
 pub fn mul(a: i64, b: i64, what: &str) -> Result<i64> {

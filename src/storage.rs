@@ -51,9 +51,9 @@ pub type Storage = IntrusivePtr<StorageImpl>;
 pub type WeakStorage = WeakIntrusivePtr<StorageImpl>;
 
 fn oom(what: &str) -> Error {
-    Error::new(
+    Error::from_fmt(
         Status::OutOfMemory,
-        format!("failed to allocate the {what} object"),
+        format_args!("failed to allocate the {what} object"),
     )
 }
 

@@ -87,9 +87,9 @@ impl Deref for Tensor {
 }
 
 fn oom(what: &str) -> Error {
-    Error::new(
+    Error::from_fmt(
         Status::OutOfMemory,
-        format!("failed to allocate the {what} object"),
+        format_args!("failed to allocate the {what} object"),
     )
 }
 

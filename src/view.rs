@@ -199,9 +199,9 @@ pub fn as_strided(
         fmt_dims(sizes)
     );
     let needed = shape::storage_nbytes_needed(sizes, strides, offset, itemsize).map_err(|e| {
-        Error::new(
+        Error::from_fmt(
             e.status,
-            format!(
+            format_args!(
                 "Storage size calculation overflowed with sizes={} and strides={}",
                 fmt_dims(sizes),
                 fmt_dims(strides)
@@ -532,9 +532,9 @@ pub fn unflatten(n: &[i64], st: &[i64], off: i64, dim: i64, sizes: &[i64]) -> Re
     );
     let inferred = shape::infer_size(sizes, n[d]).map_err(|e| {
         if e.status == Status::Shape && !e.message.contains("ambiguous") {
-            Error::new(
+            Error::from_fmt(
                 Status::Shape,
-                format!(
+                format_args!(
                     "unflatten: Provided sizes {} don't multiply up to the size of dim {d} ({}) in the input tensor",
                     fmt_dims(sizes),
                     n[d]

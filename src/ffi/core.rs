@@ -5,7 +5,9 @@ use crate::allocator::memory_stats;
 use std::ffi::c_char;
 
 /// Adds one strong reference to `t` and returns `t` (NULL gives NULL). The caller owns
-/// the new reference and must release it.
+/// the new reference and must release it. Reference-count overflow (more than 2^32 - 2
+/// strong references to one tensor, i.e. a leak of billions of them) aborts the process
+/// by design: continuing would end in a use after free.
 #[no_mangle]
 pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
     guard(

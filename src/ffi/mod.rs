@@ -181,24 +181,58 @@ pub const TENSOR_MAX_DIMS: i64 = 64;
 
 // ---- the boundary -----------------------------------------------------------------------
 
-thread_local! {
-    static LAST_ERROR: RefCell<Vec<u8>> = RefCell::new(vec![0]);
+/// This thread's last error message: its own buffer (reused, so that it rarely needs to
+/// grow), or, when the buffer could not grow (out of memory), a static text.
+struct LastError {
+    text: Vec<u8>,
+    fallback: Option<&'static std::ffi::CStr>,
 }
 
+thread_local! {
+    // Const-initialised: the first error of a thread allocates nothing but its text.
+    static LAST_ERROR: RefCell<LastError> = const {
+        RefCell::new(LastError {
+            text: Vec::new(),
+            fallback: None,
+        })
+    };
+}
+
+/// Shown by tensor_last_error when even the message could not be stored.
+const OOM_MESSAGE: &std::ffi::CStr =
+    c"libtensor: out of memory while recording the error message (the status code is exact)";
+
+/// Records "function: message" as this thread's last error. Never aborts: when the buffer
+/// cannot grow, the message is the static [`OOM_MESSAGE`].
 fn set_last_error(function: &str, message: &str) {
-    let mut text: Vec<u8> = Vec::with_capacity(function.len() + message.len() + 3);
-    text.extend_from_slice(function.as_bytes());
-    text.extend_from_slice(b": ");
-    text.extend(message.bytes().filter(|&b| b != 0));
-    text.push(0);
     // A thread being torn down has no slot any more: the message is dropped.
-    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = text);
+    let _ = LAST_ERROR.try_with(|e| {
+        let mut e = e.borrow_mut();
+        e.text.clear();
+        let needed = function.len() + message.len() + 3;
+        if e.text.try_reserve(needed).is_err() {
+            e.fallback = Some(OOM_MESSAGE);
+            return;
+        }
+        e.fallback = None;
+        e.text.extend_from_slice(function.as_bytes());
+        e.text.extend_from_slice(b": ");
+        e.text.extend(message.bytes().filter(|&b| b != 0));
+        e.text.push(0);
+    });
 }
 
 /// Pointer to this thread's last message (NUL-terminated; "" if none).
 pub(crate) fn last_error_ptr() -> *const std::ffi::c_char {
     LAST_ERROR
-        .try_with(|e| e.borrow().as_ptr() as *const std::ffi::c_char)
+        .try_with(|e| {
+            let e = e.borrow();
+            match e.fallback {
+                Some(text) => text.as_ptr(),
+                None if e.text.is_empty() => c"".as_ptr(),
+                None => e.text.as_ptr() as *const std::ffi::c_char,
+            }
+        })
         .unwrap_or(c"".as_ptr())
 }
 
@@ -218,12 +252,16 @@ pub(crate) fn guard<T>(function: &'static str, on_panic: T, body: impl FnOnce() 
 #[cold]
 #[inline(never)]
 fn caught_panic(function: &'static str, payload: Box<dyn std::any::Any + Send>) {
-    let what = payload
+    let what: &str = payload
         .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(|s| s.as_str()))
         .unwrap_or_default();
-    set_last_error(function, &format!("internal error (caught panic: {what})"));
+    let e = Error::from_fmt(
+        Status::Internal,
+        format_args!("internal error (caught panic: {what})"),
+    );
+    set_last_error(function, e.text());
 }
 
 /// Runs a fallible exported function's body: `Err` becomes its status and message.
@@ -239,7 +277,7 @@ pub(crate) fn call(function: &'static str, body: impl FnOnce() -> Result<()>) ->
 #[cold]
 #[inline(never)]
 fn failed(function: &'static str, e: Error) -> tensor_status_t {
-    set_last_error(function, &e.message);
+    set_last_error(function, e.text());
     tensor_status_t(e.status as i32)
 }
 
@@ -263,7 +301,10 @@ pub(crate) fn call_tensor(
 #[cold]
 #[inline(never)]
 fn null(what: &str) -> Error {
-    Error::new(Status::NullPointer, format!("argument '{what}' is NULL"))
+    Error::from_fmt(
+        Status::NullPointer,
+        format_args!("argument '{what}' is NULL"),
+    )
 }
 
 /// A required out-parameter.
@@ -321,18 +362,18 @@ pub(crate) fn int_list<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64
 
 pub(crate) fn dtype_arg(d: tensor_dtype_t) -> Result<DType> {
     DType::from_code(d.0).ok_or_else(|| {
-        Error::new(
+        Error::from_fmt(
             Status::InvalidArgument,
-            format!("unknown dtype code {}", d.0),
+            format_args!("unknown dtype code {}", d.0),
         )
     })
 }
 
 pub(crate) fn format_arg(f: tensor_memory_format_t) -> Result<MemoryFormat> {
     MemoryFormat::from_code(f.0).ok_or_else(|| {
-        Error::new(
+        Error::from_fmt(
             Status::InvalidArgument,
-            format!("unknown memory format code {}", f.0),
+            format_args!("unknown memory format code {}", f.0),
         )
     })
 }

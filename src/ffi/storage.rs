@@ -16,6 +16,9 @@ pub(crate) unsafe fn storage_retain_raw(p: *const storage_t) -> Storage {
 }
 
 /// Adds one strong reference to `s` and returns it (NULL gives NULL); release it once.
+/// Reference-count overflow (more than 2^32 - 2 strong references to one storage; every
+/// tensor on it holds one) aborts the process by design: continuing would end in a use
+/// after free.
 #[no_mangle]
 pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
     guard("storage_retain", std::ptr::null_mut(), || {
@@ -57,6 +60,8 @@ pub extern "C" fn storage_weak_count(s: *const storage_t) -> u64 {
 }
 
 /// Creates a weak reference to `s` in `*out` (owned: release with storage_weak_release).
+/// Weak-count overflow (more than 2^31 - 2 weak references to one storage) aborts the
+/// process by design, as strong-count overflow does (see storage_retain).
 /// Errors: NULL_POINTER.
 #[no_mangle]
 pub extern "C" fn storage_weak_new(
@@ -73,7 +78,8 @@ pub extern "C" fn storage_weak_new(
     })
 }
 
-/// A new strong reference (owned) if the storage is still alive, else NULL.
+/// A new strong reference (owned) if the storage is still alive, else NULL. Strong-count
+/// overflow aborts the process, as in storage_retain.
 #[no_mangle]
 pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t {
     guard("storage_weak_lock", std::ptr::null_mut(), || {

@@ -1,0 +1,100 @@
+//! An error raised while out of memory does not abort: the error path (the boxed error,
+//! its formatted message, the thread-local text tensor_last_error returns) falls back to
+//! static text when an allocation fails. A global allocator that fails every allocation
+//! of this thread while `FAIL` is set stands in for an exhausted heap.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::ffi::CStr;
+use std::ptr::null_mut;
+use tensor::ffi::core::tensor_last_error;
+use tensor::ffi::tensor::tensor_arange;
+use tensor::ffi::view::{tensor_alias, tensor_view};
+use tensor::ffi::{tensor_dtype_t, tensor_status_t, tensor_t};
+
+struct MaybeFailing;
+
+thread_local! {
+    static FAIL: Cell<bool> = const { Cell::new(false) };
+    static REFUSED: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for MaybeFailing {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if FAIL.try_with(|f| f.get()).unwrap_or(false) {
+            let _ = REFUSED.try_with(|r| r.set(r.get() + 1));
+            return null_mut();
+        }
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: MaybeFailing = MaybeFailing;
+
+/// Runs `f` with every allocation of this thread failing; returns what it returned and
+/// how many allocations were refused.
+fn out_of_memory<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    REFUSED.with(|r| r.set(0));
+    FAIL.with(|x| x.set(true));
+    let v = f();
+    FAIL.with(|x| x.set(false));
+    (v, REFUSED.with(|r| r.get()))
+}
+
+fn last_error() -> String {
+    unsafe { CStr::from_ptr(tensor_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn arange6() -> *mut tensor_t {
+    let mut t = null_mut();
+    assert_eq!(
+        tensor_arange(6, tensor_dtype_t(6), &mut t),
+        tensor_status_t(0)
+    );
+    t
+}
+
+#[test]
+fn errors_while_out_of_memory_return_their_status() {
+    // A fresh thread: its last-error buffer was never allocated.
+    std::thread::spawn(|| {
+        let t = arange6();
+        let mut out = null_mut();
+        let (st, refused) = out_of_memory(|| tensor_view(t, [5i64].as_ptr(), 1, &mut out));
+        assert_eq!(st, tensor_status_t(4), "SHAPE, not an abort");
+        assert!(refused > 0, "the error path tried to allocate");
+        assert!(out.is_null());
+        assert!(
+            last_error().contains("out of memory while recording"),
+            "{}",
+            last_error()
+        );
+        // Memory back: messages are whole again.
+        assert_eq!(
+            tensor_view(t, [5i64].as_ptr(), 1, &mut out),
+            tensor_status_t(4)
+        );
+        assert_eq!(
+            last_error(),
+            "tensor_view: shape '[5]' is invalid for input of size 6"
+        );
+        // Now the buffer has room: the function's name and the status's description fit.
+        let (st, _) = out_of_memory(|| tensor_view(t, [7i64].as_ptr(), 1, &mut out));
+        assert_eq!(st, tensor_status_t(4));
+        assert_eq!(last_error(), "tensor_view: incompatible shape");
+        // An allocation failure itself (the TensorImpl) reports OUT_OF_MEMORY.
+        let (st, _) = out_of_memory(|| tensor_alias(t, &mut out));
+        assert_eq!(st, tensor_status_t(10));
+        assert!(out.is_null());
+        assert_eq!(last_error(), "tensor_alias: out of memory");
+        tensor::ffi::core::tensor_release(t);
+    })
+    .join()
+    .unwrap();
+}
