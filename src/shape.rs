@@ -56,7 +56,13 @@ pub fn numel(sizes: &[i64]) -> Result<i64> {
     numel_checked(sizes)
 }
 
+/// A size-0 dim makes the product 0 whatever the other sizes, so the answer does not
+/// depend on the order of the dims (`[0, 2^62, 4]` and its transpose `[2^62, 4, 0]` both
+/// have 0 elements; found by the fuzzer: transpose answered OVERFLOW).
 fn numel_checked(sizes: &[i64]) -> Result<i64> {
+    if sizes.contains(&0) {
+        return Ok(0);
+    }
     sizes.iter().try_fold(1i64, |acc, &n| mul(acc, n, "numel"))
 }
 

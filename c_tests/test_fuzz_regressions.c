@@ -1,0 +1,31 @@
+/* Regressions found by the fuzzer (fuzz/fuzz_targets/c_api.rs), one test each. */
+#include <stdint.h>
+
+#include "harness.h"
+
+/* A tensor without elements whose other sizes multiply past int64: its transpose and
+ * permutations are views without elements too (numel did not depend on the order of the
+ * dims: [2^62, 4, 0] answered OVERFLOW where [0, 2^62, 4] was fine). */
+static void test_zero_numel_with_huge_sizes_reorders(void) {
+  int64_t sizes[3] = {0, (int64_t)1 << 62, 4};
+  int64_t strides[3] = {1, 1, 1};
+  int64_t perm[3] = {2, 1, 0};
+  tensor_t *t = NULL, *tt = NULL, *p = NULL, *c = NULL;
+  CHECK_OK(tensor_empty_strided(sizes, strides, 3, TENSOR_UINT8, &t));
+  CHECK(tensor_numel(t) == 0);
+  CHECK_OK(tensor_transpose(t, 0, 2, &tt));
+  CHECK(tt != NULL && tensor_numel(tt) == 0 && tensor_sizes(tt)[0] == 4);
+  CHECK_OK(tensor_permute(t, perm, 3, &p));
+  CHECK(p != NULL && tensor_numel(p) == 0);
+  CHECK_OK(tensor_contiguous(p, TENSOR_CONTIGUOUS_FORMAT, &c));
+  CHECK(c != NULL && tensor_numel(c) == 0);
+  tensor_release(c);
+  tensor_release(p);
+  tensor_release(tt);
+  tensor_release(t);
+}
+
+int main(void) {
+  test_zero_numel_with_huge_sizes_reorders();
+  return harness_finish("c_fuzz_regressions");
+}
