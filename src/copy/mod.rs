@@ -59,7 +59,12 @@ unsafe fn copy_raw(
     // view_dtype) is written as 1, as PyTorch's copies do.
     if dst_dtype == src_dtype && dst_dtype != DType::Bool {
         // numel of a validated layout fits; its bytes saturate (only a size hint).
-        let out_bytes = (sizes.iter().product::<i64>().max(0) as usize).saturating_mul(i0);
+        // (Saturating: with a size-0 dim the other sizes may multiply past i64.)
+        let numel = match shape::numel(sizes) {
+            Ok(n) => n as usize,
+            Err(_) => usize::MAX,
+        };
+        let out_bytes = numel.saturating_mul(i0);
         // Same dtype: only the item width matters.
         macro_rules! same {
             ($word:ty) => {
