@@ -19,6 +19,11 @@ static void test_zero_numel_with_huge_sizes_reorders(void) {
   /* the copy engine's size hint multiplied the sizes too: a debug build answered INTERNAL */
   CHECK_OK(tensor_fill_i64(tt, 3));
   CHECK_OK(tensor_copy_(tt, tt));
+  /* a copy of it needs contiguous strides 4 * 2^62: OVERFLOW, now documented for clone,
+   * contiguous and to_dtype */
+  CHECK_STATUS(tensor_clone(t, TENSOR_CONTIGUOUS_FORMAT, &c), TENSOR_ERR_OVERFLOW);
+  CHECK_ERROR_HAS("tensor_clone");
+  CHECK(c == NULL);
   CHECK_OK(tensor_permute(t, perm, 3, &p));
   CHECK(p != NULL && tensor_numel(p) == 0);
   CHECK_OK(tensor_contiguous(p, TENSOR_CONTIGUOUS_FORMAT, &c));
