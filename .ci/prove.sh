@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 TARGET=$(rustc -vV | sed -n 's/^host: //p')
 STEPS=("$@")
-[ ${#STEPS[@]} -gt 0 ] || STEPS=(abi cusan asan oom fuzz)
+[ ${#STEPS[@]} -gt 0 ] || STEPS=(abi cusan asan tsan miri oom fuzz)
 SKIPPED=()
 
 run() {
