@@ -34,7 +34,25 @@ static void test_zero_numel_with_huge_sizes_reorders(void) {
   tensor_release(t);
 }
 
+/* A view of INT64_MAX elements (an expanded scalar) viewed as sizes whose product passes
+ * int64: a saturated product matched the numel and the stride computation overflowed
+ * (debug build: INTERNAL). Now SHAPE, as any numel mismatch. */
+static void test_view_of_int64_max_elements(void) {
+  int64_t big[1] = {INT64_MAX};
+  int64_t split[2] = {(int64_t)1 << 62, 4};
+  tensor_t *s = NULL, *e = NULL, *v = NULL;
+  CHECK_OK(tensor_zeros(NULL, 0, TENSOR_FLOAT32, &s));
+  CHECK_OK(tensor_expand(s, big, 1, &e));
+  CHECK(e != NULL && tensor_numel(e) == INT64_MAX);
+  CHECK_STATUS(tensor_view(e, split, 2, &v), TENSOR_ERR_SHAPE);
+  CHECK_ERROR_HAS("tensor_view");
+  CHECK(v == NULL);
+  tensor_release(e);
+  tensor_release(s);
+}
+
 int main(void) {
   test_zero_numel_with_huge_sizes_reorders();
+  test_view_of_int64_max_elements();
   return harness_finish("c_fuzz_regressions");
 }

@@ -361,6 +361,7 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     check_ndim(shape.len())?;
     let mut infer: Option<usize> = None;
     let mut p = 1i64;
+    let mut overflow = false;
     for (i, &n) in shape.iter().enumerate() {
         if n == -1 {
             ensure!(
@@ -370,8 +371,13 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
             );
             infer = Some(i);
         } else if n >= 0 {
-            // An overflowing product can never match numel: saturate and let the check fail.
-            p = p.saturating_mul(n);
+            // An overflowing product can never match numel (not even i64::MAX, the numel of
+            // an expanded view: a saturated product did, found by the fuzzer), unless a size
+            // is 0.
+            match p.checked_mul(n) {
+                Some(q) => p = q,
+                None => overflow = true,
+            }
         } else {
             bail!(
                 InvalidArgument,
@@ -379,6 +385,16 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
                 fmt_dims(shape)
             );
         }
+    }
+    if overflow && !shape.contains(&0) {
+        bail!(
+            Shape,
+            "shape '{}' is invalid for input of size {numel}",
+            fmt_dims(shape)
+        );
+    }
+    if overflow {
+        p = 0;
     }
     let mut out = dims_from_slice(shape)?;
     if numel == p {
