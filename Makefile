@@ -1,6 +1,7 @@
 # libtensor: build, example, tests and installation.
 #   make example                 build the library (release) and run the flagship C example
 #   make test                    every test: Rust, C and C++ (cargo test)
+#   make docs                    HTML API reference in build/docs/html (needs doxygen)
 #   make install PREFIX=/opt/x   lib/libtensor.so.0.1.0 (+ .so.0, .so links), lib/libtensor.a,
 #                                include/tensor.h[pp], lib/pkgconfig/tensor.pc,
 #                                lib/cmake/tensor/tensorConfig{,Version}.cmake
@@ -19,7 +20,7 @@ INCDIR  := $(DESTDIR)$(PREFIX)/include
 # Native libraries the Rust static library needs (cargo rustc -- --print native-static-libs).
 STATIC_DEPS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: all release example test install uninstall clean
+.PHONY: all release example test install uninstall clean docs
 
 all: release
 
@@ -38,6 +39,11 @@ example: release
 
 test:
 	$(CARGO) test
+
+docs:
+	mkdir -p build/docs
+	doxygen docs/Doxyfile
+	@echo "API reference: build/docs/html/index.html"
 
 install: release
 	install -d $(LIBDIR)/pkgconfig $(LIBDIR)/cmake/tensor $(INCDIR)

@@ -8,7 +8,7 @@ offset, expanded, size-0 and 0-dim layouts) are built identically on both sides 
 applied to both: the section 7 views and the section 8 data-movement ops (reshape, flatten,
 contiguous, clone, empty_like, to_dtype, repeat, copy_, fill_f64 / fill_i64, equal). After
 every op the two must agree on error-or-not. On an error, a torch IndexError must be
-TENSOR_ERR_INDEX and torch's message must map to the status c-api.md section 2 gives it
+TENSOR_ERR_INDEX and torch's message must map to the status docs/c-api.md section 2 gives it
 (STATUS_OF_MESSAGE). On success they must agree on sizes, strides, storage offset, dtype,
 the contiguity flags (contiguous / channels_last / channels_last_3d,
 non-overlapping-and-dense), suggest_memory_format, and the values of (a sample of) the
@@ -518,7 +518,7 @@ def gen_equal(rng, t, env):
 def out_of_range(src, dtype):
     """Whether converting `src` to `dtype` is a float -> int conversion of a value outside
     the target's range (or NaN / inf): defined in libtensor (saturating, as Rust's `as`;
-    semantics.md "Copies"), undefined behaviour in torch (wraps on x86)."""
+    docs/shape-rules.md "Copies"), undefined behaviour in torch (wraps on x86)."""
     if dtype not in INT_RANGE or not (src.is_floating_point() or src.is_complex()):
         return False
     if src.numel() == 0:
@@ -532,7 +532,7 @@ def out_of_range(src, dtype):
 
 
 SATURATE = ("float -> int conversion of an out-of-range value, NaN or inf: libtensor saturates "
-            "(Rust `as`, semantics.md 'Copies'), torch is undefined behaviour; not applied")
+            "(Rust `as`, docs/shape-rules.md 'Copies'), torch is undefined behaviour; not applied")
 
 
 def known_to_dtype(L, h, t, d):
@@ -574,7 +574,7 @@ def known_fill(lib_fn):
             if "cannot be converted to type" in str(e):
                 return note("fill_: torch refuses a value its checked Scalar conversion finds out "
                             "of the dtype's range; libtensor converts it by its conversion rules "
-                            "(saturating / wrapping / inf, semantics.md 'Copies'); not applied")
+                            "(saturating / wrapping / inf, docs/shape-rules.md 'Copies'); not applied")
             raise
         return None
     return known
@@ -584,7 +584,7 @@ def torch_copy(t, o):
     src = o.t
     if torch_shares(t, src) and not same_data(t, src):
         # torch refuses a src that partially overlaps dst (or, when it cannot tell, gives an
-        # order-dependent result); libtensor copies from a snapshot of src (semantics.md):
+        # order-dependent result); libtensor copies from a snapshot of src (docs/shape-rules.md):
         # compare with torch copying from a clone.
         note("copy_: src shares dst's storage: torch refuses a partial overlap (or is "
              "order-dependent); libtensor copies from a snapshot; compared with "
@@ -705,7 +705,7 @@ OPS = [
 ]
 
 
-# ---- the status each torch refusal must map to (c-api.md section 2) ------------------------
+# ---- the status each torch refusal must map to (docs/c-api.md section 2) ------------------------
 
 # (substring of torch's message, allowed libtensor statuses); the first match decides.
 STATUS_OF_MESSAGE = [
@@ -834,7 +834,7 @@ def known_divergence(name, t2, terr, status, args):
         # the lead's decision: contiguous(PRESERVE) is meaningless (contiguous in which
         # format?); torch accepts it and returns the tensor unchanged or a preserve-clone
         return ("contiguous(preserve): torch accepts it; libtensor refuses it deliberately "
-                "(INVALID_ARGUMENT, semantics.md 'Copies')")
+                "(INVALID_ARGUMENT, docs/shape-rules.md 'Copies')")
     return None
 
 

@@ -226,7 +226,7 @@ pub fn extent_elems(sizes: &[i64], strides: &[i64], offset: i64) -> Result<i64> 
     Ok(end)
 }
 
-/// Bytes of storage a layout needs (`storage_nbytes_needed` of semantics.md).
+/// Bytes of storage a layout needs (`storage_nbytes_needed` of docs/shape-rules.md).
 pub fn storage_nbytes_needed(
     sizes: &[i64],
     strides: &[i64],

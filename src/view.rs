@@ -1,4 +1,4 @@
-//! View operations (c-api.md section 7). Each rule is a pure function over a tensor's
+//! View operations (docs/c-api.md section 8). Each rule is a pure function over a tensor's
 //! geometry — (sizes, strides, storage offset) — returning the view's [`Geometry`] or
 //! PyTorch's error; then one `Tensor` method per operation hands that geometry to
 //! [`TensorImpl::make_view`] (or `make_view_dtype`), which builds the TensorImpl over the same

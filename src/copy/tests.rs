@@ -134,7 +134,7 @@ fn conversion_rules_follow_dtype_rs() {
     }
     let i32s = f.to_dtype(DType::I32).unwrap();
     let got: Vec<i64> = reference_values(&i32s).iter().map(|s| s.to_i64()).collect();
-    // Rust `as`: NaN -> 0, saturating (semantics.md; PyTorch's C++ casts are UB there).
+    // Rust `as`: NaN -> 0, saturating (docs/shape-rules.md; PyTorch's C++ casts are UB there).
     assert_eq!(
         got,
         vec![
