@@ -45,7 +45,10 @@ for t in "${targets[@]}"; do
   seeds=fuzz/corpus/$t
   work=fuzz/target/corpus/$t
   mkdir -p "$work" "fuzz/artifacts/$t"
-  [ -d "$seeds" ] || { echo "fuzz: no seed corpus $seeds for target $t" >&2; exit 1; }
+  if [ ! -d "$seeds" ]; then
+    echo "fuzz: NOTICE: no seed corpus $seeds for target $t: starting from an empty corpus"
+    seeds=$work
+  fi
   if [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS"); else limit=(-max_total_time="$SECONDS_PER_TARGET"); fi
   echo "+ $bin ${limit[*]} (-jobs/-workers=\$FUZZ_JOBS if > 1) -malloc_limit_mb=2000000 -rss_limit_mb=2048 -max_len=512 -artifact_prefix=fuzz/artifacts/$t/ $work $seeds"
   start=$(date +%s)
