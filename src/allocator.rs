@@ -121,7 +121,10 @@ unsafe fn cache_put(cap: usize, p: *mut u8) {
         libc::free(p as *mut c_void);
         return;
     }
-    let mut evicted: Vec<*mut u8> = Vec::new();
+    // Inline (the cache holds at most CACHE_MAX_BLOCKS, plus `p`): freeing never allocates,
+    // so it cannot abort for want of memory.
+    let mut evicted: smallvec::SmallVec<[*mut u8; CACHE_MAX_BLOCKS + 1]> =
+        smallvec::SmallVec::new();
     {
         let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         while !c.blocks.is_empty()
