@@ -844,8 +844,76 @@ fn dlpack_op(w: &mut World, i: &mut Input) {
     }
 }
 
+/// Accessors: their answers agree with each other and with the storage.
+fn inspect_op(w: &mut World, i: &mut Input) {
+    let Some(t) = w.tensor(i) else { return };
+    let d = i.dim();
+    let nd = tensor_ndim(t);
+    let (mut size, mut stride) = (0i64, 0i64);
+    let s1 = tensor_size(t, d, &mut size);
+    check_status("tensor_size", s1);
+    let s2 = tensor_stride(t, d, &mut stride);
+    check_status("tensor_stride", s2);
+    if s1 == TENSOR_OK {
+        let k = if d < 0 { d + nd } else { d };
+        if s2 != TENSOR_OK
+            || k < 0
+            || k >= nd
+            || size != unsafe { *tensor_sizes(t).add(k as usize) }
+        {
+            fail(format!(
+                "tensor_size({d}) of a {nd}-dim tensor answered {size}"
+            ));
+        }
+    }
+    let numel = tensor_numel(t);
+    // documented: SIZE_MAX when an expanded view has more element bytes than that
+    let bytes = (numel as i128 * tensor_itemsize(t) as i128).min(usize::MAX as i128);
+    if tensor_nbytes(t) as i128 != bytes {
+        fail("tensor_nbytes != numel * itemsize".into());
+    }
+    let p = tensor_data_ptr(t);
+    if numel > 0 && fits(t) {
+        let st = tensor_storage(t);
+        let want = storage_data_ptr(st) as i128
+            + tensor_storage_offset(t) as i128 * tensor_itemsize(t) as i128;
+        if p as i128 != want {
+            fail("tensor_data_ptr is not the storage's data plus the offset".into());
+        }
+    }
+    let _ = tensor_is_contiguous(t, tensor_memory_format_t(i.pick(&[0, 1, 2, 3, 9])));
+    let _ = tensor_is_non_overlapping_and_dense(t);
+    let _ = tensor_suggest_memory_format(t);
+    let _ = tensor_version(t);
+    let _ = storage_is_resizable(tensor_storage(t));
+    if let Some(u) = w.tensor(i) {
+        if tensor_shares_storage(t, u) != (tensor_storage(t) == tensor_storage(u)) {
+            fail("tensor_shares_storage disagrees with tensor_storage".into());
+        }
+    }
+    if i.byte() % 8 == 0 {
+        let _ = tensor_empty_cache();
+        let mut st = tensor_memory_stats_t {
+            struct_size: i.pick(&[
+                0usize,
+                4,
+                8,
+                16,
+                std::mem::size_of::<tensor_memory_stats_t>(),
+            ]),
+            live_storages: 0,
+            live_bytes: 0,
+            peak_bytes: 0,
+            total_allocations: 0,
+            live_external_storages: 0,
+        };
+        check_status("tensor_memory_stats", tensor_memory_stats(&mut st));
+    }
+}
+
 fn handle_op(w: &mut World, i: &mut Input) {
-    match i.byte() % 5 {
+    match i.byte() % 6 {
+        5 => inspect_op(w, i),
         0 => {
             if let Some(k) = i.index(&w.tensors) {
                 tensor_release(w.tensors.swap_remove(k));
