@@ -1114,7 +1114,8 @@ tensor_status_t tensor_flatten(const struct tensor_t *self_,
  * `self` laid out contiguously in `fmt`, in `*out` (owned). When `self` already is, `*out`
  * is `self` itself with one more reference (the same pointer, as in PyTorch); otherwise a
  * new tensor holding a copy. Errors: NULL_POINTER, INVALID_ARGUMENT (PRESERVE, unknown
- * format, channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ * format, channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new
+ * strides, on a tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_contiguous(const struct tensor_t *self_,
                                   tensor_memory_format_t fmt,
@@ -1124,7 +1125,8 @@ tensor_status_t tensor_contiguous(const struct tensor_t *self_,
  * A copy of `self` in new memory, in `*out` (owned; its own version counter). `fmt`
  * PRESERVE keeps the strides of a non-overlapping-and-dense `self`, else dense strides in
  * `self`'s dim order. Errors: NULL_POINTER, INVALID_ARGUMENT (unknown format,
- * channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ * channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on
+ * a tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_clone(const struct tensor_t *self_,
                              tensor_memory_format_t fmt,
@@ -1135,7 +1137,8 @@ tensor_status_t tensor_clone(const struct tensor_t *self_,
  * reference (as `Tensor.to(dtype)`); otherwise a new tensor with the preserve-format
  * layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
  * int wraps, -> bool is `!= 0`, complex -> real keeps the real part. Errors: NULL_POINTER,
- * INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ * INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a
+ * tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_to_dtype(const struct tensor_t *self_,
                                 tensor_dtype_t dtype,

@@ -202,9 +202,14 @@ fn cache_take(cap: usize) -> Option<*mut u8> {
     Some(p)
 }
 
+/// Blocks taken out of the cache, to be freed unlocked. Inline: the cache holds at most
+/// `CACHE_MAX_BLOCKS`, plus the block being freed, so freeing never allocates (and cannot
+/// abort for want of memory).
+type Evicted = smallvec::SmallVec<[(usize, *mut u8); CACHE_MAX_BLOCKS + 1]>;
+
 /// Removes the oldest blocks until `done` holds; returns them (to be freed unlocked).
-fn evict_until(c: &mut BlockCache, done: impl Fn(&BlockCache) -> bool) -> Vec<(usize, *mut u8)> {
-    let mut evicted = Vec::new();
+fn evict_until(c: &mut BlockCache, done: impl Fn(&BlockCache) -> bool) -> Evicted {
+    let mut evicted = Evicted::new();
     while !c.blocks.is_empty() && !done(c) {
         let (n, q) = c.blocks.remove(0);
         c.bytes -= n;
@@ -216,7 +221,7 @@ fn evict_until(c: &mut BlockCache, done: impl Fn(&BlockCache) -> bool) -> Vec<(u
 
 /// Returns blocks to the system. SAFETY (callers): each block came from posix_memalign
 /// with that capacity and is owned by nobody else.
-fn free_blocks(blocks: Vec<(usize, *mut u8)>) {
+fn free_blocks(blocks: Evicted) {
     for (cap, p) in blocks {
         // SAFETY: see above.
         unsafe { system_free(p, cap) };

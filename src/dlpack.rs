@@ -904,13 +904,16 @@ mod tests {
         for (i, b) in buf.iter_mut().enumerate() {
             *b = i as u8;
         }
+        // One raw pointer for every use: each `base` re-borrows `buf` uniquely,
+        // which (Stacked Borrows, Miri) invalidates the pointer the storage holds.
+        let base = buf.as_mut_ptr();
         let hits = AtomicUsize::new(0);
         let mut shape = [2i64, 2];
         let mut strides = [4i64, 1];
         // u16 elements starting at byte 7: 3 whole elements + 1 byte folded into the data.
         let mut m = DLManagedTensor {
             dl_tensor: DLTensor {
-                data: buf.as_mut_ptr() as *mut c_void,
+                data: base as *mut c_void,
                 device: DLDevice {
                     device_type: 1,
                     device_id: 0,
@@ -930,8 +933,8 @@ mod tests {
         };
         let t = unsafe { from_dlpack_unversioned(&mut m) }.unwrap();
         assert_eq!(t.storage_offset(), 3);
-        assert_eq!(t.storage().data_ptr(), buf.as_mut_ptr().wrapping_add(1));
-        assert_eq!(t.data_ptr(), buf.as_mut_ptr().wrapping_add(7));
+        assert_eq!(t.storage().data_ptr(), base.wrapping_add(1));
+        assert_eq!(t.data_ptr(), base.wrapping_add(7));
         // Exactly the bytes the layout reaches: (3 + 1 + 4·1 + 1·1) elements of 2 bytes.
         assert_eq!(
             t.storage().nbytes() as i64,

@@ -56,7 +56,13 @@ pub fn numel(sizes: &[i64]) -> Result<i64> {
     numel_checked(sizes)
 }
 
+/// A size-0 dim makes the product 0 whatever the other sizes, so the answer does not
+/// depend on the order of the dims (`[0, 2^62, 4]` and its transpose `[2^62, 4, 0]` both
+/// have 0 elements; found by the fuzzer: transpose answered OVERFLOW).
 fn numel_checked(sizes: &[i64]) -> Result<i64> {
+    if sizes.contains(&0) {
+        return Ok(0);
+    }
     sizes.iter().try_fold(1i64, |acc, &n| mul(acc, n, "numel"))
 }
 
@@ -110,7 +116,7 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
 /// Row-major strides; size-0 and size-1 dims count as 1 (`st[d] = st[d+1]·max(n[d+1], 1)`).
 /// Only the strides are formed: the outermost size multiplies nothing.
 pub fn contiguous_strides(sizes: &[i64]) -> Result<Dims> {
-    let mut st = zeros(sizes.len());
+    let mut st = zeros(sizes.len())?;
     let mut acc = 1i64;
     for (d, (s, &n)) in st.iter_mut().zip(sizes).enumerate().rev() {
         *s = acc;
@@ -126,7 +132,7 @@ pub fn contiguous_strides(sizes: &[i64]) -> Result<Dims> {
 /// `get_channels_last_strides_2d/3d` do: `empty(0, 2, 0, 3, channels_last)` has strides
 /// `[0, 1, 6, 2]` in PyTorch.
 fn strides_in_order(sizes: &[i64], order: &[usize]) -> Result<Dims> {
-    let mut st: Dims = SmallVec::from_elem(0, sizes.len());
+    let mut st = zeros(sizes.len())?;
     let mut acc = 1i64;
     for &d in order {
         st[d] = acc;
@@ -196,7 +202,7 @@ pub fn infer_dense_strides(sizes: &[i64], strides: &[i64]) -> Result<Dims> {
             }
         }
     }
-    let mut out: Dims = SmallVec::from_elem(0, nd);
+    let mut out = zeros(nd)?;
     let mut acc = 1i64;
     for &d in &perm {
         out[d] = acc;
@@ -289,14 +295,64 @@ pub fn validate_layout(
     Ok((numel, needed))
 }
 
-/// `len` zeros (inline without a loop for <= 5).
+/// `len` copies of `v` (inline without a loop for <= 5). More than 5 dims take one heap
+/// block, allocated fallibly: OUT_OF_MEMORY instead of Rust's abort on allocation failure
+/// (as every [`Dims`] the library builds: [`dims_with_capacity`], [`dims_from_slice`]).
 #[inline]
-pub fn zeros(len: usize) -> Dims {
+pub fn filled(v: i64, len: usize) -> Result<Dims> {
     if len <= INLINE_DIMS {
-        SmallVec::from_buf_and_len([0; INLINE_DIMS], len)
+        Ok(SmallVec::from_buf_and_len([v; INLINE_DIMS], len))
     } else {
-        SmallVec::from_elem(0, len)
+        let mut d = dims_with_capacity(len)?;
+        d.resize(len, v);
+        Ok(d)
     }
+}
+
+/// `len` zeros (see [`filled`]).
+#[inline]
+pub fn zeros(len: usize) -> Result<Dims> {
+    filled(0, len)
+}
+
+/// An empty [`Dims`] that holds `len` values without reallocating (the heap block, for more
+/// than 5, allocated fallibly).
+#[inline]
+pub fn dims_with_capacity(len: usize) -> Result<Dims> {
+    let mut d = Dims::new();
+    reserve(&mut d, len)?;
+    Ok(d)
+}
+
+/// Makes room in `d` for `additional` more values (fallibly; see [`filled`]).
+#[inline]
+pub fn reserve(d: &mut Dims, additional: usize) -> Result<()> {
+    if d.capacity() - d.len() < additional {
+        reserve_dims(d, additional)?;
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn reserve_dims(d: &mut Dims, additional: usize) -> Result<()> {
+    d.try_reserve_exact(additional).map_err(|_| {
+        Error::new(
+            Status::OutOfMemory,
+            "failed to allocate a list of sizes or strides",
+        )
+    })
+}
+
+/// A copy of `s` as [`Dims`] (see [`filled`]).
+#[inline]
+pub fn dims_from_slice(s: &[i64]) -> Result<Dims> {
+    if s.len() <= INLINE_DIMS {
+        return Ok(SmallVec::from_slice(s));
+    }
+    let mut d = dims_with_capacity(s.len())?;
+    d.extend_from_slice(s);
+    Ok(d)
 }
 
 /// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`).
@@ -305,6 +361,7 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     check_ndim(shape.len())?;
     let mut infer: Option<usize> = None;
     let mut p = 1i64;
+    let mut overflow = false;
     for (i, &n) in shape.iter().enumerate() {
         if n == -1 {
             ensure!(
@@ -314,8 +371,13 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
             );
             infer = Some(i);
         } else if n >= 0 {
-            // An overflowing product can never match numel: saturate and let the check fail.
-            p = p.saturating_mul(n);
+            // An overflowing product can never match numel (not even i64::MAX, the numel of
+            // an expanded view: a saturated product did, found by the fuzzer), unless a size
+            // is 0.
+            match p.checked_mul(n) {
+                Some(q) => p = q,
+                None => overflow = true,
+            }
         } else {
             bail!(
                 InvalidArgument,
@@ -324,7 +386,17 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
             );
         }
     }
-    let mut out: Dims = SmallVec::from_slice(shape);
+    if overflow && !shape.contains(&0) {
+        bail!(
+            Shape,
+            "shape '{}' is invalid for input of size {numel}",
+            fmt_dims(shape)
+        );
+    }
+    if overflow {
+        p = 0;
+    }
+    let mut out = dims_from_slice(shape)?;
     if numel == p {
         if let Some(i) = infer {
             // p == numel with a -1 present: -1 becomes 1 unless numel is 0 (ambiguous).
@@ -361,19 +433,23 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
 /// group of new dims would span two non-contiguous chunks of old dims (PyTorch's
 /// `computeStride`). `new_n` must already have the same numel as `old_n`.
 #[inline(always)]
-pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Dims> {
+pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Option<Dims>> {
     if old_n.is_empty() {
-        return Some(SmallVec::from_elem(1, new_n.len()));
+        return filled(1, new_n.len()).map(Some);
     }
     // No elements (a size-0 dim; no multiply chain to find out).
     if old_n.contains(&0) {
         return if old_n == new_n {
-            Some(old_st.iter().copied().collect())
+            dims_from_slice(old_st).map(Some)
         } else {
-            contiguous_strides(new_n).ok()
+            match contiguous_strides(new_n) {
+                Ok(st) => Ok(Some(st)),
+                Err(e) if e.status == Status::OutOfMemory => Err(e),
+                Err(_) => Ok(None),
+            }
         };
     }
-    let mut out: Dims = zeros(new_n.len());
+    let mut out: Dims = zeros(new_n.len())?;
     // Same lengths, told to the optimiser (no bounds checks on old_st below).
     let old_st = &old_st[..old_n.len()];
     let mut vd = new_n.len() as isize - 1;
@@ -390,12 +466,15 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Di
             td == 0 || (old_n[td - 1] != 1 && tn.checked_mul(base) != Some(old_st[td - 1]));
         if chunk_end {
             while vd >= 0 && (vn < tn || new_n[vd as usize] == 1) {
-                out[vd as usize] = vn.checked_mul(base)?;
+                let Some(st) = vn.checked_mul(base) else {
+                    return Ok(None);
+                };
+                out[vd as usize] = st;
                 vn *= new_n[vd as usize];
                 vd -= 1;
             }
             if vn != tn {
-                return None;
+                return Ok(None);
             }
             if td > 0 {
                 base = old_st[td - 1];
@@ -404,18 +483,14 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Option<Di
             }
         }
     }
-    if vd == -1 {
-        Some(out)
-    } else {
-        None
-    }
+    Ok((vd == -1).then_some(out))
 }
 
 /// Broadcast shape of `a` and `b` (numpy rules), or a Shape error naming the rightmost
 /// mismatching dim (PyTorch's infer_size walks from the right).
 pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Dims> {
     let n = a.len().max(b.len());
-    let mut out: Dims = SmallVec::from_elem(1, n);
+    let mut out = filled(1, n)?;
     for i in (0..n).rev() {
         let da = if i < n - a.len() {
             1
@@ -656,39 +731,50 @@ mod tests {
     fn compute_stride_cases() {
         // contiguous [2,3,4] -> [6,4]
         assert_eq!(
-            &compute_stride(&[2, 3, 4], &[12, 4, 1], &[6, 4]).unwrap()[..],
+            &compute_stride(&[2, 3, 4], &[12, 4, 1], &[6, 4])
+                .unwrap()
+                .unwrap()[..],
             &[4, 1]
         );
         // transposed [3,2] strides [1,3] cannot flatten
-        assert!(compute_stride(&[3, 2], &[1, 3], &[6]).is_none());
+        assert!(compute_stride(&[3, 2], &[1, 3], &[6]).unwrap().is_none());
         // transposed can add size-1 dims
         assert_eq!(
-            &compute_stride(&[3, 2], &[1, 3], &[3, 1, 2]).unwrap()[..],
+            &compute_stride(&[3, 2], &[1, 3], &[3, 1, 2])
+                .unwrap()
+                .unwrap()[..],
             &[1, 6, 3]
         );
         // sliced rows [2,4] of [4,4] (stride 8,1): split last dim ok
         assert_eq!(
-            &compute_stride(&[2, 4], &[8, 1], &[2, 2, 2]).unwrap()[..],
+            &compute_stride(&[2, 4], &[8, 1], &[2, 2, 2])
+                .unwrap()
+                .unwrap()[..],
             &[8, 2, 1]
         );
-        assert!(compute_stride(&[2, 4], &[8, 1], &[8]).is_none());
+        assert!(compute_stride(&[2, 4], &[8, 1], &[8]).unwrap().is_none());
         // 0-dim
-        assert_eq!(&compute_stride(&[], &[], &[1, 1]).unwrap()[..], &[1, 1]);
+        assert_eq!(
+            &compute_stride(&[], &[], &[1, 1]).unwrap().unwrap()[..],
+            &[1, 1]
+        );
         // numel 0
         assert_eq!(
-            &compute_stride(&[0, 3], &[3, 1], &[3, 0]).unwrap()[..],
+            &compute_stride(&[0, 3], &[3, 1], &[3, 0]).unwrap().unwrap()[..],
             &[1, 1]
         );
         assert_eq!(
-            &compute_stride(&[0, 3], &[7, 2], &[0, 3]).unwrap()[..],
+            &compute_stride(&[0, 3], &[7, 2], &[0, 3]).unwrap().unwrap()[..],
             &[7, 2]
         );
         // expanded dim (stride 0)
         assert_eq!(
-            &compute_stride(&[3, 4], &[0, 1], &[3, 2, 2]).unwrap()[..],
+            &compute_stride(&[3, 4], &[0, 1], &[3, 2, 2])
+                .unwrap()
+                .unwrap()[..],
             &[0, 2, 1]
         );
-        assert!(compute_stride(&[3, 4], &[0, 1], &[12]).is_none());
+        assert!(compute_stride(&[3, 4], &[0, 1], &[12]).unwrap().is_none());
     }
 
     #[test]

@@ -16,7 +16,6 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::shape::{self, fmt_dims, wrap_dim, Dims};
 use crate::tensor_impl::{Tensor, TensorImpl};
-use smallvec::SmallVec;
 
 /// The geometry of a (view of a) tensor: sizes, strides (in elements), storage offset.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,27 +26,28 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// Fails only when the heap blocks for more than 5 dims cannot be allocated.
     #[inline(always)]
-    pub fn new(sizes: &[i64], strides: &[i64], offset: i64) -> Geometry {
-        Geometry {
-            sizes: SmallVec::from_slice(sizes),
-            strides: SmallVec::from_slice(strides),
+    pub fn new(sizes: &[i64], strides: &[i64], offset: i64) -> Result<Geometry> {
+        Ok(Geometry {
+            sizes: shape::dims_from_slice(sizes)?,
+            strides: shape::dims_from_slice(strides)?,
             offset,
-        }
+        })
     }
 
     /// The geometry of `t`.
-    pub fn of(t: &TensorImpl) -> Geometry {
+    pub fn of(t: &TensorImpl) -> Result<Geometry> {
         Geometry::new(t.sizes(), t.strides(), t.storage_offset())
     }
 
     /// The geometry (`n`, `st`, `off`) without dim `d` (< `n.len()`): written once, without
     /// copying all dims and then shifting.
     #[inline(always)]
-    fn without(n: &[i64], st: &[i64], off: i64, d: usize) -> Geometry {
+    fn without(n: &[i64], st: &[i64], off: i64, d: usize) -> Result<Geometry> {
         let mut g = Geometry {
-            sizes: shape::zeros(n.len() - 1),
-            strides: shape::zeros(n.len() - 1),
+            sizes: shape::zeros(n.len() - 1)?,
+            strides: shape::zeros(n.len() - 1)?,
             offset: off,
         };
         let kept = (0..n.len()).filter(|&k| k != d);
@@ -55,7 +55,7 @@ impl Geometry {
             *size = n[k];
             *stride = st[k];
         }
-        g
+        Ok(g)
     }
 }
 
@@ -85,7 +85,7 @@ pub fn view(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Option<Geo
         }));
     }
     Ok(
-        shape::compute_stride(n, st, &sizes).map(|strides| Geometry {
+        shape::compute_stride(n, st, &sizes)?.map(|strides| Geometry {
             sizes,
             strides,
             offset: off,
@@ -101,7 +101,7 @@ pub fn view(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Option<Geo
 pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Result<Geometry> {
     let (a, b) = (from.itemsize() as i64, to.itemsize() as i64);
     if a == b {
-        return Ok(Geometry::new(n, st, off));
+        return Geometry::new(n, st, off);
     }
     // Formatted only on failure: the success path allocates nothing.
     let what = || {
@@ -123,7 +123,7 @@ pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Re
         );
         Ok(())
     };
-    let mut g = Geometry::new(n, st, off);
+    let mut g = Geometry::new(n, st, off)?;
     if a > b {
         check_last_stride()?;
         let r = a / b;
@@ -215,7 +215,7 @@ pub fn as_strided(
         fmt_dims(sizes),
         fmt_dims(strides)
     );
-    Ok(Geometry::new(sizes, strides, offset))
+    Geometry::new(sizes, strides, offset)
 }
 
 /// `transpose(d0, d1)`: swaps two dims (both wrapped; equal dims give the same geometry).
@@ -223,7 +223,7 @@ pub fn as_strided(
 pub fn transpose(n: &[i64], st: &[i64], off: i64, d0: i64, d1: i64) -> Result<Geometry> {
     let a = wrap_dim(d0, n.len())?;
     let b = wrap_dim(d1, n.len())?;
-    let mut g = Geometry::new(n, st, off);
+    let mut g = Geometry::new(n, st, off)?;
     if !n.is_empty() {
         g.sizes.swap(a, b);
         g.strides.swap(a, b);
@@ -259,7 +259,7 @@ pub fn permute(n: &[i64], st: &[i64], off: i64, dims: &[i64]) -> Result<Geometry
     if n.len() > 64 {
         seen_list.resize(n.len(), false);
     }
-    let mut g = Geometry::new(n, st, off);
+    let mut g = Geometry::new(n, st, off)?;
     let (sizes, strides) = (&mut g.sizes[..], &mut g.strides[..]);
     for (i, &d) in dims.iter().enumerate() {
         let d = wrap_dim(d, n.len())?;
@@ -287,7 +287,7 @@ pub fn permute(n: &[i64], st: &[i64], off: i64, dims: &[i64]) -> Result<Geometry
 pub fn movedim(n: &[i64], st: &[i64], off: i64, src: i64, dst: i64) -> Result<Geometry> {
     let s = wrap_dim(src, n.len())?;
     let d = wrap_dim(dst, n.len())?;
-    let mut g = Geometry::new(n, st, off);
+    let mut g = Geometry::new(n, st, off)?;
     if n.is_empty() {
         return Ok(g);
     }
@@ -334,7 +334,7 @@ pub fn slice(
         end = len;
     }
     let span = end - start;
-    let mut g = Geometry::new(n, st, off);
+    let mut g = Geometry::new(n, st, off)?;
     g.offset = shape::add(
         off,
         shape::mul(start, st[d], "slice offset")?,
@@ -401,30 +401,35 @@ pub fn select(n: &[i64], st: &[i64], off: i64, dim: i64, index: i64) -> Result<G
         fmt_dims(n)
     );
     let i = if index < 0 { index + size } else { index };
-    let mut g = Geometry::without(n, st, off, d);
+    let mut g = Geometry::without(n, st, off, d)?;
     // A layout without elements (another dim of size 0) may have any offset and stride.
     g.offset = shape::add(off, shape::mul(i, st[d], "select offset")?, "select offset")?;
     Ok(g)
 }
 
 /// `squeeze()`: drops every size-1 dim.
-pub fn squeeze(n: &[i64], st: &[i64], off: i64) -> Geometry {
-    let keep = |&(&size, _): &(&i64, &i64)| size != 1;
-    Geometry {
-        sizes: n.iter().zip(st).filter(keep).map(|(&s, _)| s).collect(),
-        strides: n.iter().zip(st).filter(keep).map(|(_, &s)| s).collect(),
+pub fn squeeze(n: &[i64], st: &[i64], off: i64) -> Result<Geometry> {
+    let kept = n.iter().filter(|&&size| size != 1).count();
+    let mut g = Geometry {
+        sizes: shape::dims_with_capacity(kept)?,
+        strides: shape::dims_with_capacity(kept)?,
         offset: off,
+    };
+    for (&size, &stride) in n.iter().zip(st).filter(|&(&size, _)| size != 1) {
+        g.sizes.push(size);
+        g.strides.push(stride);
     }
+    Ok(g)
 }
 
 /// `squeeze(dim)`: drops `dim` if its size is 1, else the same geometry. Errors: Index.
 pub fn squeeze_dim(n: &[i64], st: &[i64], off: i64, dim: i64) -> Result<Geometry> {
     let d = wrap_dim(dim, n.len())?;
-    Ok(if !n.is_empty() && n[d] == 1 {
+    if !n.is_empty() && n[d] == 1 {
         Geometry::without(n, st, off, d)
     } else {
         Geometry::new(n, st, off)
-    })
+    }
 }
 
 /// `unsqueeze(dim)`: inserts a size-1 dim at `dim` (wrapped against D + 1), stride
@@ -437,7 +442,13 @@ pub fn unsqueeze(n: &[i64], st: &[i64], off: i64, dim: i64) -> Result<Geometry> 
     } else {
         1
     };
-    let mut g = Geometry::new(n, st, off);
+    let mut g = Geometry {
+        sizes: shape::dims_with_capacity(n.len() + 1)?,
+        strides: shape::dims_with_capacity(n.len() + 1)?,
+        offset: off,
+    };
+    g.sizes.extend_from_slice(n);
+    g.strides.extend_from_slice(st);
     g.sizes.insert(d, 1);
     g.strides.insert(d, stride);
     Ok(g)
@@ -461,8 +472,8 @@ pub fn expand(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Geometry
     );
     let nd = sizes.len();
     let mut g = Geometry {
-        sizes: SmallVec::from_slice(sizes),
-        strides: shape::zeros(nd),
+        sizes: shape::dims_from_slice(sizes)?,
+        strides: shape::zeros(nd)?,
         offset: off,
     };
     let (new_sizes, new_strides) = (&mut g.sizes[..], &mut g.strides[..]);
@@ -544,7 +555,7 @@ pub fn unflatten(n: &[i64], st: &[i64], off: i64, dim: i64, sizes: &[i64]) -> Re
             e
         }
     })?;
-    let mut shape: Dims = SmallVec::with_capacity(n.len() + sizes.len() - 1);
+    let mut shape = shape::dims_with_capacity(n.len() + sizes.len() - 1)?;
     shape.extend_from_slice(&n[..d]);
     shape.extend_from_slice(&inferred);
     shape.extend_from_slice(&n[d + 1..]);
@@ -587,8 +598,8 @@ pub fn diagonal(
     }
     let stride = shape::add(st[a], st[b], "diagonal stride")?;
     let mut g = Geometry {
-        sizes: SmallVec::with_capacity(n.len() - 1),
-        strides: SmallVec::with_capacity(n.len() - 1),
+        sizes: shape::dims_with_capacity(n.len() - 1)?,
+        strides: shape::dims_with_capacity(n.len() - 1)?,
         offset: new_off,
     };
     for k in (0..n.len()).filter(|&k| k != a && k != b) {
@@ -619,11 +630,13 @@ pub fn unfold(n: &[i64], st: &[i64], off: i64, dim: i64, size: i64, step: i64) -
     );
     ensure!(step > 0, InvalidArgument, "step is {step} but must be > 0");
     if n.is_empty() {
-        return Ok(Geometry::new(&[size], &[1], off));
+        return Geometry::new(&[size], &[1], off);
     }
-    let mut g = Geometry::new(n, st, off);
+    let mut g = Geometry::new(n, st, off)?;
     g.sizes[d] = (n[d] - size) / step + 1;
     g.strides[d] = shape::mul(st[d], step, "unfold stride")?;
+    shape::reserve(&mut g.sizes, 1)?;
+    shape::reserve(&mut g.strides, 1)?;
     g.sizes.push(size);
     g.strides.push(st[d]);
     Ok(g)
@@ -759,7 +772,11 @@ impl TensorImpl {
     }
 
     pub fn squeeze(&self) -> Result<Tensor> {
-        self.view_of(squeeze(self.sizes(), self.strides(), self.storage_offset()))
+        self.view_of(squeeze(
+            self.sizes(),
+            self.strides(),
+            self.storage_offset(),
+        )?)
     }
 
     pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {

@@ -6,6 +6,12 @@
 //! `TENSOR_VALGRIND=1` runs each program under
 //! `valgrind --error-exitcode=1 --leak-check=full` (zero errors, zero leaks required).
 //!
+//! `TENSOR_SANITIZE=address,undefined` (any `-fsanitize=` list) compiles each program with
+//! those sanitizers (`-fno-sanitize-recover=all`: the first report fails the program; the
+//! AddressSanitizer's leak checker is on), against whichever libtensor.so this build made,
+//! e.g. one built with `RUSTFLAGS=-Zsanitizer=address` (see .ci/prove.sh). `TENSOR_CC` /
+//! `TENSOR_CXX` override the compilers.
+//!
 //! `TENSOR_TEST_LIB=path/to/libtensor.so` links the programs to that library instead, e.g.
 //! the release build (`cargo build --release`), whose integer arithmetic wraps where the
 //! debug build's panics: both must answer the same documented statuses.
@@ -74,9 +80,18 @@ fn make_library_dir() -> PathBuf {
     dir
 }
 
+fn sanitizers() -> Option<String> {
+    std::env::var("TENSOR_SANITIZE")
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
 fn compiler(cpp: bool) -> cc::Tool {
-    cc::Build::new()
-        .cargo_metadata(false)
+    let mut b = cc::Build::new();
+    if let Ok(c) = std::env::var(if cpp { "TENSOR_CXX" } else { "TENSOR_CC" }) {
+        b.compiler(c);
+    }
+    b.cargo_metadata(false)
         .cpp(cpp)
         .opt_level(1)
         .debug(true)
@@ -157,6 +172,10 @@ fn build(src: &Path, lib: &Path, out: &Path) -> Result<(), String> {
         .arg("-ltensor")
         .args(&libs)
         .arg("-lpthread");
+    if let Some(s) = sanitizers() {
+        cmd.arg(format!("-fsanitize={s}"))
+            .args(["-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]);
+    }
     let o = cmd
         .output()
         .map_err(|e| format!("cannot run the compiler: {e}"))?;
@@ -173,6 +192,10 @@ fn build(src: &Path, lib: &Path, out: &Path) -> Result<(), String> {
 
 fn run(exe: &Path, src: &Path) -> Result<String, String> {
     let valgrind = std::env::var("TENSOR_VALGRIND").is_ok_and(|v| v == "1");
+    assert!(
+        !(valgrind && sanitizers().is_some()),
+        "TENSOR_VALGRIND and TENSOR_SANITIZE exclude each other"
+    );
     let mut cmd = if valgrind {
         let mut c = Command::new("valgrind");
         for supp in directive(src, "suppressions") {
@@ -191,7 +214,19 @@ fn run(exe: &Path, src: &Path) -> Result<String, String> {
         .arg(exe);
         c
     } else {
-        Command::new(exe)
+        let mut c = Command::new(exe);
+        if sanitizers().is_some() {
+            // The tests ask for absurd sizes on purpose: the library must see NULL, not an
+            // abort. Leaks are errors.
+            c.env(
+                "ASAN_OPTIONS",
+                std::env::var("ASAN_OPTIONS").unwrap_or_else(|_| {
+                    "allocator_may_return_null=1:detect_leaks=1:abort_on_error=0".into()
+                }),
+            )
+            .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1");
+        }
+        c
     };
     let o = cmd
         .output()

@@ -22,7 +22,10 @@
 use smallvec::SmallVec;
 
 /// Byte strides, pointer-sized (the layout was validated, so products fit).
-type Strides = SmallVec<[isize; 6]>;
+/// Inline room for every dim a tensor can have ([`MAX_DIMS`](crate::shape::MAX_DIMS)):
+/// the engine never allocates, so a copy cannot fail (or abort) for want of memory.
+const DIMS: usize = crate::shape::MAX_DIMS;
+type Strides = SmallVec<[isize; DIMS]>;
 
 /// Elements per tile side for blocked transposes (32 x 32 f32 = 4 KiB per operand).
 pub(crate) const TILE: usize = 128;
@@ -77,7 +80,7 @@ pub(crate) trait Kernel {
 /// outermost to innermost; the innermost entry is the run length.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
-    pub sizes: SmallVec<[usize; 6]>,
+    pub sizes: SmallVec<[usize; DIMS]>,
     pub strides: [Strides; 2],
 }
 
@@ -90,7 +93,7 @@ impl Plan {
             return None;
         }
         // (size, byte stride 0, byte stride 1) of every dim that matters.
-        let mut dims: SmallVec<[(usize, isize, isize); 6]> = sizes
+        let mut dims: SmallVec<[(usize, isize, isize); DIMS]> = sizes
             .iter()
             .zip(st0.iter().zip(st1))
             .filter(|(&n, _)| n != 1)
@@ -105,7 +108,7 @@ impl Plan {
         // Outermost first: by operand 0's stride, then operand 1's (stable, so equal
         // strides keep the tensor's own order).
         dims.sort_by_key(|x| std::cmp::Reverse((x.1, x.2)));
-        let mut merged: SmallVec<[(usize, isize, isize); 6]> = SmallVec::new();
+        let mut merged: SmallVec<[(usize, isize, isize); DIMS]> = SmallVec::new();
         for &(n, a, b) in dims.iter().rev() {
             // Walking inner to outer: merge into the previous (inner) dim when contiguous
             // with it in both operands.
@@ -177,7 +180,7 @@ unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kern
         plan.strides[1][last],
     );
     let outer = &plan.sizes[..last];
-    let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, last);
+    let mut idx: SmallVec<[usize; DIMS]> = SmallVec::from_elem(0, last);
     let (mut d, mut s) = (p0, p1);
     loop {
         if !k.run(d, s, n, ds, ss) {
@@ -228,8 +231,8 @@ unsafe fn execute_tiled(
     } else {
         (TILE, TILE)
     };
-    let others: SmallVec<[usize; 6]> = (0..last).filter(|&x| x != kdim).collect();
-    let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, others.len());
+    let others: SmallVec<[usize; DIMS]> = (0..last).filter(|&x| x != kdim).collect();
+    let mut idx: SmallVec<[usize; DIMS]> = SmallVec::from_elem(0, others.len());
     let (mut d, mut s) = (p0, p1);
     loop {
         let mut r0 = 0;

@@ -64,7 +64,12 @@ unsafe fn copy_raw(
 ) {
     let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
     // numel of a validated layout fits; its bytes saturate (only a size hint).
-    let out_bytes = (sizes.iter().product::<i64>().max(0) as usize).saturating_mul(i0);
+    // (Saturating: with a size-0 dim the other sizes may multiply past i64.)
+    let numel = match shape::numel(sizes) {
+        Ok(n) => n as usize,
+        Err(_) => usize::MAX,
+    };
+    let out_bytes = numel.saturating_mul(i0);
     let Some((d, n)) = parallel::split(sizes, out_bytes) else {
         return copy_part(
             sizes, dst, dst_st, dst_dtype, src, src_st, src_dtype, out_bytes,
@@ -151,15 +156,13 @@ fn broadcast_strides(sizes: &[i64], src: &TensorImpl) -> Result<Dims> {
         fmt_dims(&b)
     );
     let lead = sizes.len() - src.ndim();
-    Ok((0..sizes.len())
-        .map(|d| {
-            if d < lead || src.sizes()[d - lead] != sizes[d] {
-                0
-            } else {
-                src.strides()[d - lead]
-            }
-        })
-        .collect())
+    let mut st = shape::zeros(sizes.len())?;
+    for (d, s) in st.iter_mut().enumerate() {
+        if d >= lead && src.sizes()[d - lead] == sizes[d] {
+            *s = src.strides()[d - lead];
+        }
+    }
+    Ok(st)
 }
 
 /// Address range `[start, end)` of the bytes a tensor's elements occupy (in memory, not
@@ -387,8 +390,8 @@ impl TensorImpl {
         let mut item = [0u8; 16];
         // SAFETY: 16 bytes hold any dtype's item.
         unsafe { write_scalar(self.dtype(), item.as_mut_ptr(), value) };
-        let zeros: Dims = smallvec::SmallVec::from_elem(0, self.ndim());
-        let distinct = self.distinct_sizes();
+        let zeros = shape::zeros(self.ndim())?;
+        let distinct = self.distinct_sizes()?;
         // SAFETY: validated destination; the source is one item read with stride 0.
         unsafe {
             copy_raw(
@@ -408,12 +411,14 @@ impl TensorImpl {
     /// The sizes with every stride-0 dim collapsed to (at most) 1: with `self`'s strides,
     /// each distinct memory location once (an expanded view of 10^18 elements may hold
     /// three).
-    fn distinct_sizes(&self) -> Dims {
-        self.sizes()
-            .iter()
-            .zip(self.strides())
-            .map(|(&n, &s)| if s == 0 { n.min(1) } else { n })
-            .collect()
+    fn distinct_sizes(&self) -> Result<Dims> {
+        let mut out = shape::dims_from_slice(self.sizes())?;
+        for (n, &s) in out.iter_mut().zip(self.strides()) {
+            if s == 0 {
+                *n = (*n).min(1);
+            }
+        }
+        Ok(out)
     }
 
     /// The strides `empty_like` / `clone` give a tensor like `self` in `fmt`: Preserve
@@ -422,7 +427,7 @@ impl TensorImpl {
     fn like_strides(&self, fmt: MemoryFormat) -> Result<Dims> {
         match fmt {
             MemoryFormat::Preserve if self.is_non_overlapping_and_dense() => {
-                Ok(self.strides().iter().copied().collect())
+                shape::dims_from_slice(self.strides())
             }
             MemoryFormat::Preserve => shape::infer_dense_strides(self.sizes(), self.strides()),
             f => f.strides_for(self.sizes()),
@@ -496,7 +501,7 @@ impl TensorImpl {
                 (self.sizes()[d - lead], self.strides()[d - lead])
             }
         };
-        let mut out_sizes: Dims = Dims::new();
+        let mut out_sizes = shape::dims_with_capacity(repeats.len())?;
         for (d, &r) in repeats.iter().enumerate() {
             out_sizes.push(r.checked_mul(padded(d).0).ok_or_else(|| {
                 crate::error::Error::new(
@@ -517,7 +522,9 @@ impl TensorImpl {
         if out.numel() == 0 {
             return Ok(out);
         }
-        let (mut sizes, mut dst_st, mut src_st) = (Vec::new(), Vec::new(), Vec::new());
+        let mut sizes = shape::dims_with_capacity(2 * repeats.len())?;
+        let mut dst_st = shape::dims_with_capacity(2 * repeats.len())?;
+        let mut src_st = shape::dims_with_capacity(2 * repeats.len())?;
         for (d, &r) in repeats.iter().enumerate() {
             let (n, st) = padded(d);
             let os = out.strides()[d];
@@ -568,7 +575,7 @@ impl TensorImpl {
             if !common.is_floating_point() && !common.is_complex() {
                 return Ok(true);
             }
-            let distinct = self.distinct_sizes();
+            let distinct = self.distinct_sizes()?;
             return Ok(crate::with_dtype!(common, T => {
                 let mut k = Equal::<T>::new();
                 // SAFETY: a layout validated by data_for_read, read twice.
@@ -635,7 +642,8 @@ impl Tensor {
             return self.make_view(self.sizes(), self.strides(), self.storage_offset());
         }
         let n = self.sizes();
-        let mut sizes: Dims = n[..s].iter().copied().collect();
+        let mut sizes = shape::dims_with_capacity(n.len() - (e - s))?;
+        sizes.extend_from_slice(&n[..s]);
         sizes.push(shape::numel(&n[s..=e])?);
         sizes.extend_from_slice(&n[e + 1..]);
         self.reshape(&sizes)

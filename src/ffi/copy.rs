@@ -59,7 +59,8 @@ pub extern "C" fn tensor_flatten(
 /// `self` laid out contiguously in `fmt`, in `*out` (owned). When `self` already is, `*out`
 /// is `self` itself with one more reference (the same pointer, as in PyTorch); otherwise a
 /// new tensor holding a copy. Errors: NULL_POINTER, INVALID_ARGUMENT (PRESERVE, unknown
-/// format, channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+/// format, channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new
+/// strides, on a tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_contiguous(
     self_: *const tensor_t,
@@ -75,7 +76,8 @@ pub extern "C" fn tensor_contiguous(
 /// A copy of `self` in new memory, in `*out` (owned; its own version counter). `fmt`
 /// PRESERVE keeps the strides of a non-overlapping-and-dense `self`, else dense strides in
 /// `self`'s dim order. Errors: NULL_POINTER, INVALID_ARGUMENT (unknown format,
-/// channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+/// channels-last on the wrong rank), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on
+/// a tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_clone(
     self_: *const tensor_t,
@@ -91,7 +93,8 @@ pub extern "C" fn tensor_clone(
 /// reference (as `Tensor.to(dtype)`); otherwise a new tensor with the preserve-format
 /// layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
 /// int wraps, -> bool is `!= 0`, complex -> real keeps the real part. Errors: NULL_POINTER,
-/// INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+/// INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a
+/// tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_to_dtype(
     self_: *const tensor_t,

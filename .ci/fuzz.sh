@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Fuzzes every target of fuzz/Cargo.toml ([[bin]] stanzas) for a bounded time, starting from
+# its committed seed corpus fuzz/corpus/<target>/ (new inputs go to a scratch copy, so the
+# repository is never modified).
+#   bash .ci/fuzz.sh [seconds-per-target] [target...]
+#   FUZZ_RUNS=N bash .ci/fuzz.sh 0 c_api      a number of executions instead of a time
+#   FUZZ_JOBS=2 ...                            parallel fuzzing jobs per target
+#
+# Builds without cargo-fuzz (one compile less in CI): cargo +nightly with the flags
+# cargo-fuzz 0.12 passes for `cargo fuzz build -O` with its default AddressSanitizer:
+#   -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
+#   -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table
+#   -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Zsanitizer=address
+#   -Cdebug-assertions -Coverflow-checks (release profile, debug info)
+# `cargo install cargo-fuzz && cd fuzz && cargo +nightly fuzz run c_api` is equivalent.
+# A crash leaves its input in fuzz/artifacts/<target>/; reproduce it with
+#   fuzz/target/<triple>/release/<target> fuzz/artifacts/<target>/crash-...
+set -Eeuo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_PER_TARGET=${1:-60}
+shift || true
+TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
+RUSTFLAGS_FUZZ="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Zsanitizer=address \
+-Cdebug-assertions -Coverflow-checks -Cforce-frame-pointers=yes"
+
+if [ $# -gt 0 ]; then
+  targets=("$@")
+else
+  mapfile -t targets < <(awk '/^\[\[bin\]\]/ {b = 1} b && /^name *=/ {gsub(/[" ]/, "", $0); sub(/name=/, ""); print; b = 0}' fuzz/Cargo.toml)
+fi
+[ ${#targets[@]} -gt 0 ] || { echo "fuzz: no [[bin]] targets in fuzz/Cargo.toml" >&2; exit 1; }
+
+echo "+ RUSTFLAGS=\"$RUSTFLAGS_FUZZ\" cargo +nightly build --release --manifest-path fuzz/Cargo.toml --target $TRIPLE"
+RUSTFLAGS="$RUSTFLAGS_FUZZ" cargo +nightly build --release --manifest-path fuzz/Cargo.toml \
+  --target "$TRIPLE" --bins
+
+# The library asks for absurd sizes on purpose (it must see NULL, not an abort); libFuzzer's
+# own malloc limit would call those crashes, so it is set above ASan's largest allocation.
+export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1:${ASAN_OPTIONS:-}"
+for t in "${targets[@]}"; do
+  bin=fuzz/target/$TRIPLE/release/$t
+  seeds=fuzz/corpus/$t
+  work=fuzz/target/corpus/$t
+  mkdir -p "$work" "fuzz/artifacts/$t"
+  if [ ! -d "$seeds" ]; then
+    echo "fuzz: NOTICE: no seed corpus $seeds for target $t: starting from an empty corpus"
+    seeds=$work
+  fi
+  if [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS"); else limit=(-max_total_time="$SECONDS_PER_TARGET"); fi
+  echo "+ $bin ${limit[*]} (-jobs/-workers=\$FUZZ_JOBS if > 1) -malloc_limit_mb=2000000 -rss_limit_mb=2048 -max_len=512 -artifact_prefix=fuzz/artifacts/$t/ $work $seeds"
+  start=$(date +%s)
+  log=fuzz/target/$t.log
+  rc=0
+  jobs=()
+  if [ "${FUZZ_JOBS:-1}" -gt 1 ]; then jobs=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS"); fi
+  "$bin" "${limit[@]}" "${jobs[@]}" -malloc_limit_mb=2000000 \
+    -rss_limit_mb=2048 -max_len=512 -print_final_stats=1 -artifact_prefix="fuzz/artifacts/$t/" \
+    "$work" "$seeds" >"$log" 2>&1 || rc=$?
+  [ "${FUZZ_JOBS:-1}" -gt 1 ] && cat fuzz-*.log >>"$log" 2>/dev/null && rm -f fuzz-*.log
+  grep -E "INITED|DONE|stat::|ERROR|ORACLE|SUMMARY|panicked|Test unit written" "$log" | tail -n 40 || true
+  if [ "$rc" != 0 ]; then
+    tail -n 60 "$log"
+    echo "fuzz: target $t FAILED (exit $rc; input in fuzz/artifacts/$t/, full log $log)" >&2
+    exit 1
+  fi
+  echo "fuzz: $t clean after $(($(date +%s) - start)) s"
+done

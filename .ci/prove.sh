@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The boundary, re-proven on every change (issue 7): sanitizers, ThreadSanitizer, Miri,
+# allocation-failure injection, fuzzing and the ABI guard.
+#   bash .ci/prove.sh                 every step
+#   bash .ci/prove.sh abi asan tsan   only those steps (abi cusan asan tsan miri oom fuzz)
+# Steps:
+#   abi    python3 .ci/abi.py check: the exported ABI against .ci/abi_baseline.txt
+#   cusan  the C/C++ tests built with -fsanitize=address,undefined against libtensor.so
+#   asan   nightly: the library built with -Zsanitizer=address; its unit tests, and the C
+#          tests (-fsanitize=address) against that instrumented libtensor.so
+#   tsan   nightly + rust-src: std and the library built with -Zsanitizer=thread
+#          (-Zbuild-std: a std without TSan instrumentation reports false races on its own
+#          atomics); c_tests/test_threads.c and test_thread_race.c with -fsanitize=thread
+#   miri   nightly + miri: refcount, storage, DLPack and copy-engine unit tests under Miri
+#   oom    tests/alloc_failure.rs: every allocation of a scripted call sequence failed in turn
+#   fuzz   .ci/fuzz.sh: every target of fuzz/Cargo.toml for FUZZ_SECONDS (default 60) each
+# Nightly steps print a notice and are skipped when the nightly toolchain (or a component)
+# cannot be installed; every other failure fails the script.
+set -Eeuo pipefail
+cd "$(dirname "$0")/.."
+
+TARGET=$(rustc -vV | sed -n 's/^host: //p')
+STEPS=("$@")
+[ ${#STEPS[@]} -gt 0 ] || STEPS=(abi cusan asan tsan miri oom fuzz)
+SKIPPED=()
+
+run() {
+  echo "+ $*"
+  "$@"
+}
+
+have_nightly() { # have_nightly [component...]: installs them; false (with a notice) if not
+  if ! command -v rustup >/dev/null; then
+    return 1
+  fi
+  if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "installing the nightly toolchain"
+    rustup toolchain install nightly --profile minimal >/dev/null 2>&1 || return 1
+  fi
+  local c
+  for c in "$@"; do
+    if ! rustup +nightly component list --installed 2>/dev/null | grep -q "^$c"; then
+      echo "rustup +nightly component add $c"
+      rustup +nightly component add "$c" >/dev/null 2>&1 || return 1
+    fi
+  done
+}
+
+skip() {
+  echo "NOTICE: step '$1' SKIPPED: $2"
+  SKIPPED+=("$1")
+}
+
+step_abi() {
+  run cargo build --quiet
+  run python3 .ci/abi.py check
+}
+
+step_cusan() {
+  run env TENSOR_SANITIZE=address,undefined cargo test --test c_api -- --nocapture
+}
+
+step_asan() {
+  if ! have_nightly rust-src; then
+    skip asan "the nightly toolchain is not installable here"
+    return
+  fi
+  # The C programs link gcc's libasan; the instrumented library resolves the __asan_*
+  # symbols from it (rustc links its own ASan runtime only into executables).
+  run env RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
+    RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan \
+    TENSOR_SANITIZE=address ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+    cargo +nightly test --target "$TARGET" --lib --test c_api -- --nocapture
+}
+
+step_tsan() {
+  if ! have_nightly rust-src; then
+    skip tsan "the nightly toolchain or its rust-src component is not installable here"
+    return
+  fi
+  run env RUSTFLAGS="-Zsanitizer=thread -Cforce-frame-pointers=yes" CARGO_TARGET_DIR=target/tsan \
+    cargo +nightly build -Zbuild-std --target "$TARGET" --lib
+  local lib=target/tsan/$TARGET/debug
+  mkdir -p "$lib/tsan"
+  cp "$lib/libtensor.so" "$lib/tsan/libtensor.so"
+  ln -sf libtensor.so "$lib/tsan/libtensor.so.0"
+  local t extra
+  for t in test_threads test_thread_race; do
+    extra=()
+    [ "$t" = test_thread_race ] && extra=(-DROUNDS=2000) # valgrind's 60 rounds are few
+    run cc -std=c99 -g -O1 -fsanitize=thread -D_POSIX_C_SOURCE=200809L "${extra[@]}" -Wall -Wextra -Werror \
+      -Iinclude -Ic_tests "c_tests/$t.c" .ci/tsan_shim.c -o "$lib/tsan/$t" -L"$lib/tsan" \
+      -Wl,-rpath,"$PWD/$lib/tsan" -ltensor -lpthread
+    run env TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$lib/tsan/$t"
+  done
+}
+
+step_miri() {
+  if ! have_nightly miri rust-src; then
+    skip miri "the nightly toolchain or its miri component is not installable here"
+    return
+  fi
+  run cargo +nightly miri setup
+  # Unit tests of the reference counts, storages, DLPack and the copy engine's scalar
+  # paths (tests that call into libc or take minutes under Miri are #[cfg_attr(miri, ignore)]).
+  # The copy tests that sweep every dtype pair or big tensors take minutes under Miri: the
+  # scalar paths are covered by the smaller ones listed.
+  run env CARGO_TARGET_DIR=target/miri \
+    cargo +nightly miri test --lib -- refcount:: storage:: dlpack:: copy::engine:: \
+    copy::tests::bool_copies copy::tests::copy_with_overlapping copy::tests::copy_between_storages \
+    copy::tests::in_place_errors copy::tests::write_checks copy::tests::equal_on_the_same \
+    copy::tests::repeat_matches copy::tests::copy_broadcasts
+}
+
+step_oom() {
+  run cargo test --test alloc_failure -- --nocapture
+}
+
+step_fuzz() {
+  if ! have_nightly rust-src; then
+    skip fuzz "the nightly toolchain is not installable here"
+    return
+  fi
+  run bash .ci/fuzz.sh "${FUZZ_SECONDS:-60}"
+}
+
+for s in "${STEPS[@]}"; do
+  echo
+  echo "---- prove: $s"
+  t0=$(date +%s)
+  "step_$s"
+  echo "---- prove: $s done in $(($(date +%s) - t0)) s"
+done
+if [ ${#SKIPPED[@]} -gt 0 ]; then
+  echo "prove: passed, SKIPPED: ${SKIPPED[*]}"
+else
+  echo "prove: all steps passed (${STEPS[*]})"
+fi
