@@ -671,7 +671,8 @@ tensor_status_t tensor_arange(int64_t n, tensor_dtype_t dtype, struct tensor_t *
 /**
  * Wraps caller memory without copying, in `*out` (owned). `strides` are in **elements**,
  * not bytes (for byte strides such as `cv::Mat::step` or `AVFrame::linesize` use
- * `tensor_from_blob_bytes`); NULL means contiguous. The tensor owns a storage of exactly the bytes its sizes and strides reach.
+ * `tensor_from_blob_bytes`); NULL means contiguous. The tensor owns a storage of exactly
+ * the bytes its sizes and strides reach.
  * On success `deleter(data, ctx)` (if non-NULL) runs exactly once, when the last strong
  * reference to the storage dies, on that thread; on failure it is not called and the
  * caller keeps `data`. Errors: NULL_POINTER, INVALID_ARGUMENT (negative size/stride,

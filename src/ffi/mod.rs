@@ -366,6 +366,15 @@ pub(crate) fn int_list<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
+/// An optional list (strides): NULL is `None` ("contiguous"), else as [`int_list`].
+pub(crate) fn opt_int_list<'a>(p: *const i64, n: i64, what: &str) -> Result<Option<&'a [i64]>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        int_list(p, n, what).map(Some)
+    }
+}
+
 pub(crate) fn dtype_arg(d: tensor_dtype_t) -> Result<DType> {
     DType::from_code(d.0).ok_or_else(|| {
         Error::from_fmt(

@@ -105,7 +105,8 @@ pub extern "C" fn tensor_arange(
 
 /// Wraps caller memory without copying, in `*out` (owned). `strides` are in **elements**,
 /// not bytes (for byte strides such as `cv::Mat::step` or `AVFrame::linesize` use
-/// `tensor_from_blob_bytes`); NULL means contiguous. The tensor owns a storage of exactly the bytes its sizes and strides reach.
+/// `tensor_from_blob_bytes`); NULL means contiguous. The tensor owns a storage of exactly
+/// the bytes its sizes and strides reach.
 /// On success `deleter(data, ctx)` (if non-NULL) runs exactly once, when the last strong
 /// reference to the storage dies, on that thread; on failure it is not called and the
 /// caller keeps `data`. Errors: NULL_POINTER, INVALID_ARGUMENT (negative size/stride,
@@ -125,11 +126,7 @@ pub extern "C" fn tensor_from_blob(
 ) -> tensor_status_t {
     call_tensor("tensor_from_blob", out, || {
         let sizes = int_list(sizes, ndim, "sizes")?;
-        let strides = if strides.is_null() {
-            None
-        } else {
-            Some(int_list(strides, ndim, "strides")?)
-        };
+        let strides = opt_int_list(strides, ndim, "strides")?;
         Tensor::from_blob(
             data,
             sizes,
@@ -167,11 +164,7 @@ pub extern "C" fn tensor_from_blob_bytes(
 ) -> tensor_status_t {
     call_tensor("tensor_from_blob_bytes", out, || {
         let sizes = int_list(sizes, ndim, "sizes")?;
-        let strides = if byte_strides.is_null() {
-            None
-        } else {
-            Some(int_list(byte_strides, ndim, "byte_strides")?)
-        };
+        let strides = opt_int_list(byte_strides, ndim, "byte_strides")?;
         Tensor::from_blob_bytes(
             data,
             sizes,
@@ -203,11 +196,7 @@ pub extern "C" fn tensor_from_storage(
         // SAFETY: live handle (checked non-NULL above).
         let storage = unsafe { storage_retain_raw(s) };
         let sizes = int_list(sizes, ndim, "sizes")?;
-        let strides = if strides.is_null() {
-            None
-        } else {
-            Some(int_list(strides, ndim, "strides")?)
-        };
+        let strides = opt_int_list(strides, ndim, "strides")?;
         Tensor::from_storage(&storage, storage_offset, sizes, strides, dtype_arg(dtype)?)
     })
 }
