@@ -901,11 +901,7 @@ fn inspect_op(w: &mut World, i: &mut Input) {
                 16,
                 std::mem::size_of::<tensor_memory_stats_t>(),
             ]),
-            live_storages: 0,
-            live_bytes: 0,
-            peak_bytes: 0,
-            total_allocations: 0,
-            live_external_storages: 0,
+            ..Default::default()
         };
         check_status("tensor_memory_stats", tensor_memory_stats(&mut st));
     }
@@ -1024,11 +1020,7 @@ fn run(data: &[u8]) {
     }
     let mut st = tensor_memory_stats_t {
         struct_size: std::mem::size_of::<tensor_memory_stats_t>(),
-        live_storages: 0,
-        live_bytes: 0,
-        peak_bytes: 0,
-        total_allocations: 0,
-        live_external_storages: 0,
+        ..Default::default()
     };
     check_status("tensor_memory_stats", tensor_memory_stats(&mut st));
     let live = LIVE_BLOCKS.load(Ordering::Relaxed);
