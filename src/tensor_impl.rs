@@ -318,7 +318,10 @@ impl Tensor {
                         fmt_dims(b)
                     );
                 }
-                Some(b.iter().map(|&st| st / isz).collect())
+                // Fallible for > 5 dims, like every other dims list (no abort on OOM).
+                let mut d = shape::dims_from_slice(b)?;
+                d.iter_mut().for_each(|st| *st /= isz);
+                Some(d)
             }
         };
         Tensor::from_blob(data, sizes, strides.as_deref(), dtype, device, deleter, ctx)
