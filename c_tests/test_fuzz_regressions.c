@@ -51,8 +51,28 @@ static void test_view_of_int64_max_elements(void) {
   tensor_release(s);
 }
 
+/* unfold of a dim of INT64_MAX (an expanded scalar) with step 1: the window count
+ * INT64_MAX - size + 1 passes int64 for size 0 (the `+ 1` was unchecked: a debug build
+ * panicked, INTERNAL). Now OVERFLOW; size 1 still fits. */
+static void test_unfold_window_count_of_int64_max(void) {
+  int64_t big[1] = {INT64_MAX};
+  tensor_t *s = NULL, *e = NULL, *u = NULL;
+  CHECK_OK(tensor_zeros(NULL, 0, TENSOR_FLOAT32, &s));
+  CHECK_OK(tensor_expand(s, big, 1, &e));
+  CHECK_STATUS(tensor_unfold(e, 0, 0, 1, &u), TENSOR_ERR_OVERFLOW);
+  CHECK_ERROR_HAS("tensor_unfold");
+  CHECK(u == NULL);
+  CHECK_OK(tensor_unfold(e, 0, 1, 1, &u));
+  CHECK(u != NULL && tensor_ndim(u) == 2);
+  CHECK(tensor_sizes(u)[0] == INT64_MAX && tensor_sizes(u)[1] == 1);
+  tensor_release(u);
+  tensor_release(e);
+  tensor_release(s);
+}
+
 int main(void) {
   test_zero_numel_with_huge_sizes_reorders();
   test_view_of_int64_max_elements();
+  test_unfold_window_count_of_int64_max();
   return harness_finish("c_fuzz_regressions");
 }

@@ -633,7 +633,9 @@ pub fn unfold(n: &[i64], st: &[i64], off: i64, dim: i64, size: i64, step: i64) -
         return Geometry::new(&[size], &[1], off);
     }
     let mut g = Geometry::new(n, st, off)?;
-    g.sizes[d] = (n[d] - size) / step + 1;
+    // `n[d] - size` is in [0, n[d]]; the `+ 1` overflows for a dim of i64::MAX (a layout
+    // without elements, or an expanded one) with step 1: checked.
+    g.sizes[d] = shape::add((n[d] - size) / step, 1, "unfold window count")?;
     g.strides[d] = shape::mul(st[d], step, "unfold stride")?;
     shape::reserve(&mut g.sizes, 1)?;
     shape::reserve(&mut g.strides, 1)?;
