@@ -34,6 +34,7 @@ pub const DLPACK_MINOR_VERSION: u32 = 1;
 /// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write.
 pub const FLAG_READ_ONLY: u64 = 1 << 0;
 /// `DLPACK_FLAG_BITMASK_IS_COPIED`: the producer made a copy (informational for us).
+#[cfg(test)]
 pub const FLAG_IS_COPIED: u64 = 1 << 1;
 
 /// `DLDataTypeCode` values we map.
@@ -650,7 +651,7 @@ mod tests {
         }
         let back = unsafe { from_dlpack_unversioned(m) }.unwrap();
         assert!(back.is_contiguous(MemoryFormat::ChannelsLast));
-        assert!(back.storage().is_external());
+        assert_eq!(back.storage().kind(), crate::storage::StorageKind::External);
         assert_eq!(back.data_ptr(), t.data_ptr());
         assert_eq!(t.use_count(), 2);
         drop(back);

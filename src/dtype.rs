@@ -224,17 +224,6 @@ impl Scalar {
     }
 
     #[inline(always)]
-    pub fn to_u64(self) -> u64 {
-        match self {
-            Scalar::Bool(b) => b as u64,
-            Scalar::Int(i) => i as u64,
-            Scalar::UInt(u) => u,
-            Scalar::Float(f) => f as u64,
-            Scalar::Complex(re, _) => re as u64,
-        }
-    }
-
-    #[inline(always)]
     pub fn to_bool(self) -> bool {
         match self {
             Scalar::Bool(b) => b,
@@ -271,13 +260,13 @@ pub struct Complex64 {
 /// A Rust type that is the in-memory representation of one dtype. Every bit pattern of
 /// `Self` is valid (so reading foreign memory is sound).
 pub trait Element: Copy + Send + Sync + 'static {
+    /// The dtype `Self` represents.
+    // Read only by the test tying `with_dtype!`'s dispatch to the dtypes
+    // (`tests::codes_sizes_names`): on one cfg, hence the allow.
+    #[allow(dead_code)]
     const DTYPE: DType;
     fn to_scalar(self) -> Scalar;
     fn from_scalar(s: Scalar) -> Self;
-    /// The value 0 and 1 of this type.
-    fn zero() -> Self {
-        Self::from_scalar(Scalar::Int(0))
-    }
 }
 
 macro_rules! int_element {

@@ -26,24 +26,45 @@
 
 #![allow(non_camel_case_types)]
 
+// The Rust core is crate-private: the product is the C ABI of `ffi` (and the header
+// generated from it). Tests of the core live in the crate (`#[cfg(test)]` modules,
+// `src/tests/`); tests/, benches/ and fuzz/ drive `ffi`.
 #[macro_use]
-pub mod error;
-pub mod allocator;
-pub mod copy;
-pub mod device;
-pub mod dlpack;
-pub mod dtype;
+pub(crate) mod error;
+pub(crate) mod allocator;
+pub(crate) mod copy;
+pub(crate) mod device;
+pub(crate) mod dlpack;
+pub(crate) mod dtype;
 pub mod ffi;
-pub mod files;
-pub mod format;
-pub mod layout;
-pub mod refcount;
-pub mod shape;
-pub mod snapshot;
-pub mod storage;
-pub mod tensor_impl;
-pub mod view;
+pub(crate) mod files;
+pub(crate) mod format;
+pub(crate) mod layout;
+pub(crate) mod refcount;
+pub(crate) mod shape;
+pub(crate) mod snapshot;
+pub(crate) mod storage;
+pub(crate) mod tensor_impl;
+pub(crate) mod view;
 
-pub use dtype::{DType, Scalar};
-pub use error::{Error, Result, Status};
-pub use tensor_impl::{MemoryFormat, Tensor, TensorImpl};
+#[cfg(test)]
+mod tests;
+
+/// DLPack's C structs, laid out as `dlpack.h` declares them (the header only
+/// forward-declares them), for the Rust programs that play a C caller exchanging managed
+/// tensors with `ffi::dlpack`: tests/ and fuzz/. Not an API of its own.
+#[doc(hidden)]
+pub mod dlpack_c {
+    pub use crate::dlpack::{
+        DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
+    };
+}
+
+/// What the fuzz target `fuzz/fuzz_targets/file_headers.rs` drives directly: the file-header
+/// parsers. Only in builds with `--cfg fuzzing` (`.ci/fuzz.sh`, cargo-fuzz).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::files::{npy, safetensors, storage_from_bytes};
+    pub use crate::tensor_impl::{MemoryFormat, Tensor};
+}

@@ -155,6 +155,7 @@ impl<T: Intrusive> IntrusivePtr<T> {
         IntrusivePtr::from_raw(p as *mut RcBox<T>)
     }
 
+    #[cfg(test)]
     pub fn use_count(&self) -> u64 {
         self.rc_box().strong_count()
     }

@@ -6,7 +6,7 @@
 use crate::allocator::{stats_storage_born, stats_storage_died, Allocator};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
-use crate::refcount::{Intrusive, IntrusivePtr, WeakIntrusivePtr};
+use crate::refcount::{Intrusive, IntrusivePtr};
 use crate::snapshot;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
@@ -70,7 +70,6 @@ unsafe impl Send for StorageImpl {}
 unsafe impl Sync for StorageImpl {}
 
 pub type Storage = IntrusivePtr<StorageImpl>;
-pub type WeakStorage = WeakIntrusivePtr<StorageImpl>;
 
 fn oom(what: &str) -> Error {
     Error::from_fmt(
@@ -206,10 +205,6 @@ impl StorageImpl {
 
     pub fn is_resizable(&self) -> bool {
         matches!(self.data().owner, Owner::Allocated(_))
-    }
-
-    pub fn is_external(&self) -> bool {
-        matches!(self.data().owner, Owner::External { .. })
     }
 
     /// Registered with the memory snapshot (so are the tensors made on it).
@@ -367,7 +362,7 @@ mod tests {
         let s = StorageImpl::allocate(100, Allocator::Builtin).unwrap();
         assert_eq!(s.nbytes(), 100);
         assert_eq!(s.data_ptr() as usize % 64, 0);
-        assert!(s.is_resizable() && !s.is_external());
+        assert!(s.is_resizable() && s.kind() == StorageKind::Allocated);
         unsafe { s.data_ptr().write_bytes(7, 100) };
         s.resize(200).unwrap();
         assert_eq!(s.nbytes(), 200);

@@ -196,6 +196,7 @@ impl Tensor {
     }
 
     /// Uninitialised tensor laid out in `fmt` (not Preserve).
+    #[cfg(test)]
     pub fn empty_with_format(sizes: &[i64], dtype: DType, fmt: MemoryFormat) -> Result<Tensor> {
         shape::check_sizes(sizes)?;
         Tensor::empty_strided(sizes, &fmt.strides_for(sizes)?, dtype)
@@ -350,10 +351,12 @@ impl Tensor {
     }
 
     /// Same handle? (pointer identity, as `at::Tensor::is_same`)
+    #[cfg(test)]
     pub fn is_same(&self, other: &Tensor) -> bool {
         IntrusivePtr::ptr_eq(&self.0, &other.0)
     }
 
+    #[cfg(test)]
     pub fn use_count(&self) -> u64 {
         self.0.use_count()
     }
@@ -467,11 +470,9 @@ impl TensorImpl {
         self.version_cell().fetch_add(1, Ordering::Relaxed);
     }
     /// Does `self` share its version counter with `other` (a view of the same base)?
+    #[cfg(test)]
     pub fn shares_version(&self, other: &TensorImpl) -> bool {
         std::ptr::eq(self.version_cell(), other.version_cell())
-    }
-    pub fn flags(&self) -> Flags {
-        self.flags
     }
     pub fn shares_storage(&self, other: &TensorImpl) -> bool {
         IntrusivePtr::ptr_eq(&self.storage, &other.storage)

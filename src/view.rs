@@ -36,11 +36,6 @@ impl Geometry {
         })
     }
 
-    /// The geometry of `t`.
-    pub fn of(t: &TensorImpl) -> Result<Geometry> {
-        Geometry::new(t.sizes(), t.strides(), t.storage_offset())
-    }
-
     /// The geometry (`n`, `st`, `off`) without dim `d` (< `n.len()`): written once, without
     /// copying all dims and then shifting.
     #[inline(always)]

@@ -1,70 +1,79 @@
 //! Layout property: building a view of a tensor with <= 5 dims makes exactly one heap
-//! allocation (the TensorImpl), and retain/release make none. Counted with a global
-//! allocator that tallies this thread's allocations.
+//! allocation (the TensorImpl), and retain/release make none. Driven through the C API;
+//! counted with the allocation counter of `tests/support/counting_alloc.rs` (this binary's
+//! global allocator), which tallies this thread's allocations.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use tensor::{DType, Tensor};
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
-struct Counting;
+use counting_alloc::allocations_in;
+use std::ptr::null_mut;
+use tensor::ffi::core::{tensor_release, tensor_retain};
+use tensor::ffi::tensor::{tensor_ndim, tensor_zeros};
+use tensor::ffi::view::{tensor_alias, tensor_view};
+use tensor::ffi::{tensor_dtype_t, tensor_t, TENSOR_FLOAT32, TENSOR_OK, TENSOR_UINT8};
 
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+fn zeros(sizes: &[i64], dtype: tensor_dtype_t) -> *mut tensor_t {
+    let mut t = null_mut();
+    let st = tensor_zeros(sizes.as_ptr(), sizes.len() as i64, dtype, &mut t);
+    assert_eq!(st, TENSOR_OK);
+    t
 }
 
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_in(f: impl FnOnce()) -> usize {
-    let before = ALLOCS.with(|c| c.get());
-    f();
-    ALLOCS.with(|c| c.get()) - before
+/// Allocations made by `tensor_alias(t)` (a view with `t`'s own sizes, strides and
+/// offset) and the release of the view it returns.
+fn alias_allocations(t: *const tensor_t) -> u64 {
+    let (st, n) = allocations_in(|| {
+        let mut v = null_mut();
+        let st = tensor_alias(t, &mut v);
+        tensor_release(v);
+        st
+    });
+    assert_eq!(st, TENSOR_OK);
+    n
 }
 
 #[test]
 fn one_allocation_per_view_up_to_five_dims() {
     for nd in 0..=5usize {
         let sizes: Vec<i64> = (0..nd as i64).map(|d| d + 2).collect();
-        let t = Tensor::zeros(&sizes, DType::F32).unwrap();
-        let strides = t.strides().to_vec();
-        let n = allocations_in(|| {
-            let v = t.make_view(&sizes, &strides, 0).unwrap();
-            drop(v);
+        let t = zeros(&sizes, TENSOR_FLOAT32);
+        assert_eq!(tensor_ndim(t), nd as i64);
+        assert_eq!(alias_allocations(t), 1, "{nd}-dim view");
+        let (st, n) = allocations_in(|| {
+            let mut v = null_mut();
+            let st = tensor_view(t, [-1i64].as_ptr(), 1, &mut v);
+            tensor_release(v);
+            st
         });
-        assert_eq!(n, 1, "{nd}-dim view");
-        let n = allocations_in(|| {
-            let v = t.view(&[-1]).unwrap();
-            drop(v);
-        });
+        assert_eq!(st, TENSOR_OK);
         assert_eq!(n, 1, "{nd}-dim view(-1)");
+        tensor_release(t);
     }
 }
 
 #[test]
 fn retain_release_do_not_allocate() {
-    let t = Tensor::zeros(&[3, 4], DType::F32).unwrap();
-    let n = allocations_in(|| {
-        let c = t.clone();
-        drop(c);
+    let t = zeros(&[3, 4], TENSOR_FLOAT32);
+    let (r, n) = allocations_in(|| {
+        let c = tensor_retain(t);
+        tensor_release(c);
+        c
     });
+    assert_eq!(r, t, "retain returns the same handle");
     assert_eq!(n, 0);
+    tensor_release(t);
 }
 
 #[test]
 fn more_than_five_dims_spill_once() {
     let sizes = [2i64; 6];
-    let t = Tensor::zeros(&sizes, DType::U8).unwrap();
-    let strides = t.strides().to_vec();
-    let n = allocations_in(|| drop(t.make_view(&sizes, &strides, 0).unwrap()));
-    assert_eq!(n, 2, "TensorImpl + spilled sizes/strides");
+    let t = zeros(&sizes, TENSOR_UINT8);
+    assert_eq!(tensor_ndim(t), 6);
+    assert_eq!(
+        alias_allocations(t),
+        2,
+        "TensorImpl + spilled sizes/strides"
+    );
+    tensor_release(t);
 }

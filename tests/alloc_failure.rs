@@ -17,7 +17,7 @@
 //! `ALLOC_FAILURE_TRACE=N` prints a backtrace where the Nth Rust allocation is made (to find
 //! a path that aborts or leaks).
 
-use ::tensor::dlpack as dl;
+use ::tensor::dlpack_c as dl;
 use ::tensor::ffi::copy::*;
 use ::tensor::ffi::core::*;
 use ::tensor::ffi::dlpack::*;

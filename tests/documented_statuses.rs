@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use tensor::dlpack::{
+use tensor::dlpack_c::{
     DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
 };
 use tensor::ffi::copy::*;

@@ -1,74 +1,125 @@
 //! Every view of up to 5 dims costs exactly one heap allocation (the TensorImpl): sizes,
-//! strides and the intermediate geometry are inline. Counted with a global allocator that
-//! counts this thread's allocations.
+//! strides and the intermediate geometry are inline, and the C entry points add none.
+//! Driven through the C API; counted with the allocation counter of
+//! `tests/support/counting_alloc.rs` (this binary's global allocator), which counts this
+//! thread's allocations.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use tensor::dtype::DType;
-use tensor::{Result, Tensor};
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
-struct Counting;
+use counting_alloc::allocations_in;
+use std::ptr::null_mut;
+use tensor::ffi::core::tensor_release;
+use tensor::ffi::tensor::tensor_arange;
+use tensor::ffi::view::*;
+use tensor::ffi::{tensor_status_t, tensor_t, TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_OK};
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+/// Allocations made by `f`, which must succeed with a new tensor in its out-parameter
+/// (released afterwards, outside the count).
+fn allocations_of(f: impl FnOnce(*mut *mut tensor_t) -> tensor_status_t) -> u64 {
+    let mut out = null_mut();
+    let (st, n) = allocations_in(|| f(&mut out));
+    assert_eq!(st, TENSOR_OK, "the view succeeds");
+    assert!(!out.is_null());
+    tensor_release(out);
+    n
 }
 
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        System.realloc(ptr, layout, new_size)
-    }
+fn arange_f32(n: i64) -> *mut tensor_t {
+    let mut t = null_mut();
+    assert_eq!(tensor_arange(n, TENSOR_FLOAT32, &mut t), TENSOR_OK);
+    t
 }
 
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_of(f: impl FnOnce() -> Result<Tensor>) -> u64 {
-    let before = ALLOCATIONS.with(|c| c.get());
-    let t = f().expect("the view succeeds");
-    let after = ALLOCATIONS.with(|c| c.get());
-    drop(t);
-    after - before
+/// `f(select(t, 0, 0))`, the intermediate view released before returning.
+fn on_select_0_0(
+    t: *const tensor_t,
+    o: *mut *mut tensor_t,
+    f: impl FnOnce(*const tensor_t, *mut *mut tensor_t) -> tensor_status_t,
+) -> tensor_status_t {
+    let mut s = null_mut();
+    let st = tensor_select(t, 0, 0, &mut s);
+    if st != TENSOR_OK {
+        return st;
+    }
+    let st = f(s, o);
+    tensor_release(s);
+    st
 }
 
 #[test]
 fn each_view_allocates_once() {
-    let flat = Tensor::arange(120, DType::F32).unwrap();
-    let t = flat.view(&[2, 3, 4, 5]).unwrap();
-    let s = flat.view(&[]).err(); // errors may allocate their message; not measured
-    assert!(s.is_some());
-    let one = Tensor::arange(1, DType::F32).unwrap().view(&[]).unwrap();
-    type Case<'a> = (&'static str, Box<dyn Fn() -> Result<Tensor> + 'a>);
+    let flat = arange_f32(120);
+    let mut t = null_mut();
+    assert_eq!(
+        tensor_view(flat, [2i64, 3, 4, 5].as_ptr(), 4, &mut t),
+        TENSOR_OK
+    );
+    let t = t as *const tensor_t;
+    // errors may allocate their message; not measured
+    let mut bad = null_mut();
+    assert_ne!(tensor_view(flat, [].as_ptr(), 0, &mut bad), TENSOR_OK);
+    assert!(bad.is_null());
+    let one_elem = arange_f32(1);
+    let mut one = null_mut();
+    assert_eq!(tensor_view(one_elem, [].as_ptr(), 0, &mut one), TENSOR_OK);
+    let one = one as *const tensor_t;
+    type Case<'a> = (
+        &'static str,
+        Box<dyn Fn(*mut *mut tensor_t) -> tensor_status_t + 'a>,
+    );
     let cases: Vec<Case> = vec![
-        ("view", Box::new(|| t.view(&[6, -1, 5]))),
-        ("view_dtype", Box::new(|| t.view_dtype(DType::F16))),
+        (
+            "view",
+            Box::new(|o| tensor_view(t, [6i64, -1, 5].as_ptr(), 3, o)),
+        ),
+        (
+            "view_dtype",
+            Box::new(|o| tensor_view_dtype(t, TENSOR_FLOAT16, o)),
+        ),
         (
             "as_strided",
-            Box::new(|| t.as_strided(&[2, 2, 2, 2, 2], &[1, 2, 4, 8, 16], 3)),
+            Box::new(|o| {
+                let sizes = [2i64, 2, 2, 2, 2];
+                let strides = [1i64, 2, 4, 8, 16];
+                tensor_as_strided(t, sizes.as_ptr(), strides.as_ptr(), 5, 3, o)
+            }),
         ),
-        ("transpose", Box::new(|| t.transpose(0, -1))),
-        ("transpose_2d", Box::new(|| one.transpose_2d())),
-        ("permute", Box::new(|| t.permute(&[3, 1, 0, 2]))),
-        ("movedim", Box::new(|| t.movedim(1, 3))),
-        ("slice", Box::new(|| t.slice(2, -3, i64::MAX, 2))),
-        ("narrow", Box::new(|| t.narrow(3, 1, 2))),
-        ("select", Box::new(|| t.select(1, -1))),
-        ("squeeze", Box::new(|| t.squeeze())),
-        ("squeeze_dim", Box::new(|| t.squeeze_dim(0))),
-        ("unsqueeze", Box::new(|| t.unsqueeze(2))),
-        ("expand", Box::new(|| t.select(0, 0)?.expand(&[7, 3, 4, 5]))),
-        ("unflatten", Box::new(|| t.unflatten(2, &[2, -1]))),
-        ("diagonal", Box::new(|| t.diagonal(1, 2, 3))),
-        ("unfold", Box::new(|| t.select(0, 0)?.unfold(2, 2, 1))),
-        ("alias", Box::new(|| t.alias())),
-        ("detach", Box::new(|| t.detach())),
+        ("transpose", Box::new(|o| tensor_transpose(t, 0, -1, o))),
+        ("transpose_2d", Box::new(|o| tensor_transpose_2d(one, o))),
+        (
+            "permute",
+            Box::new(|o| tensor_permute(t, [3i64, 1, 0, 2].as_ptr(), 4, o)),
+        ),
+        ("movedim", Box::new(|o| tensor_movedim(t, 1, 3, o))),
+        (
+            "slice",
+            Box::new(|o| tensor_slice(t, 2, -3, i64::MAX, 2, o)),
+        ),
+        ("narrow", Box::new(|o| tensor_narrow(t, 3, 1, 2, o))),
+        ("select", Box::new(|o| tensor_select(t, 1, -1, o))),
+        ("squeeze", Box::new(|o| tensor_squeeze(t, o))),
+        ("squeeze_dim", Box::new(|o| tensor_squeeze_dim(t, 0, o))),
+        ("unsqueeze", Box::new(|o| tensor_unsqueeze(t, 2, o))),
+        (
+            "expand",
+            Box::new(|o| {
+                on_select_0_0(t, o, |s, o| {
+                    tensor_expand(s, [7i64, 3, 4, 5].as_ptr(), 4, o)
+                })
+            }),
+        ),
+        (
+            "unflatten",
+            Box::new(|o| tensor_unflatten(t, 2, [2i64, -1].as_ptr(), 2, o)),
+        ),
+        ("diagonal", Box::new(|o| tensor_diagonal(t, 1, 2, 3, o))),
+        (
+            "unfold",
+            Box::new(|o| on_select_0_0(t, o, |s, o| tensor_unfold(s, 2, 2, 1, o))),
+        ),
+        ("alias", Box::new(|o| tensor_alias(t, o))),
+        ("detach", Box::new(|o| tensor_detach(t, o))),
     ];
     for (name, f) in &cases {
         // expand and unfold build their input with one select first
@@ -79,32 +130,32 @@ fn each_view_allocates_once() {
         };
         assert_eq!(allocations_of(f), expected, "{name}");
     }
+    tensor_release(one as *mut _);
+    tensor_release(one_elem);
+    tensor_release(t as *mut _);
+    tensor_release(flat);
 }
 
 #[test]
 fn the_c_entry_points_add_no_allocation() {
-    use tensor::ffi::view::{tensor_permute, tensor_slice};
-    use tensor::ffi::{tensor_t, TENSOR_OK};
-    let t = Tensor::arange(120, DType::F32)
-        .unwrap()
-        .view(&[2, 3, 4, 5])
-        .unwrap();
-    let raw = t.clone().into_raw() as *const tensor_t;
+    let flat = arange_f32(120);
+    let mut raw = null_mut();
+    assert_eq!(
+        tensor_view(flat, [2i64, 3, 4, 5].as_ptr(), 4, &mut raw),
+        TENSOR_OK
+    );
+    tensor_release(flat);
+    let raw = raw as *const tensor_t;
     let dims = [3i64, 1, 0, 2];
     for call in 0..2 {
-        let mut out: *mut tensor_t = std::ptr::null_mut();
-        let before = ALLOCATIONS.with(|c| c.get());
-        let st = if call == 0 {
-            tensor_permute(raw, dims.as_ptr(), 4, &mut out)
-        } else {
-            tensor_slice(raw, 2, 1, i64::MAX, 2, &mut out)
-        };
-        let after = ALLOCATIONS.with(|c| c.get());
-        assert_eq!(st, TENSOR_OK);
-        assert_eq!(after - before, 1, "call {call}");
-        // SAFETY: out is the +1 handle the call returned.
-        drop(unsafe { Tensor::from_raw(out as *mut _) });
+        let n = allocations_of(|out| {
+            if call == 0 {
+                tensor_permute(raw, dims.as_ptr(), 4, out)
+            } else {
+                tensor_slice(raw, 2, 1, i64::MAX, 2, out)
+            }
+        });
+        assert_eq!(n, 1, "call {call}");
     }
-    // SAFETY: the reference into_raw gave up.
-    drop(unsafe { Tensor::from_raw(raw as *mut _) });
+    tensor_release(raw as *mut _);
 }

@@ -4,8 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tensor::files::{npy, safetensors, storage_from_bytes};
-use tensor::{MemoryFormat, Tensor};
+// The core is crate-private; `tensor::fuzzing` re-exports what this target drives (it
+// exists only in builds with `--cfg fuzzing`, as .ci/fuzz.sh and cargo-fuzz make them).
+use tensor::fuzzing::{npy, safetensors, storage_from_bytes, MemoryFormat, Tensor};
 
 fn read_all(t: &Tensor) {
     if let Ok(c) = t.contiguous(MemoryFormat::Contiguous) {

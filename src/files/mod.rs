@@ -8,7 +8,7 @@ pub mod npy;
 pub mod safetensors;
 
 use crate::error::{Error, Result, Status};
-use crate::storage::{Storage, StorageImpl};
+use crate::storage::Storage;
 use std::io::Write;
 use std::path::Path;
 
@@ -43,9 +43,11 @@ pub(crate) fn write_atomically(path: &Path, parts: &[&[u8]]) -> Result<()> {
 }
 
 /// A fresh storage holding a copy of `bytes` (for parsing a file held in memory, e.g. by
-/// the fuzz target and tests).
+/// the fuzz target and tests; compiled for those only).
+#[cfg(any(test, fuzzing))]
 pub fn storage_from_bytes(bytes: &[u8]) -> Result<Storage> {
-    let s = StorageImpl::allocate(bytes.len(), crate::allocator::Allocator::Builtin)?;
+    let s =
+        crate::storage::StorageImpl::allocate(bytes.len(), crate::allocator::Allocator::Builtin)?;
     if !bytes.is_empty() {
         // SAFETY: the fresh storage owns bytes.len() bytes.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), s.data_ptr(), bytes.len()) };

@@ -505,7 +505,7 @@ mod tests {
         assert!(mapped.equal(&a).unwrap());
         assert!(mapped.storage().is_read_only());
         // Saving over the path while it is mapped: the old view keeps the old bytes.
-        let b = Tensor::full(&[3], DType::F64, crate::Scalar::Float(2.5)).unwrap();
+        let b = Tensor::full(&[3], DType::F64, crate::dtype::Scalar::Float(2.5)).unwrap();
         save(&p, &b).unwrap();
         assert!(mapped.equal(&a).unwrap());
         let again = load(&p, MapMode::Private).unwrap();
@@ -522,12 +522,12 @@ mod tests {
             Err(e) => e,
             Ok(()) => panic!("saving under a file must fail"),
         };
-        assert_eq!(e.status, crate::Status::Io);
+        assert_eq!(e.status, crate::error::Status::Io);
         let bf = Tensor::zeros(&[2], DType::BF16).unwrap();
         let e = match save(&p, &bf) {
             Err(e) => e,
             Ok(()) => panic!("bfloat16 has no .npy dtype"),
         };
-        assert_eq!(e.status, crate::Status::DType);
+        assert_eq!(e.status, crate::error::Status::DType);
     }
 }

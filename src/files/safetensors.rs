@@ -150,7 +150,9 @@ pub fn tensors_from_storage(storage: &Storage) -> Result<Vec<(String, Tensor)>> 
 
 /// A loaded file: the one read-only mapping and its tensors (in data order).
 pub struct SafetensorsFile {
-    pub storage: Storage,
+    /// Never read: held so that the mapping lives as long as the handle (its tensors may
+    /// all be aligned copies that do not reference it).
+    pub _storage: Storage,
     pub tensors: Vec<(String, Tensor)>,
 }
 
@@ -159,7 +161,10 @@ pub fn load(path: &Path) -> Result<SafetensorsFile> {
     let storage = map_whole_file(path, MapMode::ReadOnly, ".safetensors")?;
     let tensors = tensors_from_storage(&storage)
         .map_err(|e| Error::new(e.status, format!("'{}': {}", path.display(), e.message)))?;
-    Ok(SafetensorsFile { storage, tensors })
+    Ok(SafetensorsFile {
+        _storage: storage,
+        tensors,
+    })
 }
 
 /// Writes the named tensors to `path` (non-contiguous ones are made contiguous first), in

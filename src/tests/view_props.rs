@@ -9,11 +9,10 @@
 //! it; the view lies inside its storage and shares it with the base; a write through the
 //! view lands in the base's storage; the version counter is shared.
 
+use crate::dtype::{DType, Scalar};
+use crate::shape;
+use crate::tensor_impl::{MemoryFormat, Tensor};
 use proptest::prelude::*;
-use tensor::dtype::DType;
-use tensor::shape;
-use tensor::tensor_impl::MemoryFormat;
-use tensor::{Scalar, Tensor};
 
 /// Storage byte offsets of a view's elements, row-major, plus its sizes and itemsize.
 #[derive(Clone, Debug)]

@@ -3,9 +3,11 @@
 //! dtypes, garbage, and random mutations of valid files. Every input gets a status, never
 //! a panic, and whatever loads stays inside its storage (every element is read back).
 
+use crate::dtype::{DType, Scalar};
+use crate::error::Status;
+use crate::files::{npy, safetensors, storage_from_bytes};
+use crate::tensor_impl::{MemoryFormat, Tensor};
 use proptest::prelude::*;
-use tensor::files::{npy, safetensors, storage_from_bytes};
-use tensor::{DType, MemoryFormat, Status, Tensor};
 
 fn arange_f32(n: i64) -> Tensor {
     Tensor::arange(n, DType::F32).unwrap()
@@ -15,6 +17,8 @@ fn arange_f32(n: i64) -> Tensor {
 fn npy_bytes(t: &Tensor) -> Vec<u8> {
     let mut b = npy::header_bytes(t.dtype(), t.sizes()).unwrap();
     let c = t.contiguous(MemoryFormat::Contiguous).unwrap();
+    // SAFETY: a contiguous host tensor has nbytes() readable bytes at data_ptr(), alive
+    // while `c` is.
     b.extend_from_slice(unsafe { std::slice::from_raw_parts(c.data_ptr(), c.nbytes()) });
     b
 }
@@ -123,7 +127,7 @@ fn npy_big_endian_is_converted() {
         &data,
     );
     let t = npy::tensor_from_storage(&storage_from_bytes(&b).unwrap()).unwrap();
-    let tensor::Scalar::Complex(re, im) = t.get(&[0]).unwrap() else {
+    let Scalar::Complex(re, im) = t.get(&[0]).unwrap() else {
         panic!("complex expected")
     };
     assert_eq!((re, im), (3.0, -4.0));
