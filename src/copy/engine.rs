@@ -170,6 +170,32 @@ pub(crate) unsafe fn execute(
     }
 }
 
+/// Steps the row-major odometer `idx` (one counter per dim, outermost first; the last one
+/// moves fastest) to its next position, where dim `j` has `size(j)` positions. Every
+/// counter that changes is reported as `moved(j, delta)`: `delta` is +1, or `1 - size(j)`
+/// when it wraps back to 0 and carries into dim `j - 1`, so a caller moves its pointers by
+/// `delta` strides. Returns false once past the last position (every counter back at 0).
+/// The crate's one odometer: the run and tile loops below and the tests' reference reader
+/// (`copy::reference_values`) step with it.
+#[inline(always)]
+pub(crate) fn odometer_step(
+    idx: &mut [usize],
+    size: impl Fn(usize) -> usize,
+    mut moved: impl FnMut(usize, isize),
+) -> bool {
+    for j in (0..idx.len()).rev() {
+        let n = size(j);
+        idx[j] += 1;
+        if idx[j] < n {
+            moved(j, 1);
+            return true;
+        }
+        idx[j] = 0;
+        moved(j, 1 - n as isize);
+    }
+    false
+}
+
 /// Odometer over every dim but the innermost; one kernel run per innermost line.
 unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kernel) -> bool {
     let nd = plan.sizes.len();
@@ -186,26 +212,18 @@ unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kern
         if !k.run(d, s, n, ds, ss) {
             return false;
         }
-        // Advance the odometer (innermost outer dim first). Stepping may pass the end of a
-        // dim before carrying back, so the pointers move with wrapping arithmetic and are
-        // only dereferenced (by the kernel) at in-layout positions.
-        let mut dim = last;
-        loop {
-            if dim == 0 {
-                return true;
-            }
-            dim -= 1;
-            idx[dim] += 1;
-            d = d.wrapping_offset(plan.strides[0][dim]);
-            s = s.wrapping_offset(plan.strides[1][dim]);
-            if idx[dim] < outer[dim] {
-                break;
-            }
-            // Wrap this dim back to 0 and carry.
-            let back = outer[dim] as isize;
-            d = d.wrapping_offset(-back * plan.strides[0][dim]);
-            s = s.wrapping_offset(-back * plan.strides[1][dim]);
-            idx[dim] = 0;
+        // Advance the odometer (innermost outer dim first). The pointers move with wrapping
+        // arithmetic and are only dereferenced (by the kernel) at in-layout positions.
+        let more = odometer_step(
+            &mut idx,
+            |j| outer[j],
+            |j, delta| {
+                d = d.wrapping_offset(delta * plan.strides[0][j]);
+                s = s.wrapping_offset(delta * plan.strides[1][j]);
+            },
+        );
+        if !more {
+            return true;
         }
     }
 }
@@ -250,23 +268,17 @@ unsafe fn execute_tiled(
             }
             r0 += rows;
         }
-        let mut j = others.len();
-        loop {
-            if j == 0 {
-                return true;
-            }
-            j -= 1;
-            let dim = others[j];
-            idx[j] += 1;
-            d = d.wrapping_offset(plan.strides[0][dim]);
-            s = s.wrapping_offset(plan.strides[1][dim]);
-            if idx[j] < plan.sizes[dim] {
-                break;
-            }
-            let back = plan.sizes[dim] as isize;
-            d = d.wrapping_offset(-back * plan.strides[0][dim]);
-            s = s.wrapping_offset(-back * plan.strides[1][dim]);
-            idx[j] = 0;
+        let more = odometer_step(
+            &mut idx,
+            |j| plan.sizes[others[j]],
+            |j, delta| {
+                let dim = others[j];
+                d = d.wrapping_offset(delta * plan.strides[0][dim]);
+                s = s.wrapping_offset(delta * plan.strides[1][dim]);
+            },
+        );
+        if !more {
+            return true;
         }
     }
 }
@@ -277,6 +289,35 @@ mod tests {
 
     fn plan(sizes: &[i64], a: &[i64], b: &[i64]) -> Plan {
         Plan::new(sizes, a, 4, b, 4).unwrap()
+    }
+
+    #[test]
+    fn odometer_visits_every_position_in_row_major_order() {
+        let sizes = [2usize, 1, 3];
+        let strides = [3isize, 3, 1];
+        let mut idx = [0usize; 3];
+        let (mut off, mut seen) = (0isize, vec![0isize]);
+        while odometer_step(&mut idx, |j| sizes[j], |j, delta| off += delta * strides[j]) {
+            let want: isize = idx
+                .iter()
+                .zip(&strides)
+                .map(|(&i, &s)| i as isize * s)
+                .sum();
+            assert_eq!(off, want, "{idx:?}");
+            seen.push(off);
+        }
+        assert_eq!(seen, (0..6).collect::<Vec<_>>());
+        assert_eq!(
+            (idx, off),
+            ([0, 0, 0], 0),
+            "back at the start after the last position"
+        );
+        // No dims: one position only.
+        assert!(!odometer_step(
+            &mut [],
+            |_| 1,
+            |_, _| panic!("no dim moves")
+        ));
     }
 
     #[test]

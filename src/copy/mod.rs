@@ -659,20 +659,12 @@ pub(crate) fn reference_values(t: &TensorImpl) -> Vec<Scalar> {
     if n.contains(&0) {
         return out;
     }
-    let mut idx = vec![0i64; n.len()];
+    let mut idx = vec![0usize; n.len()];
     loop {
-        out.push(t.get(&idx).unwrap());
-        let mut d = n.len();
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            idx[d] += 1;
-            if idx[d] < n[d] {
-                break;
-            }
-            idx[d] = 0;
+        let at: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
+        out.push(t.get(&at).unwrap());
+        if !engine::odometer_step(&mut idx, |d| n[d] as usize, |_, _| {}) {
+            return out;
         }
     }
 }
