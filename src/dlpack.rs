@@ -535,7 +535,8 @@ mod tests {
     #[test]
     fn export_checks_bounds_and_pins_the_storage() {
         let t = Tensor::arange(4, DType::F32).unwrap();
-        t.storage().resize(8).unwrap();
+        // SAFETY: this test's thread is the only user of the storage.
+        unsafe { t.storage().resize(8) }.unwrap();
         let e = to_dlpack_versioned(t.clone()).unwrap_err();
         assert_eq!(e.status, Status::OutOfBounds);
         assert_eq!(
@@ -547,17 +548,20 @@ mod tests {
             0,
             "a failed export is not counted"
         );
-        t.storage().resize(16).unwrap();
+        // SAFETY: this test's thread is the only user of the storage.
+        unsafe { t.storage().resize(16) }.unwrap();
         let m = to_dlpack_versioned(t.clone()).unwrap();
         assert_eq!(t.storage().export_count(), 1);
         assert_eq!(
-            t.storage().resize(32).unwrap_err().status,
+            // SAFETY: this test's thread is the only user of the storage.
+            unsafe { t.storage().resize(32) }.unwrap_err().status,
             Status::NotResizable
         );
         // SAFETY: the managed tensor just exported; its deleter runs once.
         unsafe { ((*m).deleter.unwrap())(m) };
         assert_eq!(t.storage().export_count(), 0);
-        t.storage().resize(32).unwrap();
+        // SAFETY: this test's thread is the only user of the storage.
+        unsafe { t.storage().resize(32) }.unwrap();
     }
 
     #[test]

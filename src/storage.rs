@@ -18,10 +18,13 @@ pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
 enum Owner {
     /// Allocated by us; resizable.
     Allocated(Allocator),
-    /// Wrapped caller memory; the deleter (if any) runs once.
+    /// Wrapped caller memory; the deleter (if any) runs once, unless disarmed.
     External {
         deleter: Option<DeleterFn>,
         ctx: *mut c_void,
+        /// Set by [`StorageImpl::disarm`]: the deleter is not called. Atomic, so that
+        /// disarming never writes through the `data` cell (see `disarm`).
+        disarmed: AtomicBool,
     },
     /// Data already released.
     Released,
@@ -156,7 +159,11 @@ impl StorageImpl {
             data: UnsafeCell::new(Data {
                 ptr: data as *mut u8,
                 nbytes,
-                owner: Owner::External { deleter, ctx },
+                owner: Owner::External {
+                    deleter,
+                    ctx,
+                    disarmed: AtomicBool::new(false),
+                },
             }),
             device,
             read_only: AtomicBool::new(false),
@@ -182,12 +189,14 @@ impl StorageImpl {
 
     /// Forgets the deleter of wrapped memory, so that dropping this storage gives ownership
     /// back to the caller. Used when a call that was to take ownership fails after the
-    /// storage was made. Must only be called while the caller holds the sole reference.
+    /// storage was made. An atomic store rather than a write through the `data` cell: even
+    /// a storage whose only reference the caller holds is reachable from other threads
+    /// when it is tracked (`snapshot::snapshot` reads its data meanwhile).
     pub fn disarm(&self) {
-        // SAFETY: sole reference (documented precondition).
-        let d = unsafe { &mut *self.data.get() };
-        if let Owner::External { deleter, .. } = &mut d.owner {
-            *deleter = None;
+        if let Owner::External { disarmed, .. } = &self.data().owner {
+            // Relaxed: the release path that reads it runs after the last strong reference
+            // is dropped, which the reference count's release/acquire orders after this.
+            disarmed.store(true, Ordering::Relaxed);
         }
     }
 
@@ -265,10 +274,16 @@ impl StorageImpl {
         self.exports.load(Ordering::Acquire)
     }
 
-    /// Reallocates to `nbytes`, keeping the common prefix. Not thread-safe against
-    /// concurrent users of the same storage (as PyTorch's `resize_`). Refused while a
-    /// DLPack export of the storage is outstanding: its consumer holds the data pointer.
-    pub fn resize(&self, nbytes: usize) -> Result<()> {
+    /// Reallocates to `nbytes`, keeping the common prefix. Refused while a DLPack export of
+    /// the storage is outstanding: its consumer holds the data pointer.
+    ///
+    /// # Safety
+    /// Nothing else may use this storage during the call (not thread-safe, as PyTorch's
+    /// `resize_`): it replaces the data pointer and byte count in place, which any
+    /// concurrent reader of them races with: another thread's call on this storage or on a
+    /// tensor over it, or `snapshot::snapshot` while the storage is tracked.
+    /// `storage_resize` passes this rule on to its C callers.
+    pub unsafe fn resize(&self, nbytes: usize) -> Result<()> {
         let Owner::Allocated(alloc) = self.data().owner else {
             bail!(
                 NotResizable,
@@ -295,7 +310,8 @@ impl StorageImpl {
         let new_ptr = alloc.allocate(nbytes)?;
         let keep = nbytes.min(old.nbytes);
         // SAFETY: both blocks hold at least `keep` bytes and are distinct; the old block is
-        // freed once, by the allocator that made it; then the new one is published.
+        // freed once, by the allocator that made it; then the new one is published, a
+        // write through the cell that nothing reads concurrently (the caller's contract).
         unsafe {
             if keep > 0 {
                 std::ptr::copy_nonoverlapping(old.ptr, new_ptr, keep);
@@ -318,9 +334,13 @@ impl StorageImpl {
                 unsafe { a.deallocate(d.ptr, d.nbytes) };
                 stats_storage_died(false);
             }
-            Owner::External { deleter, ctx } => {
+            Owner::External {
+                deleter,
+                ctx,
+                disarmed,
+            } => {
                 stats_storage_died(true);
-                if let Some(f) = deleter {
+                if let Some(f) = deleter.filter(|_| !disarmed.into_inner()) {
                     // SAFETY: the caller's deleter, called exactly once (owner is now
                     // Released).
                     unsafe { f(d.ptr as *mut c_void, ctx) };
@@ -353,6 +373,11 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
 
+    fn resize(s: &StorageImpl, nbytes: usize) -> Result<()> {
+        // SAFETY: each test's storages are used by its own thread only.
+        unsafe { s.resize(nbytes) }
+    }
+
     unsafe extern "C" fn count_deleter(_data: *mut c_void, ctx: *mut c_void) {
         (*(ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst);
     }
@@ -364,10 +389,10 @@ mod tests {
         assert_eq!(s.data_ptr() as usize % 64, 0);
         assert!(s.is_resizable() && s.kind() == StorageKind::Allocated);
         unsafe { s.data_ptr().write_bytes(7, 100) };
-        s.resize(200).unwrap();
+        resize(&s, 200).unwrap();
         assert_eq!(s.nbytes(), 200);
         assert_eq!(unsafe { *s.data_ptr().add(99) }, 7, "prefix kept");
-        s.resize(0).unwrap();
+        resize(&s, 0).unwrap();
         assert!(s.data_ptr().is_null());
         let z = StorageImpl::allocate(0, Allocator::Builtin).unwrap();
         assert!(z.data_ptr().is_null());
@@ -386,7 +411,7 @@ mod tests {
         )
         .unwrap();
         assert!(!s.is_resizable());
-        assert_eq!(s.resize(8).unwrap_err().status, Status::NotResizable);
+        assert_eq!(resize(&s, 8).unwrap_err().status, Status::NotResizable);
         let w = s.downgrade();
         let s2 = s.clone();
         drop(s);
@@ -437,7 +462,7 @@ mod tests {
         let s = StorageImpl::allocate(8, Allocator::Builtin).unwrap();
         s.pin_export();
         s.pin_export();
-        let e = s.resize(16).unwrap_err();
+        let e = resize(&s, 16).unwrap_err();
         assert_eq!(e.status, Status::NotResizable);
         assert!(
             e.message.contains("8 bytes") && e.message.contains("2 DLPack export"),
@@ -446,9 +471,9 @@ mod tests {
         );
         assert_eq!(s.nbytes(), 8);
         s.unpin_export();
-        assert_eq!(s.resize(0).unwrap_err().status, Status::NotResizable);
+        assert_eq!(resize(&s, 0).unwrap_err().status, Status::NotResizable);
         s.unpin_export();
-        s.resize(16).unwrap();
+        resize(&s, 16).unwrap();
         assert_eq!(s.nbytes(), 16);
     }
 
@@ -458,6 +483,6 @@ mod tests {
         assert!(s.check_writable().is_ok());
         s.mark_read_only();
         assert_eq!(s.check_writable().unwrap_err().status, Status::ReadOnly);
-        assert_eq!(s.resize(16).unwrap_err().status, Status::ReadOnly);
+        assert_eq!(resize(&s, 16).unwrap_err().status, Status::ReadOnly);
     }
 }

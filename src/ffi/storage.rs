@@ -212,7 +212,12 @@ pub extern "C" fn storage_is_resizable(s: *const storage_t) -> bool {
 /// READ_ONLY, OVERFLOW (nbytes > PTRDIFF_MAX), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn storage_resize(s: *mut storage_t, nbytes: usize) -> tensor_status_t {
-    call("storage_resize", || storage_arg(s, "s")?.resize(nbytes))
+    call("storage_resize", || {
+        let s = storage_arg(s, "s")?;
+        // SAFETY: the C caller keeps every other user off the storage during the call (the
+        // rule documented above).
+        unsafe { s.resize(nbytes) }
+    })
 }
 
 /// Whether writes are refused (false for NULL).
