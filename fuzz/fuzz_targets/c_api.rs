@@ -30,6 +30,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 #[path = "../../tests/support/documented_statuses.rs"]
+// Shared with tests/documented_statuses.rs; this target reads only part of it.
 #[allow(dead_code)]
 mod documented_statuses;
 
