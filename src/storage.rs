@@ -22,9 +22,6 @@ enum Owner {
     External {
         deleter: Option<DeleterFn>,
         ctx: *mut c_void,
-        /// Set by [`StorageImpl::disarm`]: the deleter is not called. Atomic, so that
-        /// disarming never writes through the `data` cell (see `disarm`).
-        disarmed: AtomicBool,
     },
     /// Data already released.
     Released,
@@ -57,6 +54,9 @@ pub struct StorageImpl {
     data: UnsafeCell<Data>,
     device: Device,
     read_only: AtomicBool,
+    /// Set by [`disarm`](Self::disarm): an external storage's deleter is not called.
+    /// Atomic, so that disarming never writes through the `data` cell (see `disarm`).
+    disarmed: AtomicBool,
     /// DLPack exports of this storage whose consumer has not called the deleter yet:
     /// while > 0 the bytes must not move, so `resize` refuses.
     exports: AtomicUsize,
@@ -103,6 +103,7 @@ impl StorageImpl {
             }),
             device: Device::CPU,
             read_only: AtomicBool::new(false),
+            disarmed: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind: StorageKind::Allocated,
             tracked: snapshot::tracking_storages(),
@@ -159,14 +160,11 @@ impl StorageImpl {
             data: UnsafeCell::new(Data {
                 ptr: data as *mut u8,
                 nbytes,
-                owner: Owner::External {
-                    deleter,
-                    ctx,
-                    disarmed: AtomicBool::new(false),
-                },
+                owner: Owner::External { deleter, ctx },
             }),
             device,
             read_only: AtomicBool::new(false),
+            disarmed: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind,
             tracked: snapshot::tracking_storages(),
@@ -193,11 +191,9 @@ impl StorageImpl {
     /// a storage whose only reference the caller holds is reachable from other threads
     /// when it is tracked (`snapshot::snapshot` reads its data meanwhile).
     pub fn disarm(&self) {
-        if let Owner::External { disarmed, .. } = &self.data().owner {
-            // Relaxed: the release path that reads it runs after the last strong reference
-            // is dropped, which the reference count's release/acquire orders after this.
-            disarmed.store(true, Ordering::Relaxed);
-        }
+        // Relaxed: the release path that reads it runs after the last strong reference is
+        // dropped, which the reference count's release/acquire orders after this.
+        self.disarmed.store(true, Ordering::Relaxed);
     }
 
     pub fn data_ptr(&self) -> *mut u8 {
@@ -334,13 +330,9 @@ impl StorageImpl {
                 unsafe { a.deallocate(d.ptr, d.nbytes) };
                 stats_storage_died(false);
             }
-            Owner::External {
-                deleter,
-                ctx,
-                disarmed,
-            } => {
+            Owner::External { deleter, ctx } => {
                 stats_storage_died(true);
-                if let Some(f) = deleter.filter(|_| !disarmed.into_inner()) {
+                if let Some(f) = deleter.filter(|_| !self.disarmed.load(Ordering::Relaxed)) {
                     // SAFETY: the caller's deleter, called exactly once (owner is now
                     // Released).
                     unsafe { f(d.ptr as *mut c_void, ctx) };
