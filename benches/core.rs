@@ -80,6 +80,7 @@ fn handles(c: &mut Criterion) {
 /// The reference: one `malloc(160)`/`free` pair (PyTorch's TensorImpl is 176 bytes).
 fn malloc_free_pair(c: &mut BenchmarkGroup<'_, WallTime>) {
     c.bench_function("malloc160_free", |b| {
+        // SAFETY: a malloc'd block (or NULL) freed once.
         b.iter(|| unsafe {
             let p = libc::malloc(black_box(160));
             libc::free(black_box(p));

@@ -121,12 +121,16 @@ impl Injecting {
     }
 }
 
+// SAFETY: every request that is not failed on purpose (null: allowed by GlobalAlloc) goes
+// unchanged to `System`, which upholds the contract; the bookkeeping touches only
+// thread-locals and never allocates while counting (IN_HOOK).
 unsafe impl GlobalAlloc for Injecting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if self.fails() {
             return null_mut();
         }
-        let p = System.alloc(layout);
+        // SAFETY: the caller's `layout` contract is System's.
+        let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             let _ = LIVE.try_with(|l| l.set(l.get() + 1));
             note_alloc(p);
@@ -137,7 +141,8 @@ unsafe impl GlobalAlloc for Injecting {
         if self.fails() {
             return null_mut();
         }
-        let p = System.alloc_zeroed(layout);
+        // SAFETY: as in alloc.
+        let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             let _ = LIVE.try_with(|l| l.set(l.get() + 1));
             note_alloc(p);
@@ -148,7 +153,9 @@ unsafe impl GlobalAlloc for Injecting {
         if self.fails() {
             return null_mut();
         }
-        let q = System.realloc(ptr, layout, new_size);
+        // SAFETY: `ptr` came from System (every block this allocator hands out does) with
+        // `layout`; `new_size` is the caller's, under realloc's contract.
+        let q = unsafe { System.realloc(ptr, layout, new_size) };
         if !q.is_null() {
             note_free(ptr);
             note_alloc(q);
@@ -158,7 +165,8 @@ unsafe impl GlobalAlloc for Injecting {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         let _ = LIVE.try_with(|l| l.set(l.get() - 1));
         note_free(ptr);
-        System.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from System with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
     }
 }
 
@@ -192,7 +200,9 @@ unsafe extern "C" fn lib_allocate(_: *mut c_void, n: usize, align: usize) -> *mu
         return null_mut();
     }
     let mut p = null_mut();
-    if libc::posix_memalign(&mut p, align, n) != 0 {
+    // SAFETY: `p` is a valid out-pointer; the alignment the library asks for (64, see
+    // tensor_allocator_t) is a power of two and a multiple of the pointer size.
+    if unsafe { libc::posix_memalign(&mut p, align, n) } != 0 {
         return null_mut();
     }
     LIB_LIVE.with(|l| l.set(l.get() + 1));
@@ -201,7 +211,8 @@ unsafe extern "C" fn lib_allocate(_: *mut c_void, n: usize, align: usize) -> *mu
 
 unsafe extern "C" fn lib_deallocate(_: *mut c_void, p: *mut c_void, _n: usize) {
     LIB_LIVE.with(|l| l.set(l.get() - 1));
-    libc::free(p);
+    // SAFETY: the library frees only blocks lib_allocate returned (posix_memalign), once.
+    unsafe { libc::free(p) };
 }
 
 const LIB_ALLOCATOR: tensor_allocator_t = tensor_allocator_t {
@@ -217,10 +228,13 @@ thread_local! {
 }
 
 unsafe extern "C" fn counted_free(data: *mut c_void, ctx: *mut c_void) {
-    let calls = &*(ctx as *const Cell<u32>);
+    // SAFETY: every wrap passes the address of a Cell<u32> that outlives its storage.
+    let calls = unsafe { &*(ctx as *const Cell<u32>) };
     calls.set(calls.get() + 1);
     DELETER_CALLS.with(|c| c.set(c.get() + 1));
-    libc::free(data);
+    // SAFETY: `data` is the malloc'd buffer of the wrap, freed here only (the deleter runs
+    // once: the property under test).
+    unsafe { libc::free(data) };
 }
 
 // ---- the script --------------------------------------------------------------------------
@@ -279,6 +293,7 @@ impl Script {
     }
     /// Wraps a fresh malloc'd buffer of 8 f32 with a counted deleter.
     fn wrap_blob(&mut self, sizes: &[i64]) -> *mut tensor_t {
+        // SAFETY: plain malloc; a NULL result is handled below.
         let data = unsafe { libc::malloc(32) };
         let calls = unarmed(|| Box::new(Cell::new(0u32)));
         let ctx = &*calls as *const Cell<u32> as *mut c_void;
@@ -300,6 +315,7 @@ impl Script {
             out
         } else {
             assert_eq!(calls.get(), 0, "a failed wrap ran the deleter");
+            // SAFETY: the wrap failed, so the buffer is still ours (its deleter never ran).
             unsafe { libc::free(data) };
             null_mut()
         }
@@ -404,6 +420,8 @@ fn script() -> Script {
             sc.tensors.push(d);
         } else {
             let m = m as *mut dl::DLManagedTensorVersioned;
+            // SAFETY: the import failed, so the managed tensor is still ours: its deleter
+            // runs once, here.
             unsafe { ((*m).deleter.unwrap())(m) };
         }
     }
@@ -422,6 +440,7 @@ fn script() -> Script {
             sc.tensors.push(d);
         } else {
             let m = m as *mut dl::DLManagedTensor;
+            // SAFETY: as above, for the unversioned managed tensor.
             unsafe { ((*m).deleter.unwrap())(m) };
         }
     }

@@ -19,16 +19,20 @@ thread_local! {
     static REFUSED: Cell<usize> = const { Cell::new(0) };
 }
 
+// SAFETY: a request is either refused (null: allowed by GlobalAlloc) or goes unchanged to
+// `System`, which upholds the contract; the flags are thread-locals.
 unsafe impl GlobalAlloc for MaybeFailing {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if FAIL.try_with(|f| f.get()).unwrap_or(false) {
             let _ = REFUSED.try_with(|r| r.set(r.get() + 1));
             return null_mut();
         }
-        System.alloc(layout)
+        // SAFETY: the caller's `layout` contract is System's.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from System with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
     }
 }
 
@@ -46,6 +50,8 @@ fn out_of_memory<T>(f: impl FnOnce() -> T) -> (T, usize) {
 }
 
 fn last_error() -> String {
+    // SAFETY: tensor_last_error returns a NUL-terminated string, valid until this thread's
+    // next call into the library.
     unsafe { CStr::from_ptr(tensor_last_error()) }
         .to_string_lossy()
         .into_owned()

@@ -209,6 +209,7 @@ fn versions_agree_with_cargo_toml() {
         define("TENSOR_VERSION_STRING"),
         format!("\"{}\"", env!("CARGO_PKG_VERSION"))
     );
+    // SAFETY: tensor_version_string returns a static NUL-terminated string.
     let lib = unsafe { CStr::from_ptr(tensor::ffi::core::tensor_version_string()) };
     assert_eq!(lib.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
     // The Makefile and CMakeLists.txt read the version from Cargo.toml, not a copy of it.
