@@ -39,7 +39,10 @@ pub(crate) trait Kernel {
     /// Returns false to stop the iteration early (equal found a difference).
     ///
     /// # Safety
-    /// Every address the call touches is inside its operand's validated layout.
+    /// For every `i < n`, the item at `d + i·ds` lies inside operand 0's validated layout
+    /// over a live block (writable when the kernel writes) and the item at `s + i·ss`
+    /// inside operand 1's; for a copy, the two operands do not overlap. Items need not be
+    /// aligned.
     unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool;
 
     /// Processes a `rows x cols` tile: element (r, c) is at `d + r·dr + c·dc` and
@@ -48,7 +51,7 @@ pub(crate) trait Kernel {
     /// with a typed transposer.
     ///
     /// # Safety
-    /// As for `run`.
+    /// As for `run`, for every item (r, c), `r < rows`, `c < cols`, of the tile.
     #[allow(clippy::too_many_arguments)]
     unsafe fn tile(
         &mut self,
@@ -68,7 +71,9 @@ pub(crate) trait Kernel {
             (cols, rows, dc, dr, sc, sr)
         };
         for i in 0..outer as isize {
-            if !self.run(d.offset(i * d_out), s.offset(i * s_out), len, d_in, s_in) {
+            // SAFETY: line i < outer of the tile starts at its item 0 of that line and holds
+            // `len` items d_in / s_in apart, all items of the tile (tile's contract).
+            if !unsafe { self.run(d.offset(i * d_out), s.offset(i * s_out), len, d_in, s_in) } {
                 return false;
             }
         }
@@ -164,13 +169,20 @@ pub(crate) unsafe fn execute(
     isz1: usize,
     k: &mut dyn Kernel,
 ) -> bool {
-    match plan.transpose_dim(isz0, isz1) {
-        Some(kdim) => execute_tiled(plan, kdim, p0, p1, k),
-        None => execute_runs(plan, p0, p1, k),
+    // SAFETY: our contract is theirs; kdim comes from transpose_dim (a dim other than the
+    // innermost).
+    unsafe {
+        match plan.transpose_dim(isz0, isz1) {
+            Some(kdim) => execute_tiled(plan, kdim, p0, p1, k),
+            None => execute_runs(plan, p0, p1, k),
+        }
     }
 }
 
 /// Odometer over every dim but the innermost; one kernel run per innermost line.
+///
+/// # Safety
+/// As [`execute`].
 unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kernel) -> bool {
     let nd = plan.sizes.len();
     let last = nd - 1;
@@ -183,7 +195,10 @@ unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kern
     let mut idx: SmallVec<[usize; DIMS]> = SmallVec::from_elem(0, last);
     let (mut d, mut s) = (p0, p1);
     loop {
-        if !k.run(d, s, n, ds, ss) {
+        // SAFETY: d and s are the operands' items at index (idx, 0) of the plan (idx < the
+        // outer sizes), so the line's n items ds / ss apart are the plan's items
+        // (idx, 0..n), inside the layouts (execute's contract).
+        if !unsafe { k.run(d, s, n, ds, ss) } {
             return false;
         }
         // Advance the odometer (innermost outer dim first). Stepping may pass the end of a
@@ -211,6 +226,9 @@ unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kern
 }
 
 /// Blocked 2-D iteration over dims (`kdim`, innermost), odometer over the rest.
+///
+/// # Safety
+/// As [`execute`]; `kdim` is a dim of the plan other than the innermost.
 unsafe fn execute_tiled(
     plan: &Plan,
     kdim: usize,
@@ -243,7 +261,11 @@ unsafe fn execute_tiled(
                 let cols = bc.min(nc - c0);
                 let td = d.wrapping_offset(r0 as isize * dr + c0 as isize * dc);
                 let ts = s.wrapping_offset(r0 as isize * sr + c0 as isize * sc);
-                if !k.tile(td, ts, rows, cols, dr, dc, sr, sc) {
+                // SAFETY: td / ts are the operands' items at (r0, c0) of dims (kdim, last) for
+                // the current odometer index of the other dims; with r0 + rows <= nr and
+                // c0 + cols <= nc every item of the tile is an item of the plan, inside the
+                // layouts (execute's contract).
+                if !unsafe { k.tile(td, ts, rows, cols, dr, dc, sr, sc) } {
                     return false;
                 }
                 c0 += cols;
