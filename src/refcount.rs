@@ -11,7 +11,9 @@
 //!   fails once strong is 0; overflowing either count aborts, never wraps.
 //!
 //! This module is the only place that juggles raw lifetimes: every handle the C API hands
-//! out is a pointer to an [`RcBox`] produced here.
+//! out is a pointer to an [`RcBox`] produced here. The invariants of the count word are
+//! stated on [`RcBox::refcount`]; every unsafe operation below relies on them.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::marker::PhantomData;
@@ -35,6 +37,28 @@ pub trait Intrusive {
 /// The heap block behind every handle: the counter first, then the value.
 #[repr(C)]
 pub struct RcBox<T> {
+    /// The combined strong + weak count word (c10's `combined_refcount_`).
+    ///
+    /// * Layout: bits 0..32 the strong count (`STRONG_MASK`), bits 32..63 the weak count
+    ///   (`WEAK_ONE` per unit); bit 63 stays clear. One word, so "strong reached 0 and no
+    ///   weak reference remains" is decided by one atomic operation.
+    /// * Strong references ([`IntrusivePtr`], a C handle from `into_raw`) keep `value`
+    ///   usable with its resources. While `strong > 0` the weak count holds one extra unit
+    ///   shared by all the strong references, so `weak == weak refs + (strong > 0)`.
+    /// * Weak references ([`WeakIntrusivePtr`]) keep only the box allocated (the counter
+    ///   readable, `value` not yet dropped); `lock` upgrades while `strong > 0`.
+    /// * When strong goes 1 -> 0: with no weak reference left the box is dropped and freed
+    ///   at once; otherwise [`Intrusive::release_resources`] runs (a storage frees its data
+    ///   or runs the caller's deleter, exactly once) and the shared weak unit is given
+    ///   back. When weak reaches 0 the value is dropped (`Drop`) and the box freed.
+    ///   Strong never rises from 0 again (`try_upgrade` is a CAS loop that fails at 0).
+    /// * Orderings (as `Arc`): increments are `Relaxed`, since a new reference is made
+    ///   from an existing one, which already keeps the box alive; decrements are `AcqRel`,
+    ///   so every use of the object through the released reference happens before the
+    ///   free / deleter that the last decrement triggers; the sole-owner shortcut in `Drop`
+    ///   loads with `Acquire` for the same reason; `try_upgrade` succeeds with `Acquire`.
+    /// * Increments abort one below either count's maximum: the strong count never
+    ///   carries into the weak bits and neither wraps to 0.
     refcount: AtomicU64,
     pub value: T,
 }
@@ -84,8 +108,10 @@ pub struct IntrusivePtr<T: Intrusive> {
     _owns: PhantomData<RcBox<T>>,
 }
 
-// SAFETY: the count is atomic and T is shared only by reference, as with Arc.
+// SAFETY: the count is atomic and T is shared only by reference, as with Arc: sending a
+// strong reference shares `&T` (T: Sync) and may drop T on another thread (T: Send).
 unsafe impl<T: Intrusive + Send + Sync> Send for IntrusivePtr<T> {}
+// SAFETY: as for Send; `&IntrusivePtr` only hands out `&T` and clones (atomic counts).
 unsafe impl<T: Intrusive + Send + Sync> Sync for IntrusivePtr<T> {}
 
 impl<T: Intrusive> IntrusivePtr<T> {
@@ -141,7 +167,8 @@ impl<T: Intrusive> IntrusivePtr<T> {
     /// one strong reference that the caller gives up.
     pub unsafe fn from_raw(p: *mut RcBox<T>) -> Self {
         IntrusivePtr {
-            ptr: NonNull::new_unchecked(p),
+            // SAFETY: p came from into_raw (contract), a NonNull.
+            ptr: unsafe { NonNull::new_unchecked(p) },
             _owns: PhantomData,
         }
     }
@@ -151,8 +178,12 @@ impl<T: Intrusive> IntrusivePtr<T> {
     /// # Safety
     /// `p` must point to a live `RcBox<T>` with strong count >= 1.
     pub unsafe fn retain_raw(p: *const RcBox<T>) -> Self {
-        (*p).inc_strong();
-        IntrusivePtr::from_raw(p as *mut RcBox<T>)
+        // SAFETY: p is live with strong >= 1 (contract), so it may be read and one more
+        // strong unit, taken here, is ours to give to from_raw.
+        unsafe {
+            (*p).inc_strong();
+            IntrusivePtr::from_raw(p as *mut RcBox<T>)
+        }
     }
 
     pub fn use_count(&self) -> u64 {
@@ -188,17 +219,34 @@ impl<T: Intrusive> Deref for IntrusivePtr<T> {
     }
 }
 
-/// Frees the box. SAFETY: nobody references it any more.
+/// Drops the value and frees the box.
+///
+/// # Safety
+/// `p` came from `try_new_with` and no reference of either kind remains (the count word
+/// is, or just became, 0 strong and 0 weak): nobody can reach the box any more.
 unsafe fn destroy<T>(p: NonNull<RcBox<T>>) {
-    std::ptr::drop_in_place(p.as_ptr());
-    dealloc(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
+    // SAFETY: the box is initialised (try_new_with wrote both fields), allocated with this
+    // layout, and ours alone (contract); it is dropped once and then freed.
+    unsafe {
+        std::ptr::drop_in_place(p.as_ptr());
+        dealloc(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
+    }
 }
 
 /// Drops one weak unit; frees the object when it was the last.
+///
+/// # Safety
+/// The caller owns one weak unit of the live box `p` (a weak reference, or the unit the
+/// strong references shared) and gives it up.
 unsafe fn release_weak<T>(p: NonNull<RcBox<T>>) {
-    let old = p.as_ref().refcount.fetch_sub(WEAK_ONE, Ordering::AcqRel);
+    // SAFETY: our weak unit keeps the box allocated until the decrement.
+    let old = unsafe { p.as_ref() }
+        .refcount
+        .fetch_sub(WEAK_ONE, Ordering::AcqRel);
     if weak_of(old) == 1 {
-        destroy(p);
+        // SAFETY: ours was the last weak unit and strong is 0 (a strong reference would
+        // hold the shared unit): no reference remains.
+        unsafe { destroy(p) };
     }
 }
 
@@ -210,7 +258,8 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
         // can change the count (c10 takes the same shortcut). Skips one atomic RMW for the
         // common short-lived view.
         if rc.load(Ordering::Acquire) == STRONG_ONE | WEAK_ONE {
-            // SAFETY: see above.
+            // SAFETY: we are the only reference of either kind (see above) and none can be
+            // made without one: destroying now is what the decrement would lead to.
             unsafe { destroy(self.ptr) };
             return;
         }
@@ -239,7 +288,9 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
 /// The box must stay allocated for the call (a weak reference, or a registry entry that
 /// the object's `Drop` removes under a lock the caller holds).
 pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusivePtr<T>> {
-    let rc = &(*p).refcount;
+    // SAFETY: the box stays allocated for the call (contract); only the atomic counter is
+    // touched until the upgrade succeeds.
+    let rc = unsafe { &(*p).refcount };
     let mut cur = rc.load(Ordering::Relaxed);
     loop {
         if strong_of(cur) == 0 {
@@ -250,7 +301,9 @@ pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusiveP
         }
         match rc.compare_exchange_weak(cur, cur + STRONG_ONE, Ordering::Acquire, Ordering::Relaxed)
         {
-            Ok(_) => return Some(IntrusivePtr::from_raw(p as *mut RcBox<T>)),
+            // SAFETY: the CAS took one strong unit from a count > 0: a live object, and the
+            // unit is ours to hand to from_raw.
+            Ok(_) => return Some(unsafe { IntrusivePtr::from_raw(p as *mut RcBox<T>) }),
             Err(actual) => cur = actual,
         }
     }
@@ -261,7 +314,9 @@ pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusiveP
 /// # Safety
 /// `value` must be the `value` field of an `RcBox<T>`.
 pub unsafe fn box_of<T>(value: *const T) -> *const RcBox<T> {
-    (value as *const u8).sub(std::mem::offset_of!(RcBox<T>, value)) as *const RcBox<T>
+    // SAFETY: value is the `value` field of an RcBox<T> (contract), so stepping back by the
+    // field's offset stays inside that box and lands on its start.
+    unsafe { (value as *const u8).sub(std::mem::offset_of!(RcBox<T>, value)) as *const RcBox<T> }
 }
 
 /// A weak reference: keeps the object (not its resources) alive; `lock` upgrades.
@@ -269,7 +324,10 @@ pub struct WeakIntrusivePtr<T: Intrusive> {
     ptr: NonNull<RcBox<T>>,
 }
 
+// SAFETY: as for IntrusivePtr: the counts are atomic, and a weak reference may drop T
+// (T: Send) or upgrade to a shared one on any thread (T: Sync).
 unsafe impl<T: Intrusive + Send + Sync> Send for WeakIntrusivePtr<T> {}
+// SAFETY: as for Send; `&WeakIntrusivePtr` only clones, locks and reads the count.
 unsafe impl<T: Intrusive + Send + Sync> Sync for WeakIntrusivePtr<T> {}
 
 impl<T: Intrusive> WeakIntrusivePtr<T> {
@@ -298,7 +356,8 @@ impl<T: Intrusive> WeakIntrusivePtr<T> {
     /// `p` must come from [`into_raw`](Self::into_raw) and own one weak reference.
     pub unsafe fn from_raw(p: *mut RcBox<T>) -> Self {
         WeakIntrusivePtr {
-            ptr: NonNull::new_unchecked(p),
+            // SAFETY: p came from into_raw (contract), a NonNull.
+            ptr: unsafe { NonNull::new_unchecked(p) },
         }
     }
 }
@@ -401,8 +460,10 @@ mod tests {
     fn raw_roundtrip() {
         let (p, _r, d) = probe();
         let raw = p.into_raw();
+        // SAFETY: raw holds p's strong reference, so the box is live with strong 1.
         let again = unsafe { IntrusivePtr::retain_raw(raw) };
         assert_eq!(again.use_count(), 2);
+        // SAFETY: gives back the strong reference into_raw produced, once.
         drop(unsafe { IntrusivePtr::from_raw(raw) });
         assert_eq!(again.use_count(), 1);
         drop(again);
