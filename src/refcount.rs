@@ -32,6 +32,16 @@ pub trait Intrusive {
     /// Called exactly once, when the strong count reaches 0 while weak references remain.
     /// `Drop` runs later (when the weak count reaches 0) and must cope with either state.
     fn release_resources(&self) {}
+
+    /// Whether other threads may reach this object by its address alone, with no
+    /// reference of either kind, and upgrade with [`try_upgrade`] (the memory snapshot's
+    /// registry of tracked storages). Then the last strong reference is always released
+    /// by a decrement, never by the sole-owner shortcut: with the count left at 1 while
+    /// `Drop` runs, a concurrent `try_upgrade` would revive the object being freed.
+    #[inline(always)]
+    fn reachable_by_address(&self) -> bool {
+        false
+    }
 }
 
 /// The heap block behind every handle: the counter first, then the value.
@@ -256,10 +266,15 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
         let rc = &self.rc_box().refcount;
         // Sole owner, no weak refs: nobody else can reach the object, so no other thread
         // can change the count (c10 takes the same shortcut). Skips one atomic RMW for the
-        // common short-lived view.
-        if rc.load(Ordering::Acquire) == STRONG_ONE | WEAK_ONE {
-            // SAFETY: we are the only reference of either kind (see above) and none can be
-            // made without one: destroying now is what the decrement would lead to.
+        // common short-lived view. Not for objects reachable by address (see
+        // `reachable_by_address`; tested only once the count matched, so other objects
+        // pay nothing, and a const `false` for tensors).
+        if rc.load(Ordering::Acquire) == STRONG_ONE | WEAK_ONE
+            && !self.rc_box().value.reachable_by_address()
+        {
+            // SAFETY: we are the only reference of either kind (see above), none can be
+            // made without one, and no registry can upgrade by address: destroying now is
+            // what the decrement would lead to.
             unsafe { destroy(self.ptr) };
             return;
         }
@@ -286,7 +301,8 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
 ///
 /// # Safety
 /// The box must stay allocated for the call (a weak reference, or a registry entry that
-/// the object's `Drop` removes under a lock the caller holds).
+/// the object's `Drop` removes under a lock the caller holds; such an object must answer
+/// true to [`Intrusive::reachable_by_address`]).
 pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusivePtr<T>> {
     // SAFETY: the box stays allocated for the call (contract); only the atomic counter is
     // touched until the upgrade succeeds.
@@ -468,6 +484,55 @@ mod tests {
         assert_eq!(again.use_count(), 1);
         drop(again);
         assert_eq!(d.load(Ordering::SeqCst), 1);
+    }
+
+    /// An object reachable by address (a registry entry removed by its `Drop` under a
+    /// lock) is released by a decrement even when its last reference is the only one, so
+    /// that while its `Drop` waits for the registry lock, `try_upgrade` under that lock
+    /// sees strong 0 and does not revive it.
+    #[test]
+    fn registry_cannot_revive_a_dying_sole_owned_object() {
+        use std::sync::Mutex;
+        struct Registered(Arc<Mutex<()>>);
+        impl Intrusive for Registered {
+            fn reachable_by_address(&self) -> bool {
+                true
+            }
+        }
+        impl Drop for Registered {
+            fn drop(&mut self) {
+                // the registry's unregister step
+                drop(self.0.lock().unwrap());
+            }
+        }
+        let registry = Arc::new(Mutex::new(()));
+        let p = IntrusivePtr::try_new(Registered(registry.clone()))
+            .ok()
+            .unwrap();
+        let addr = p.as_ptr() as usize;
+        let held = registry.lock().unwrap();
+        let dropper = std::thread::spawn(move || drop(p));
+        // Drop cannot finish (it waits for `held`), so the box stays allocated meanwhile;
+        // only the counter is read (Drop has `&mut` to the value field, not to it).
+        let strong = || {
+            // SAFETY: the box is allocated until `held` is released, below.
+            let rc =
+                unsafe { &*std::ptr::addr_of!((*(addr as *const RcBox<Registered>)).refcount) };
+            strong_of(rc.load(Ordering::Acquire))
+        };
+        let mut polls = 0u64;
+        while strong() != 0 {
+            polls += 1;
+            assert!(
+                polls < 100_000_000,
+                "the last strong reference was not released by a decrement"
+            );
+            std::hint::spin_loop();
+        }
+        // SAFETY: as above.
+        assert!(unsafe { try_upgrade(addr as *const RcBox<Registered>) }.is_none());
+        drop(held);
+        dropper.join().unwrap();
     }
 
     #[test]

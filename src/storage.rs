@@ -386,6 +386,13 @@ impl Intrusive for StorageImpl {
     fn release_resources(&self) {
         self.release_data();
     }
+
+    /// A tracked storage is in the snapshot's registry by address (`snapshot()` upgrades
+    /// it with `try_upgrade` under the registry lock).
+    #[inline]
+    fn reachable_by_address(&self) -> bool {
+        self.tracked
+    }
 }
 
 impl Drop for StorageImpl {
