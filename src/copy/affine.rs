@@ -69,8 +69,9 @@ impl<S, D> Affine<S, D> {
     }
 }
 
-/// Outputs at least this big are written with streaming stores (as the copy kernels do).
-pub(crate) const STREAM_BYTES: usize = 16 << 20;
+/// Outputs at least this big are written with streaming stores: the copy kernels'
+/// threshold, for the same reason.
+pub(crate) use super::kernels::STREAM_BYTES;
 
 fn is<A: 'static, B: 'static>() -> bool {
     TypeId::of::<A>() == TypeId::of::<B>()

@@ -27,7 +27,10 @@ use smallvec::SmallVec;
 const DIMS: usize = crate::shape::MAX_DIMS;
 type Strides = SmallVec<[isize; DIMS]>;
 
-/// Elements per tile side for blocked transposes (32 x 32 f32 = 4 KiB per operand).
+/// Elements per tile side for blocked transposes: 128 x 128 (64 KiB per f32 operand).
+/// Raised from 32 when the AVX2 register transposes came in (commit fb0e21e): those move
+/// 8x8 blocks between registers, so the tile only bounds how far apart the lines of one
+/// pass are, and bigger tiles cut the per-tile overhead (BENCHMARKS.md, data movement).
 pub(crate) const TILE: usize = 128;
 /// Elements a tile may hold when one side is short (e.g. 3 channels): keeps tiles
 /// `TILE_ELEMS` big so the per-tile overhead stays small.

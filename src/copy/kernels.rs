@@ -40,8 +40,12 @@ impl<T> CopySame<T> {
     }
 }
 
-/// Outputs at least this big are written with streaming stores by the SIMD transposes.
-const STREAM_BYTES: usize = 16 << 20;
+/// Outputs at least this big are written with streaming stores by the SIMD transposes:
+/// 16 MiB is beyond a typical last-level cache, so the output would be evicted before
+/// anyone reads it anyway, and skipping the read-for-ownership of its lines
+/// leaves two memory streams instead of three. Smaller outputs keep plain stores, which
+/// leave the result in cache for the next op.
+pub(crate) const STREAM_BYTES: usize = 16 << 20;
 
 /// 16-byte items (complex128) as a plain pair of words.
 #[derive(Clone, Copy)]
