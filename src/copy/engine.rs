@@ -28,9 +28,9 @@ const DIMS: usize = crate::shape::MAX_DIMS;
 type Strides = SmallVec<[isize; DIMS]>;
 
 /// Elements per tile side for blocked transposes: 128 x 128 (64 KiB per f32 operand).
-/// Raised from 32 when the AVX2 register transposes came in (commit fb0e21e): those move
-/// 8x8 blocks between registers, so the tile only bounds how far apart the lines of one
-/// pass are, and bigger tiles cut the per-tile overhead (BENCHMARKS.md, data movement).
+/// Raised from 32 together with the AVX2 register transposes (commit fb0e21e; numbers in
+/// BENCHMARKS.md, data movement): those work in 8x8 register blocks, so a tile need not
+/// fit in L1, and bigger tiles mean fewer per-tile calls.
 pub(crate) const TILE: usize = 128;
 /// Elements a tile may hold when one side is short (e.g. 3 channels): keeps tiles
 /// `TILE_ELEMS` big so the per-tile overhead stays small.
@@ -74,8 +74,9 @@ pub(crate) trait Kernel {
             (cols, rows, dc, dr, sc, sr)
         };
         for i in 0..outer as isize {
-            // SAFETY: line i < outer of the tile starts at its item 0 of that line and holds
-            // `len` items d_in / s_in apart, all items of the tile (tile's contract).
+            // SAFETY: line i < outer starts at tile item (i, 0) (or (0, i) when walking
+            // columns) and holds `len` items d_in / s_in apart: items of the tile, which
+            // tile's contract makes valid.
             if !unsafe { self.run(d.offset(i * d_out), s.offset(i * s_out), len, d_in, s_in) } {
                 return false;
             }
