@@ -236,9 +236,12 @@ impl<T: Intrusive> Deref for IntrusivePtr<T> {
 /// is, or just became, 0 strong and 0 weak): nobody can reach the box any more.
 unsafe fn destroy<T>(p: NonNull<RcBox<T>>) {
     // SAFETY: the box is initialised (try_new_with wrote both fields), allocated with this
-    // layout, and ours alone (contract); it is dropped once and then freed.
+    // layout, and ours alone (contract); the value is dropped once and the box then freed.
+    // Only the value is dropped (the counter has no drop glue): `drop_in_place` of the
+    // whole box would take `&mut` of the counter too, which a registry's `try_upgrade`
+    // may still be loading while the value's Drop waits for the registry lock.
     unsafe {
-        std::ptr::drop_in_place(p.as_ptr());
+        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p.as_ptr()).value));
         dealloc(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
     }
 }
@@ -509,15 +512,14 @@ mod tests {
         let p = IntrusivePtr::try_new(Registered(registry.clone()))
             .ok()
             .unwrap();
-        let addr = p.as_ptr() as usize;
+        let addr = p.as_ptr();
         let held = registry.lock().unwrap();
         let dropper = std::thread::spawn(move || drop(p));
         // Drop cannot finish (it waits for `held`), so the box stays allocated meanwhile;
         // only the counter is read (Drop has `&mut` to the value field, not to it).
         let strong = || {
             // SAFETY: the box is allocated until `held` is released, below.
-            let rc =
-                unsafe { &*std::ptr::addr_of!((*(addr as *const RcBox<Registered>)).refcount) };
+            let rc = unsafe { &*std::ptr::addr_of!((*addr).refcount) };
             strong_of(rc.load(Ordering::Acquire))
         };
         let mut polls = 0u64;
@@ -530,7 +532,7 @@ mod tests {
             std::hint::spin_loop();
         }
         // SAFETY: as above.
-        assert!(unsafe { try_upgrade(addr as *const RcBox<Registered>) }.is_none());
+        assert!(unsafe { try_upgrade(addr) }.is_none());
         drop(held);
         dropper.join().unwrap();
     }
