@@ -13,9 +13,9 @@
 //! loop computes (multiply, then add, each rounded to float32).
 
 use super::engine::{execute, Kernel, Plan};
+use super::kernels::is;
 use crate::dtype::{Bool, DType, Element};
 use half::{bf16, f16};
-use std::any::TypeId;
 use std::mem::size_of;
 
 /// The arithmetic type of an output element type.
@@ -72,10 +72,6 @@ impl<S, D> Affine<S, D> {
 /// Outputs at least this big are written with streaming stores: the copy kernels'
 /// threshold, for the same reason.
 pub(crate) use super::kernels::STREAM_BYTES;
-
-fn is<A: 'static, B: 'static>() -> bool {
-    TypeId::of::<A>() == TypeId::of::<B>()
-}
 
 impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
     #[inline]

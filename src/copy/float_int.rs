@@ -4,6 +4,7 @@
 //! in cache-sized chunks first. The loops are compiled twice (baseline x86-64, AVX2 + F16C)
 //! and picked at run time; tests compare every pair with the scalar rule.
 
+use super::kernels::is;
 use crate::dtype::Element;
 use half::{bf16, f16};
 use std::any::TypeId;
@@ -247,10 +248,6 @@ where
     }
     // SAFETY: the same contract as ours.
     unsafe { from_half_base(d, s, n) }
-}
-
-fn is<A: 'static, B: 'static>() -> bool {
-    TypeId::of::<A>() == TypeId::of::<B>()
 }
 
 /// Converts one source float type to integer `D`; false when `D` is not an integer.

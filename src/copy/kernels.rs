@@ -536,7 +536,9 @@ fn convert<S: Element, D: Element>(x: S) -> D {
     D::from_scalar(x.to_scalar())
 }
 
-fn is<A: 'static, B: 'static>() -> bool {
+/// Whether `A` is `B`: the kernels' compile-time type tests (constant-folded per
+/// monomorphisation, so each picks its fast path with no run-time branch).
+pub(super) fn is<A: 'static, B: 'static>() -> bool {
     TypeId::of::<A>() == TypeId::of::<B>()
 }
 
