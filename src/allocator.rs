@@ -1,6 +1,12 @@
 //! Where storage bytes come from: the built-in allocator (64-byte aligned; big blocks
 //! 2 MiB-aligned with transparent-huge-page advice, and reused through a small cache of
 //! freed big blocks) or a caller's C vtable, plus the library-wide memory statistics.
+//!
+//! Ownership of a block: from `allocate` until the matching `deallocate` it is the
+//! caller's (a storage); while cached it belongs to the cache that holds it (the global
+//! big-block cache under its mutex, or one thread's small-block cache); the system gets it
+//! back through exactly one `system_free`.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use crate::error::{Error, Result, Status};
 use std::ffi::c_void;
@@ -27,6 +33,7 @@ pub enum Allocator {
 // SAFETY: a custom allocator's ctx is the caller's; the C API documents that the callbacks
 // may be called from any thread.
 unsafe impl Send for Allocator {}
+// SAFETY: as for Send: the value is only copied and its callbacks called, from any thread.
 unsafe impl Sync for Allocator {}
 
 static DEFAULT: RwLock<Allocator> = RwLock::new(Allocator::Builtin);
@@ -72,10 +79,16 @@ impl Allocator {
         }
         stats_free(nbytes);
         match *self {
-            Allocator::Builtin => builtin_free(p, nbytes),
+            // SAFETY: p came from builtin_alloc(nbytes) (our contract: self is Builtin) and
+            // is given up here.
+            Allocator::Builtin => unsafe { builtin_free(p, nbytes) },
             Allocator::Custom {
                 ctx, deallocate, ..
-            } => deallocate(ctx, p as *mut c_void, nbytes),
+            } => {
+                // SAFETY: p came from this vtable's allocate(ctx, nbytes, ALIGNMENT) (our
+                // contract); the callback frees it, as the C API documents.
+                unsafe { deallocate(ctx, p as *mut c_void, nbytes) }
+            }
         }
     }
 }
@@ -86,7 +99,7 @@ impl Allocator {
 /// Blocks are keyed by capacity (size rounded up to 2 MiB) and matched exactly; the cache
 /// holds at most [`cache_limit`] bytes (default 256 MiB, 0 = no caching) and
 /// [`CACHE_MAX_BLOCKS`] blocks, evicting the oldest blocks first. Cached blocks are not
-/// live: `live_bytes` never counts them (spec section 9); `cached_bytes` and
+/// live: `live_bytes` never counts them (docs/c-api.md section 10); `cached_bytes` and
 /// `reserved_bytes` do.
 struct BlockCache {
     blocks: Vec<(usize, *mut u8)>,
@@ -219,8 +232,9 @@ fn evict_until(c: &mut BlockCache, done: impl Fn(&BlockCache) -> bool) -> Evicte
     evicted
 }
 
-/// Returns blocks to the system. SAFETY (callers): each block came from posix_memalign
-/// with that capacity and is owned by nobody else.
+/// Returns blocks to the system. Safe to call because [`Evicted`] lists only blocks taken
+/// out of the big-block cache (by `evict_until`) or given up to it (`cache_put`): each
+/// came from `fresh_alloc` with that capacity and is owned by nobody else.
 fn free_blocks(blocks: Evicted) {
     for (cap, p) in blocks {
         // SAFETY: see above.
@@ -229,16 +243,24 @@ fn free_blocks(blocks: Evicted) {
 }
 
 /// Gives a block of `cap` bytes from [`fresh_alloc`] back to the system.
+///
+/// # Safety
+/// `p` came from `fresh_alloc(cap)`, is owned by the caller and not used again.
 unsafe fn system_free(p: *mut u8, cap: usize) {
-    libc::free(p as *mut c_void);
+    // SAFETY: a posix_memalign block (the contract), freed once.
+    unsafe { libc::free(p as *mut c_void) };
     RESERVED_BYTES.fetch_sub(cap as u64, Ordering::Relaxed);
 }
 
 /// Keeps a freed big block, or frees it when it cannot fit.
+///
+/// # Safety
+/// As [`system_free`]: `p` came from `fresh_alloc(cap)` and the caller gives it up.
 unsafe fn cache_put(cap: usize, p: *mut u8) {
     let limit = cache_limit();
     if cap > limit {
-        system_free(p, cap);
+        // SAFETY: our contract.
+        unsafe { system_free(p, cap) };
         return;
     }
     let evicted = {
@@ -371,18 +393,27 @@ fn small_drain() -> u64 {
 
 /// Frees a block from [`builtin_alloc`]: big ones go to the reuse cache, small ones to
 /// the thread's size-class cache (unless caching is off).
+///
+/// # Safety
+/// `p` came from `builtin_alloc(nbytes)` (non-NULL) and the caller gives it up.
 unsafe fn builtin_free(p: *mut u8, nbytes: usize) {
+    // Each branch hands the block on with the capacity builtin_alloc gave it for this
+    // nbytes (big_capacity, the small class's capacity, or nbytes itself), which is the
+    // fresh_alloc capacity the callees' contracts ask for.
     if nbytes >= HUGE_THRESHOLD {
-        cache_put(big_capacity(nbytes), p);
+        // SAFETY: see above.
+        unsafe { cache_put(big_capacity(nbytes), p) };
     } else if nbytes <= SMALL_MAX {
         let (class, cap) = small_class(nbytes);
         if cache_limit() != 0 && small_put(class, p) {
             CACHED_BYTES.fetch_add(cap as u64, Ordering::Relaxed);
         } else {
-            system_free(p, cap);
+            // SAFETY: see above.
+            unsafe { system_free(p, cap) };
         }
     } else {
-        system_free(p, nbytes);
+        // SAFETY: see above.
+        unsafe { system_free(p, nbytes) };
     }
 }
 
@@ -510,10 +541,12 @@ mod tests {
         let q = a.allocate(n).unwrap();
         assert_eq!(p, q, "the freed block is reused");
         assert_eq!(q as usize % HUGE_ALIGN, 0);
+        // SAFETY: q came from a.allocate(n), freed once.
         unsafe { a.deallocate(q, n) };
         // Filling the cache past its bound evicts: it never holds more than the limit.
         let blocks: Vec<*mut u8> = (0..20).map(|_| a.allocate(3 << 20).unwrap()).collect();
         for b in blocks {
+            // SAFETY: each b came from a.allocate(3 << 20), freed once.
             unsafe { a.deallocate(b, 3 << 20) };
         }
         let c = CACHE.lock().unwrap();
@@ -547,6 +580,7 @@ mod tests {
         for n in [1usize, 63, 4096, (2 << 20) - 1] {
             let p = a.allocate(n).unwrap();
             assert_eq!(p as usize % ALIGNMENT, 0);
+            // SAFETY: p came from a.allocate(n), freed once.
             unsafe { a.deallocate(p, n) };
         }
     }

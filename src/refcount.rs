@@ -11,7 +11,9 @@
 //!   fails once strong is 0; overflowing either count aborts, never wraps.
 //!
 //! This module is the only place that juggles raw lifetimes: every handle the C API hands
-//! out is a pointer to an [`RcBox`] produced here.
+//! out is a pointer to an [`RcBox`] produced here. The invariants of the count word are
+//! stated on [`RcBox::refcount`]; every unsafe operation below relies on them.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::marker::PhantomData;
@@ -30,11 +32,43 @@ pub trait Intrusive {
     /// Called exactly once, when the strong count reaches 0 while weak references remain.
     /// `Drop` runs later (when the weak count reaches 0) and must cope with either state.
     fn release_resources(&self) {}
+
+    /// Whether other threads may reach this object by its address alone, with no
+    /// reference of either kind, and upgrade with [`try_upgrade`] (the memory snapshot's
+    /// registry of tracked storages). Then the last strong reference is always released
+    /// by a decrement, never by the sole-owner shortcut: with the count left at 1 while
+    /// `Drop` runs, a concurrent `try_upgrade` would revive the object being freed.
+    #[inline(always)]
+    fn reachable_by_address(&self) -> bool {
+        false
+    }
 }
 
 /// The heap block behind every handle: the counter first, then the value.
 #[repr(C)]
 pub struct RcBox<T> {
+    /// The combined strong + weak count word (c10's `combined_refcount_`).
+    ///
+    /// * Layout: bits 0..32 the strong count (`STRONG_MASK`), bits 32..63 the weak count
+    ///   (`WEAK_ONE` per unit); bit 63 stays clear. One word, so "strong reached 0 and no
+    ///   weak reference remains" is decided by one atomic operation.
+    /// * Strong references ([`IntrusivePtr`], a C handle from `into_raw`) keep `value`
+    ///   usable with its resources. While `strong > 0` the weak count holds one extra unit
+    ///   shared by all the strong references, so `weak == weak refs + (strong > 0)`.
+    /// * Weak references ([`WeakIntrusivePtr`]) keep only the box allocated (the counter
+    ///   readable, `value` not yet dropped); `lock` upgrades while `strong > 0`.
+    /// * When strong goes 1 -> 0: with no weak reference left the box is dropped and freed
+    ///   at once; otherwise [`Intrusive::release_resources`] runs (a storage frees its data
+    ///   or runs the caller's deleter, exactly once) and the shared weak unit is given
+    ///   back. When weak reaches 0 the value is dropped (`Drop`) and the box freed.
+    ///   Strong never rises from 0 again (`try_upgrade` is a CAS loop that fails at 0).
+    /// * Orderings (as `Arc`): increments are `Relaxed`, since a new reference is made
+    ///   from an existing one, which already keeps the box alive; decrements are `AcqRel`,
+    ///   so every use of the object through the released reference happens before the
+    ///   free / deleter that the last decrement triggers; the sole-owner shortcut in `Drop`
+    ///   loads with `Acquire` for the same reason; `try_upgrade` succeeds with `Acquire`.
+    /// * Increments abort one below either count's maximum: the strong count never
+    ///   carries into the weak bits and neither wraps to 0.
     refcount: AtomicU64,
     pub value: T,
 }
@@ -84,8 +118,10 @@ pub struct IntrusivePtr<T: Intrusive> {
     _owns: PhantomData<RcBox<T>>,
 }
 
-// SAFETY: the count is atomic and T is shared only by reference, as with Arc.
+// SAFETY: the count is atomic and T is shared only by reference, as with Arc: sending a
+// strong reference shares `&T` (T: Sync) and may drop T on another thread (T: Send).
 unsafe impl<T: Intrusive + Send + Sync> Send for IntrusivePtr<T> {}
+// SAFETY: as for Send; `&IntrusivePtr` only hands out `&T` and clones (atomic counts).
 unsafe impl<T: Intrusive + Send + Sync> Sync for IntrusivePtr<T> {}
 
 impl<T: Intrusive> IntrusivePtr<T> {
@@ -141,7 +177,8 @@ impl<T: Intrusive> IntrusivePtr<T> {
     /// one strong reference that the caller gives up.
     pub unsafe fn from_raw(p: *mut RcBox<T>) -> Self {
         IntrusivePtr {
-            ptr: NonNull::new_unchecked(p),
+            // SAFETY: p came from into_raw (contract), a NonNull.
+            ptr: unsafe { NonNull::new_unchecked(p) },
             _owns: PhantomData,
         }
     }
@@ -151,8 +188,12 @@ impl<T: Intrusive> IntrusivePtr<T> {
     /// # Safety
     /// `p` must point to a live `RcBox<T>` with strong count >= 1.
     pub unsafe fn retain_raw(p: *const RcBox<T>) -> Self {
-        (*p).inc_strong();
-        IntrusivePtr::from_raw(p as *mut RcBox<T>)
+        // SAFETY: p is live with strong >= 1 (contract), so it may be read and one more
+        // strong unit, taken here, is ours to give to from_raw.
+        unsafe {
+            (*p).inc_strong();
+            IntrusivePtr::from_raw(p as *mut RcBox<T>)
+        }
     }
 
     #[cfg(test)]
@@ -189,17 +230,37 @@ impl<T: Intrusive> Deref for IntrusivePtr<T> {
     }
 }
 
-/// Frees the box. SAFETY: nobody references it any more.
+/// Drops the value and frees the box.
+///
+/// # Safety
+/// `p` came from `try_new_with` and no reference of either kind remains (the count word
+/// is, or just became, 0 strong and 0 weak): nobody can reach the box any more.
 unsafe fn destroy<T>(p: NonNull<RcBox<T>>) {
-    std::ptr::drop_in_place(p.as_ptr());
-    dealloc(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
+    // SAFETY: the box is initialised (try_new_with wrote both fields), allocated with this
+    // layout, and ours alone (contract); the value is dropped once and the box then freed.
+    // Only the value is dropped (the counter has no drop glue): `drop_in_place` of the
+    // whole box would take `&mut` of the counter too, which a registry's `try_upgrade`
+    // may still be loading while the value's Drop waits for the registry lock.
+    unsafe {
+        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p.as_ptr()).value));
+        dealloc(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
+    }
 }
 
 /// Drops one weak unit; frees the object when it was the last.
+///
+/// # Safety
+/// The caller owns one weak unit of the live box `p` (a weak reference, or the unit the
+/// strong references shared) and gives it up.
 unsafe fn release_weak<T>(p: NonNull<RcBox<T>>) {
-    let old = p.as_ref().refcount.fetch_sub(WEAK_ONE, Ordering::AcqRel);
+    // SAFETY: our weak unit keeps the box allocated until the decrement.
+    let old = unsafe { p.as_ref() }
+        .refcount
+        .fetch_sub(WEAK_ONE, Ordering::AcqRel);
     if weak_of(old) == 1 {
-        destroy(p);
+        // SAFETY: ours was the last weak unit and strong is 0 (a strong reference would
+        // hold the shared unit): no reference remains.
+        unsafe { destroy(p) };
     }
 }
 
@@ -209,9 +270,15 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
         let rc = &self.rc_box().refcount;
         // Sole owner, no weak refs: nobody else can reach the object, so no other thread
         // can change the count (c10 takes the same shortcut). Skips one atomic RMW for the
-        // common short-lived view.
-        if rc.load(Ordering::Acquire) == STRONG_ONE | WEAK_ONE {
-            // SAFETY: see above.
+        // common short-lived view. Not for objects reachable by address (see
+        // `reachable_by_address`; tested only once the count matched, so other objects
+        // pay nothing, and a const `false` for tensors).
+        if rc.load(Ordering::Acquire) == STRONG_ONE | WEAK_ONE
+            && !self.rc_box().value.reachable_by_address()
+        {
+            // SAFETY: we are the only reference of either kind (see above), none can be
+            // made without one, and no registry can upgrade by address: destroying now is
+            // what the decrement would lead to.
             unsafe { destroy(self.ptr) };
             return;
         }
@@ -238,9 +305,12 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
 ///
 /// # Safety
 /// The box must stay allocated for the call (a weak reference, or a registry entry that
-/// the object's `Drop` removes under a lock the caller holds).
+/// the object's `Drop` removes under a lock the caller holds; such an object must answer
+/// true to [`Intrusive::reachable_by_address`]).
 pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusivePtr<T>> {
-    let rc = &(*p).refcount;
+    // SAFETY: the box stays allocated for the call (contract); only the atomic counter is
+    // touched until the upgrade succeeds.
+    let rc = unsafe { &(*p).refcount };
     let mut cur = rc.load(Ordering::Relaxed);
     loop {
         if strong_of(cur) == 0 {
@@ -251,7 +321,9 @@ pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusiveP
         }
         match rc.compare_exchange_weak(cur, cur + STRONG_ONE, Ordering::Acquire, Ordering::Relaxed)
         {
-            Ok(_) => return Some(IntrusivePtr::from_raw(p as *mut RcBox<T>)),
+            // SAFETY: the CAS took one strong unit from a count > 0: a live object, and the
+            // unit is ours to hand to from_raw.
+            Ok(_) => return Some(unsafe { IntrusivePtr::from_raw(p as *mut RcBox<T>) }),
             Err(actual) => cur = actual,
         }
     }
@@ -262,7 +334,9 @@ pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusiveP
 /// # Safety
 /// `value` must be the `value` field of an `RcBox<T>`.
 pub unsafe fn box_of<T>(value: *const T) -> *const RcBox<T> {
-    (value as *const u8).sub(std::mem::offset_of!(RcBox<T>, value)) as *const RcBox<T>
+    // SAFETY: value is the `value` field of an RcBox<T> (contract), so stepping back by the
+    // field's offset stays inside that box and lands on its start.
+    unsafe { (value as *const u8).sub(std::mem::offset_of!(RcBox<T>, value)) as *const RcBox<T> }
 }
 
 /// A weak reference: keeps the object (not its resources) alive; `lock` upgrades.
@@ -270,7 +344,10 @@ pub struct WeakIntrusivePtr<T: Intrusive> {
     ptr: NonNull<RcBox<T>>,
 }
 
+// SAFETY: as for IntrusivePtr: the counts are atomic, and a weak reference may drop T
+// (T: Send) or upgrade to a shared one on any thread (T: Sync).
 unsafe impl<T: Intrusive + Send + Sync> Send for WeakIntrusivePtr<T> {}
+// SAFETY: as for Send; `&WeakIntrusivePtr` only clones, locks and reads the count.
 unsafe impl<T: Intrusive + Send + Sync> Sync for WeakIntrusivePtr<T> {}
 
 impl<T: Intrusive> WeakIntrusivePtr<T> {
@@ -299,7 +376,8 @@ impl<T: Intrusive> WeakIntrusivePtr<T> {
     /// `p` must come from [`into_raw`](Self::into_raw) and own one weak reference.
     pub unsafe fn from_raw(p: *mut RcBox<T>) -> Self {
         WeakIntrusivePtr {
-            ptr: NonNull::new_unchecked(p),
+            // SAFETY: p came from into_raw (contract), a NonNull.
+            ptr: unsafe { NonNull::new_unchecked(p) },
         }
     }
 }
@@ -402,12 +480,62 @@ mod tests {
     fn raw_roundtrip() {
         let (p, _r, d) = probe();
         let raw = p.into_raw();
+        // SAFETY: raw holds p's strong reference, so the box is live with strong 1.
         let again = unsafe { IntrusivePtr::retain_raw(raw) };
         assert_eq!(again.use_count(), 2);
+        // SAFETY: gives back the strong reference into_raw produced, once.
         drop(unsafe { IntrusivePtr::from_raw(raw) });
         assert_eq!(again.use_count(), 1);
         drop(again);
         assert_eq!(d.load(Ordering::SeqCst), 1);
+    }
+
+    /// An object reachable by address (a registry entry removed by its `Drop` under a
+    /// lock) is released by a decrement even when its last reference is the only one, so
+    /// that while its `Drop` waits for the registry lock, `try_upgrade` under that lock
+    /// sees strong 0 and does not revive it.
+    #[test]
+    fn registry_cannot_revive_a_dying_sole_owned_object() {
+        use std::sync::Mutex;
+        struct Registered(Arc<Mutex<()>>);
+        impl Intrusive for Registered {
+            fn reachable_by_address(&self) -> bool {
+                true
+            }
+        }
+        impl Drop for Registered {
+            fn drop(&mut self) {
+                // the registry's unregister step
+                drop(self.0.lock().unwrap());
+            }
+        }
+        let registry = Arc::new(Mutex::new(()));
+        let p = IntrusivePtr::try_new(Registered(registry.clone()))
+            .ok()
+            .unwrap();
+        let addr = p.as_ptr();
+        let held = registry.lock().unwrap();
+        let dropper = std::thread::spawn(move || drop(p));
+        // Drop cannot finish (it waits for `held`), so the box stays allocated meanwhile;
+        // only the counter is read (Drop has `&mut` to the value field, not to it).
+        let strong = || {
+            // SAFETY: the box is allocated until `held` is released, below.
+            let rc = unsafe { &*std::ptr::addr_of!((*addr).refcount) };
+            strong_of(rc.load(Ordering::Acquire))
+        };
+        let mut polls = 0u64;
+        while strong() != 0 {
+            polls += 1;
+            assert!(
+                polls < 100_000_000,
+                "the last strong reference was not released by a decrement"
+            );
+            std::hint::spin_loop();
+        }
+        // SAFETY: as above.
+        assert!(unsafe { try_upgrade(addr) }.is_none());
+        drop(held);
+        dropper.join().unwrap();
     }
 
     #[test]

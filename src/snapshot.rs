@@ -10,6 +10,7 @@
 //! each, removed by the tensor's `release_resources` at strong count 0). Making a tensor
 //! tests one flag of its storage (`StorageImpl::is_tracked`); releasing an untracked
 //! tensor is unchanged (no weak reference, so the one-step fast path).
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use crate::error::{Error, Result, Status};
 use crate::refcount::{box_of, try_upgrade, WeakIntrusivePtr};
@@ -223,7 +224,10 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
                 .try_reserve_exact(reg.tensors.len())
                 .map_err(|_| oom())?;
             for &a in &reg.storages {
-                // SAFETY: registered and not yet unregistered: the box is allocated.
+                // SAFETY: registered and not yet unregistered (Drop unregisters under the lock
+                // we hold): the box is allocated; and a tracked storage is never freed by
+                // the sole-owner shortcut (`reachable_by_address`), so one whose Drop is
+                // waiting for the lock already has strong count 0 and is not revived.
                 if let Some(s) = unsafe { try_upgrade(box_of(a as *const StorageImpl)) } {
                     storages.push(s);
                 }

@@ -2,6 +2,10 @@
 //! caller's deleter for wrapped memory), the byte count, the device, and a one-way
 //! read-only flag. The data is released exactly once, when the last strong reference dies
 //! (see `refcount.rs`), on whichever thread that happens.
+//!
+//! The invariants every user of the data pointer relies on are stated on the fields of
+//! [`StorageImpl`] and [`Data`].
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use crate::allocator::{stats_storage_born, stats_storage_died, Allocator};
 use crate::device::Device;
@@ -15,15 +19,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 /// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
 pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
 
+/// Who frees the bytes. Moves only forward: `Allocated` / `External` -> `Released` (in
+/// `release_data`, at strong count 0); `disarm` never writes here (it sets `disarmed`).
 enum Owner {
-    /// Allocated by us; resizable.
+    /// Allocated by us; resizable. `ptr` came from this allocator's `allocate(nbytes)`
+    /// (NULL when `nbytes` is 0) and goes back through its `deallocate(ptr, nbytes)`,
+    /// exactly once (at release, or in `resize` when a new block replaces it).
     Allocated(Allocator),
-    /// Wrapped caller memory; the deleter (if any) runs once, unless disarmed.
+    /// Wrapped caller memory; `deleter(ptr, ctx)` (if any) runs exactly once, at release,
+    /// unless the storage was disarmed (`disarmed`). `ctx` is the caller's, passed back
+    /// untouched.
     External {
         deleter: Option<DeleterFn>,
         ctx: *mut c_void,
     },
-    /// Data already released.
+    /// Data already released: `ptr` is NULL and `nbytes` 0; nothing is freed again.
     Released,
 }
 
@@ -42,34 +52,67 @@ pub enum StorageKind {
     Mapped = 2,
 }
 
+/// The block: the three fields change together, only as `StorageImpl::data` says.
 struct Data {
+    /// Start of the block: `nbytes` bytes valid for reads (and for writes unless the
+    /// storage is read-only: a read-only mapping is `PROT_READ`) from here, for as long as
+    /// a strong reference exists and `resize` has not replaced it. NULL only when `nbytes`
+    /// is 0 (wrapped memory may also give a non-NULL pointer with 0 bytes). Tensors check
+    /// their layouts against `nbytes` (`data_for_read` / `data_for_write`) before any
+    /// kernel dereferences it.
     ptr: *mut u8,
+    /// Size of the block in bytes, at most `isize::MAX` (checked at creation and by
+    /// `resize`), so any offset inside it fits `ptr.offset`. There is no separate
+    /// capacity: the built-in allocator rounds its own blocks (allocator.rs) and gets the
+    /// size back in `deallocate`.
     nbytes: usize,
+    /// Who frees `ptr`, and how (see [`Owner`]).
     owner: Owner,
 }
 
 pub struct StorageImpl {
-    // Mutated only by `resize` (the caller synchronises, as with PyTorch's resize_) and by
-    // the release path (strong count 0: nobody else can look).
+    /// The block. Read through shared references (`data()`) by any thread holding a
+    /// strong reference; written only
+    /// * by `resize`, whose caller guarantees that no other thread uses the storage and
+    ///   that nobody holds a pointer into the old block that it will use again (as with
+    ///   PyTorch's `resize_`; DLPack exports are refused through `exports`);
+    /// * by `release_data`, at strong count 0 (`release_resources`) or in `Drop`: nobody
+    ///   else can reach the storage any more.
+    ///
+    /// Those are the only `&mut` made from the cell, so no `&Data` is live across one.
     data: UnsafeCell<Data>,
+    /// Fixed at creation (a known device: `from_external` checks).
     device: Device,
+    /// One-way `false -> true` (`mark_read_only`): once set, every write path refuses
+    /// (`check_writable`). Release / Acquire, so a thread that sees the flag also sees
+    /// what the marking thread did before setting it.
     read_only: AtomicBool,
     /// Set by [`disarm`](Self::disarm): an external storage's deleter is not called.
     /// Atomic, so that disarming never writes through the `data` cell (see `disarm`).
     disarmed: AtomicBool,
     /// DLPack exports of this storage whose consumer has not called the deleter yet:
-    /// while > 0 the bytes must not move, so `resize` refuses.
+    /// while > 0 the bytes must not move, so `resize` refuses. Each `pin_export` is
+    /// matched by exactly one `unpin_export` (the export's deleter).
     exports: AtomicUsize,
+    /// Where the bytes come from; fixed at creation. `Allocated` iff the owner is (or
+    /// was) `Owner::Allocated`; `Mapped` storages are external with an unmapping deleter.
     kind: StorageKind,
-    /// Registered with the memory snapshot (tracking was on when it was made).
+    /// Registered with the memory snapshot (tracking was on when it was made); fixed.
+    /// While set, the snapshot registry holds this object's address, and `Drop` removes
+    /// it (under the registry lock) before the object is freed.
     tracked: bool,
     /// The version counter of the tensor made together with this storage and its views
     /// (`tensor_impl::VersionOf::Storage`).
     version: AtomicU64,
 }
 
-// SAFETY: see the comment on `data`; the raw pointers are plain addresses.
+// SAFETY: the raw pointers are plain addresses of a block the storage owns (or wraps for
+// a caller who documented that any thread may free it: the C API's threading rules), so
+// the storage may be dropped, and its deleter or allocator run, on any thread.
 unsafe impl Send for StorageImpl {}
+// SAFETY: shared use only reads `data` (its writers are excluded as the field says) and
+// the atomics; the bytes themselves are accessed through raw pointers whose races are the
+// caller's, as in PyTorch.
 unsafe impl Sync for StorageImpl {}
 
 pub type Storage = IntrusivePtr<StorageImpl>;
@@ -83,7 +126,8 @@ fn oom(what: &str) -> Error {
 
 impl StorageImpl {
     fn data(&self) -> &Data {
-        // SAFETY: see the comment on the field.
+        // SAFETY: no `&mut Data` is live while the storage is reachable through `&self`
+        // (the writers listed on the field exclude every other user).
         unsafe { &*self.data.get() }
     }
 
@@ -349,6 +393,13 @@ impl Intrusive for StorageImpl {
     fn release_resources(&self) {
         self.release_data();
     }
+
+    /// A tracked storage is in the snapshot's registry by address (`snapshot()` upgrades
+    /// it with `try_upgrade` under the registry lock).
+    #[inline]
+    fn reachable_by_address(&self) -> bool {
+        self.tracked
+    }
 }
 
 impl Drop for StorageImpl {
@@ -370,8 +421,11 @@ mod tests {
         unsafe { s.resize(nbytes) }
     }
 
+    /// # Safety
+    /// `ctx` points to a live `AtomicUsize`.
     unsafe extern "C" fn count_deleter(_data: *mut c_void, ctx: *mut c_void) {
-        (*(ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the contract (each test passes a counter that outlives the storage).
+        unsafe { (*(ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst) };
     }
 
     #[test]
@@ -380,9 +434,11 @@ mod tests {
         assert_eq!(s.nbytes(), 100);
         assert_eq!(s.data_ptr() as usize % 64, 0);
         assert!(s.is_resizable() && s.kind() == StorageKind::Allocated);
+        // SAFETY: the storage's 100 bytes.
         unsafe { s.data_ptr().write_bytes(7, 100) };
         resize(&s, 200).unwrap();
         assert_eq!(s.nbytes(), 200);
+        // SAFETY: byte 99 of the resized 200-byte block.
         assert_eq!(unsafe { *s.data_ptr().add(99) }, 7, "prefix kept");
         resize(&s, 0).unwrap();
         assert!(s.data_ptr().is_null());

@@ -13,9 +13,9 @@
 //! loop computes (multiply, then add, each rounded to float32).
 
 use super::engine::{execute, Kernel, Plan};
+use super::kernels::is;
 use crate::dtype::{Bool, DType, Element};
 use half::{bf16, f16};
-use std::any::TypeId;
 use std::mem::size_of;
 
 /// The arithmetic type of an output element type.
@@ -69,47 +69,62 @@ impl<S, D> Affine<S, D> {
     }
 }
 
-/// Outputs at least this big are written with streaming stores (as the copy kernels do).
-pub(crate) const STREAM_BYTES: usize = 16 << 20;
-
-fn is<A: 'static, B: 'static>() -> bool {
-    TypeId::of::<A>() == TypeId::of::<B>()
-}
+/// Outputs at least this big are written with streaming stores: the copy kernels'
+/// threshold, for the same reason.
+pub(crate) use super::kernels::STREAM_BYTES;
 
 impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
     #[inline]
     unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
+        // Every loop below touches exactly the items i < n at d + i·ds and s + i·ss, which
+        // the `Kernel::run` contract puts inside the operands' layouts (dst writable); the
+        // accesses are unaligned (foreign memory need not be aligned).
         let (a, b) = (self.scale, self.shift);
         if is::<S, u8>() && is::<D, f32>() && ds == 4 {
             #[cfg(target_arch = "x86_64")]
-            if simd::u8_to_f32(self.stream, d, s, n, ss, a as f32, b as f32) {
+            // SAFETY: n u8 items ss apart at s and n contiguous f32 at d (ds == 4): the run
+            // u8_to_f32 requires (it checks the CPU and the stride itself).
+            if unsafe { simd::u8_to_f32(self.stream, d, s, n, ss, a as f32, b as f32) } {
                 return true;
             }
             // Scalar: the same two float32 roundings as the SIMD loop.
             let (a, b) = (a as f32, b as f32);
             let d = d as *mut f32;
-            for i in 0..n {
-                let x = *s.offset(i as isize * ss) as f32;
-                d.add(i).write_unaligned(x * a + b);
+            // SAFETY: item i < n is s + i·ss (a byte) and d + i·4 (run's contract).
+            unsafe {
+                for i in 0..n {
+                    let x = *s.offset(i as isize * ss) as f32;
+                    d.add(i).write_unaligned(x * a + b);
+                }
             }
             return true;
         }
         let rd = |x: S| x.to_scalar().to_f64();
         if ss == 0 {
-            let v = D::affine(rd((s as *const S).read_unaligned()), a, b);
-            for i in 0..n {
-                (d.offset(i as isize * ds) as *mut D).write_unaligned(v);
+            // SAFETY: with ss == 0 the source is the one item at s; the writes are the n
+            // destination items d + i·ds (run's contract).
+            unsafe {
+                let v = D::affine(rd((s as *const S).read_unaligned()), a, b);
+                for i in 0..n {
+                    (d.offset(i as isize * ds) as *mut D).write_unaligned(v);
+                }
             }
         } else if ds == size_of::<D>() as isize && ss == size_of::<S>() as isize {
-            let (d, s) = (d as *mut D, s as *const S);
-            for i in 0..n {
-                d.add(i)
-                    .write_unaligned(D::affine(rd(s.add(i).read_unaligned()), a, b));
+            // SAFETY: item i < n is d + i·ds and s + i·ss with ds, ss the item sizes.
+            unsafe {
+                let (d, s) = (d as *mut D, s as *const S);
+                for i in 0..n {
+                    d.add(i)
+                        .write_unaligned(D::affine(rd(s.add(i).read_unaligned()), a, b));
+                }
             }
         } else {
-            for i in 0..n {
-                let x = (s.offset(i as isize * ss) as *const S).read_unaligned();
-                (d.offset(i as isize * ds) as *mut D).write_unaligned(D::affine(rd(x), a, b));
+            // SAFETY: item i < n is d + i·ds and s + i·ss (run's contract).
+            unsafe {
+                for i in 0..n {
+                    let x = (s.offset(i as isize * ss) as *const S).read_unaligned();
+                    (d.offset(i as isize * ds) as *mut D).write_unaligned(D::affine(rd(x), a, b));
+                }
             }
         }
         true
@@ -251,7 +266,12 @@ pub(crate) unsafe fn affine_raw(
             }
         };
     }
-    crate::with_dtype!(src_dtype, S => { out!(S); });
+    // SAFETY: the plan covers the caller's layouts (valid for dst and src, dst writable,
+    // not overlapping: our contract, which is execute's); the kernel's S and D are the
+    // dtypes the layouts were given in (i0, i1 their item sizes).
+    unsafe {
+        crate::with_dtype!(src_dtype, S => { out!(S); });
+    }
 }
 
 /// x86-64 loops for the image case, chosen at run time.
@@ -263,6 +283,10 @@ mod simd {
     /// an add, each rounded: the scalar loop's values). `stream`: streaming stores (after
     /// a scalar head up to 32-byte alignment), fenced before returning. Returns false when
     /// it does not handle this stride or the CPU lacks AVX2.
+    ///
+    /// # Safety
+    /// The `n` bytes `s + i·ss` (i < n) are readable and the `n` f32 (unaligned) at `d`
+    /// writable, not overlapping them.
     pub(super) unsafe fn u8_to_f32(
         stream: bool,
         d: *mut u8,
@@ -284,54 +308,82 @@ mod simd {
         } else {
             0
         };
-        for j in 0..head {
-            d.add(j).write_unaligned(*s.add(j * ss) as f32 * a + b);
-        }
-        let (d2, s2, n2) = (d.add(head), s.add(head * ss), n - head);
+        // SAFETY: items j < head <= n of the contract's runs.
+        let (d2, s2, n2) = unsafe {
+            for j in 0..head {
+                d.add(j).write_unaligned(*s.add(j * ss) as f32 * a + b);
+            }
+            (d.add(head), s.add(head * ss), n - head)
+        };
         let aligned = stream && (d2 as usize) % 32 == 0;
-        match (ss, aligned) {
-            (1, false) => dense::<false>(d2, s2, n2, a, b),
-            (1, true) => dense::<true>(d2, s2, n2, a, b),
-            (_, false) => stride3::<false>(d2, s2, n2, a, b),
-            (_, true) => stride3::<true>(d2, s2, n2, a, b),
-        }
-        if aligned {
-            _mm_sfence();
+        // SAFETY: the rest of the runs, items head..n, with ss 1 (dense) or 3 (stride3),
+        // as each requires; the CPU has AVX2 (checked above); streaming stores only when
+        // d2 is 32-byte aligned (then every 8-item store of dense / stride3 is).
+        unsafe {
+            match (ss, aligned) {
+                (1, false) => dense::<false>(d2, s2, n2, a, b),
+                (1, true) => dense::<true>(d2, s2, n2, a, b),
+                (_, false) => stride3::<false>(d2, s2, n2, a, b),
+                (_, true) => stride3::<true>(d2, s2, n2, a, b),
+            }
+            if aligned {
+                _mm_sfence();
+            }
         }
         true
     }
 
     /// Eight bytes (in the low half of `v`) to eight floats `x·a + b` at `d` (32-byte
     /// aligned when `STREAM`).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; 32 bytes writable at `d`, 32-byte aligned when `STREAM`.
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn emit8<const STREAM: bool>(d: *mut f32, v: __m128i, a: __m256, b: __m256) {
-        let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-        let y = _mm256_add_ps(_mm256_mul_ps(x, a), b);
-        if STREAM {
-            _mm256_stream_ps(d, y)
-        } else {
-            _mm256_storeu_ps(d, y)
+        // SAFETY: one 32-byte store at d, aligned when streaming: the contract.
+        unsafe {
+            let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+            let y = _mm256_add_ps(_mm256_mul_ps(x, a), b);
+            if STREAM {
+                _mm256_stream_ps(d, y)
+            } else {
+                _mm256_storeu_ps(d, y)
+            }
         }
     }
 
+    /// `n` contiguous bytes to `n` contiguous floats `x·a + b`, 16 at a time.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; `n` bytes readable at `s`, `n` f32 writable at `d`; with
+    /// `STREAM`, `d` is 32-byte aligned.
     #[target_feature(enable = "avx2")]
     unsafe fn dense<const STREAM: bool>(d: *mut f32, s: *const u8, n: usize, a: f32, b: f32) {
         let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
-        let mut i = 0;
-        while i + 16 <= n {
-            let v = _mm_loadu_si128(s.add(i) as *const __m128i);
-            emit8::<STREAM>(d.add(i), v, va, vb);
-            emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
-            i += 16;
-        }
-        for j in i..n {
-            d.add(j).write_unaligned(*s.add(j) as f32 * a + b);
+        // SAFETY: the block loop reads bytes i..i + 16 and writes floats i..i + 16 with
+        // i + 16 <= n (d + i stays 32-byte aligned when d is: i is a multiple of 16); the
+        // tail moves items i..n one by one.
+        unsafe {
+            let mut i = 0;
+            while i + 16 <= n {
+                let v = _mm_loadu_si128(s.add(i) as *const __m128i);
+                emit8::<STREAM>(d.add(i), v, va, vb);
+                emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+                i += 16;
+            }
+            for j in i..n {
+                d.add(j).write_unaligned(*s.add(j) as f32 * a + b);
+            }
         }
     }
 
     /// Every third byte: 16 outputs from 48 input bytes (three 16-byte loads, each
     /// shuffled to its share of the 16 picked bytes).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; the `n` bytes `s + 3i` (i < n) readable, `n` f32 writable at
+    /// `d`; with `STREAM`, `d` is 32-byte aligned.
     #[target_feature(enable = "avx2")]
     unsafe fn stride3<const STREAM: bool>(d: *mut f32, s: *const u8, n: usize, a: f32, b: f32) {
         let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
@@ -341,21 +393,27 @@ mod simd {
         let m0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, z, z, z, z, z, z, z, z, z, z);
         let m1 = _mm_setr_epi8(z, z, z, z, z, z, 2, 5, 8, 11, 14, z, z, z, z, z);
         let m2 = _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, 1, 4, 7, 10, 13);
-        let mut i = 0;
-        // The last 16-byte load of a block ends at byte 3·i + 47, which must not pass the
-        // last item (byte 3·(n - 1)).
-        while i + 16 <= n && 3 * i + 47 <= 3 * (n - 1) {
-            let p = s.add(3 * i);
-            let v0 = _mm_shuffle_epi8(_mm_loadu_si128(p as *const __m128i), m0);
-            let v1 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(16) as *const __m128i), m1);
-            let v2 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(32) as *const __m128i), m2);
-            let v = _mm_or_si128(_mm_or_si128(v0, v1), v2);
-            emit8::<STREAM>(d.add(i), v, va, vb);
-            emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
-            i += 16;
-        }
-        for j in i..n {
-            d.add(j).write_unaligned(*s.add(3 * j) as f32 * a + b);
+        // SAFETY: the block loop reads bytes 3i..3i + 48, which the loop condition keeps at
+        // or before the last item's byte 3(n - 1), and writes floats i..i + 16 <= n (d + i
+        // 32-byte aligned when d is: i is a multiple of 16); the tail moves items i..n one
+        // by one.
+        unsafe {
+            let mut i = 0;
+            // The last 16-byte load of a block ends at byte 3·i + 47, which must not pass the
+            // last item (byte 3·(n - 1)).
+            while i + 16 <= n && 3 * i + 47 <= 3 * (n - 1) {
+                let p = s.add(3 * i);
+                let v0 = _mm_shuffle_epi8(_mm_loadu_si128(p as *const __m128i), m0);
+                let v1 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(16) as *const __m128i), m1);
+                let v2 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(32) as *const __m128i), m2);
+                let v = _mm_or_si128(_mm_or_si128(v0, v1), v2);
+                emit8::<STREAM>(d.add(i), v, va, vb);
+                emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+                i += 16;
+            }
+            for j in i..n {
+                d.add(j).write_unaligned(*s.add(3 * j) as f32 * a + b);
+            }
         }
     }
 }

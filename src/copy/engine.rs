@@ -27,7 +27,10 @@ use smallvec::SmallVec;
 const DIMS: usize = crate::shape::MAX_DIMS;
 type Strides = SmallVec<[isize; DIMS]>;
 
-/// Elements per tile side for blocked transposes (32 x 32 f32 = 4 KiB per operand).
+/// Elements per tile side for blocked transposes: 128 x 128 (64 KiB per f32 operand).
+/// Raised from 32 together with the AVX2 register transposes (commit fb0e21e; numbers in
+/// BENCHMARKS.md, data movement): those work in 8x8 register blocks, so a tile need not
+/// fit in L1, and bigger tiles mean fewer per-tile calls.
 pub(crate) const TILE: usize = 128;
 /// Elements a tile may hold when one side is short (e.g. 3 channels): keeps tiles
 /// `TILE_ELEMS` big so the per-tile overhead stays small.
@@ -39,7 +42,10 @@ pub(crate) trait Kernel {
     /// Returns false to stop the iteration early (equal found a difference).
     ///
     /// # Safety
-    /// Every address the call touches is inside its operand's validated layout.
+    /// For every `i < n`, the item at `d + i·ds` lies inside operand 0's validated layout
+    /// over a live block (writable when the kernel writes) and the item at `s + i·ss`
+    /// inside operand 1's; for a copy, the two operands do not overlap. Items need not be
+    /// aligned.
     unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool;
 
     /// Processes a `rows x cols` tile: element (r, c) is at `d + r·dr + c·dc` and
@@ -48,7 +54,7 @@ pub(crate) trait Kernel {
     /// with a typed transposer.
     ///
     /// # Safety
-    /// As for `run`.
+    /// As for `run`, for every item (r, c), `r < rows`, `c < cols`, of the tile.
     #[allow(clippy::too_many_arguments)]
     unsafe fn tile(
         &mut self,
@@ -68,7 +74,10 @@ pub(crate) trait Kernel {
             (cols, rows, dc, dr, sc, sr)
         };
         for i in 0..outer as isize {
-            if !self.run(d.offset(i * d_out), s.offset(i * s_out), len, d_in, s_in) {
+            // SAFETY: line i < outer starts at tile item (i, 0) (or (0, i) when walking
+            // columns) and holds `len` items d_in / s_in apart: items of the tile, which
+            // tile's contract makes valid.
+            if !unsafe { self.run(d.offset(i * d_out), s.offset(i * s_out), len, d_in, s_in) } {
                 return false;
             }
         }
@@ -164,9 +173,13 @@ pub(crate) unsafe fn execute(
     isz1: usize,
     k: &mut dyn Kernel,
 ) -> bool {
-    match plan.transpose_dim(isz0, isz1) {
-        Some(kdim) => execute_tiled(plan, kdim, p0, p1, k),
-        None => execute_runs(plan, p0, p1, k),
+    // SAFETY: our contract is theirs; kdim comes from transpose_dim (a dim other than the
+    // innermost).
+    unsafe {
+        match plan.transpose_dim(isz0, isz1) {
+            Some(kdim) => execute_tiled(plan, kdim, p0, p1, k),
+            None => execute_runs(plan, p0, p1, k),
+        }
     }
 }
 
@@ -197,6 +210,9 @@ pub(crate) fn odometer_step(
 }
 
 /// Odometer over every dim but the innermost; one kernel run per innermost line.
+///
+/// # Safety
+/// As [`execute`].
 unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kernel) -> bool {
     let nd = plan.sizes.len();
     let last = nd - 1;
@@ -209,7 +225,10 @@ unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kern
     let mut idx: SmallVec<[usize; DIMS]> = SmallVec::from_elem(0, last);
     let (mut d, mut s) = (p0, p1);
     loop {
-        if !k.run(d, s, n, ds, ss) {
+        // SAFETY: d and s are the operands' items at index (idx, 0) of the plan (idx < the
+        // outer sizes), so the line's n items ds / ss apart are the plan's items
+        // (idx, 0..n), inside the layouts (execute's contract).
+        if !unsafe { k.run(d, s, n, ds, ss) } {
             return false;
         }
         // Advance the odometer (innermost outer dim first). The pointers move with wrapping
@@ -229,6 +248,9 @@ unsafe fn execute_runs(plan: &Plan, p0: *mut u8, p1: *const u8, k: &mut dyn Kern
 }
 
 /// Blocked 2-D iteration over dims (`kdim`, innermost), odometer over the rest.
+///
+/// # Safety
+/// As [`execute`]; `kdim` is a dim of the plan other than the innermost.
 unsafe fn execute_tiled(
     plan: &Plan,
     kdim: usize,
@@ -261,7 +283,11 @@ unsafe fn execute_tiled(
                 let cols = bc.min(nc - c0);
                 let td = d.wrapping_offset(r0 as isize * dr + c0 as isize * dc);
                 let ts = s.wrapping_offset(r0 as isize * sr + c0 as isize * sc);
-                if !k.tile(td, ts, rows, cols, dr, dc, sr, sc) {
+                // SAFETY: td / ts are the operands' items at (r0, c0) of dims (kdim, last) for
+                // the current odometer index of the other dims; with r0 + rows <= nr and
+                // c0 + cols <= nc every item of the tile is an item of the plan, inside the
+                // layouts (execute's contract).
+                if !unsafe { k.tile(td, ts, rows, cols, dr, dc, sr, sc) } {
                     return false;
                 }
                 c0 += cols;

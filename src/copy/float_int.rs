@@ -4,6 +4,7 @@
 //! in cache-sized chunks first. The loops are compiled twice (baseline x86-64, AVX2 + F16C)
 //! and picked at run time; tests compare every pair with the scalar rule.
 
+use super::kernels::is;
 use crate::dtype::Element;
 use half::{bf16, f16};
 use std::any::TypeId;
@@ -61,21 +62,37 @@ sat_cast!(wide f32 => i32, 2147483648.0; u32, 4294967296.0;
     i64, 9223372036854775808.0; u64, 18446744073709551616.0);
 sat_cast!(wide f64 => i64, 9223372036854775808.0; u64, 18446744073709551616.0);
 
+/// The conversion loop over slices, so LLVM vectorises it (no per-item bounds checks:
+/// `zip`).
+///
+/// # Safety
+/// `n` aligned `F` items at `s` readable, `n` aligned `I` items at `d` writable, the two
+/// runs not overlapping. (Every `unsafe fn` of this module has this contract, for its
+/// own item types; `float_to_int` states it once for a run of `S` and `D`.)
 #[inline(always)]
 unsafe fn cast_loop<F: SatCast<I>, I>(d: *mut I, s: *const F, n: usize) {
-    let (src, dst) = (
-        std::slice::from_raw_parts(s, n),
-        std::slice::from_raw_parts_mut(d, n),
-    );
+    // SAFETY: the two runs of the contract as slices: aligned, in bounds, disjoint (so the
+    // mutable one aliases nothing); F and I are plain numbers (any bits valid).
+    let (src, dst) = unsafe {
+        (
+            std::slice::from_raw_parts(s, n),
+            std::slice::from_raw_parts_mut(d, n),
+        )
+    };
     for (o, &x) in dst.iter_mut().zip(src) {
         *o = x.sat();
     }
 }
 
+/// [`cast_loop`] compiled for AVX2 (packed conversions over 256-bit vectors).
+///
+/// # Safety
+/// As [`cast_loop`]; the CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn cast_avx2<F: SatCast<I>, I>(d: *mut I, s: *const F, n: usize) {
-    cast_loop(d, s, n)
+    // SAFETY: the same contract as ours.
+    unsafe { cast_loop(d, s, n) }
 }
 
 /// 0 unknown, 1 baseline, 2 AVX2 + F16C. (AVX-512 target features need Rust 1.89, past
@@ -101,28 +118,41 @@ fn level() -> u8 {
 }
 
 /// Converts `n` contiguous, aligned elements with the best loop this CPU runs.
+///
+/// # Safety
+/// As [`cast_loop`].
 #[inline]
 unsafe fn cast<F: SatCast<I>, I>(d: *mut I, s: *const F, n: usize) {
     #[cfg(target_arch = "x86_64")]
     if level() == 2 {
-        return cast_avx2(d, s, n);
+        // SAFETY: our contract; level 2 means the CPU has AVX2 (and F16C).
+        return unsafe { cast_avx2(d, s, n) };
     }
-    cast_loop(d, s, n)
+    // SAFETY: the same contract as ours.
+    unsafe { cast_loop(d, s, n) }
 }
 
 /// Elements widened per chunk for 16-bit float sources (16 KiB of f32: stays in L1).
 const CHUNK: usize = 4096;
 
 /// bf16 -> f32 (exact: the top half of an f32).
+///
+/// # Safety
+/// `dst.len()` aligned `u16` (bf16 bits) readable at `s`, not overlapping `dst`.
 #[inline(always)]
 unsafe fn widen_bf16(dst: &mut [f32], s: *const u16) {
-    let src = std::slice::from_raw_parts(s, dst.len());
+    // SAFETY: the contract.
+    let src = unsafe { std::slice::from_raw_parts(s, dst.len()) };
     for (o, &x) in dst.iter_mut().zip(src) {
         *o = f32::from_bits((x as u32) << 16);
     }
 }
 
-/// Widens chunk by chunk into an L1-resident buffer, then converts it.
+/// Widens chunk by chunk into an L1-resident buffer, then converts it: `widen(buf, i)`
+/// fills `buf` with source items `i..i + buf.len()` as f32.
+///
+/// # Safety
+/// `n` aligned `I` items writable at `d`.
 #[inline(always)]
 unsafe fn chunked<I>(d: *mut I, n: usize, mut widen: impl FnMut(&mut [f32], usize))
 where
@@ -133,7 +163,9 @@ where
     while i < n {
         let m = CHUNK.min(n - i);
         widen(&mut buf[..m], i);
-        cast_loop(d.add(i), buf.as_ptr(), m);
+        // SAFETY: items i..i + m (i + m <= n) of the destination run, from m items of the
+        // local buffer (which the destination cannot overlap).
+        unsafe { cast_loop(d.add(i), buf.as_ptr(), m) };
         i += m;
     }
 }
@@ -143,21 +175,32 @@ fn is_f16<H: 'static>() -> bool {
 }
 
 /// Baseline: the half crate's f16 conversion (it uses F16C itself when present).
+///
+/// # Safety
+/// As [`cast_loop`]; `H` is f16 or bf16.
 unsafe fn from_half_base<H: 'static, I>(d: *mut I, s: *const H, n: usize)
 where
     f32: SatCast<I>,
 {
     use half::slice::HalfFloatSliceExt;
-    chunked(d, n, |buf, i| {
-        if is_f16::<H>() {
-            std::slice::from_raw_parts((s as *const f16).add(i), buf.len())
-                .convert_to_f32_slice(buf);
-        } else {
-            widen_bf16(buf, (s as *const u16).add(i));
-        }
-    })
+    // SAFETY: the destination run is chunked's; `widen` reads source items
+    // i..i + buf.len() <= n, as f16 when H is f16, else as bf16 bits (u16, same layout).
+    unsafe {
+        chunked(d, n, |buf, i| {
+            if is_f16::<H>() {
+                std::slice::from_raw_parts((s as *const f16).add(i), buf.len())
+                    .convert_to_f32_slice(buf);
+            } else {
+                widen_bf16(buf, (s as *const u16).add(i));
+            }
+        })
+    }
 }
 
+/// [`from_half_base`] with F16C conversions of 8 items at a time, compiled for AVX2.
+///
+/// # Safety
+/// As [`from_half_base`]; the CPU must support AVX2 and F16C.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,f16c")]
 unsafe fn from_half_avx2<H: 'static, I>(d: *mut I, s: *const H, n: usize)
@@ -165,46 +208,58 @@ where
     f32: SatCast<I>,
 {
     use std::arch::x86_64::*;
-    chunked(d, n, |buf, i| {
-        let p = (s as *const u16).add(i);
-        if is_f16::<H>() {
-            let m = buf.len();
-            let mut k = 0;
-            while k + 8 <= m {
-                let h = _mm_loadu_si128(p.add(k) as *const __m128i);
-                _mm256_storeu_ps(buf.as_mut_ptr().add(k), _mm256_cvtph_ps(h));
-                k += 8;
+    // SAFETY: the destination run is chunked's; `widen` reads source items
+    // i..i + buf.len() <= n as 16-bit words (f16 or bf16 bits): the 8-item loads end at
+    // k + 8 <= m = buf.len() and store into buf's first m items; F16C and AVX2 are
+    // enabled here (the caller checked the CPU).
+    unsafe {
+        chunked(d, n, |buf, i| {
+            let p = (s as *const u16).add(i);
+            if is_f16::<H>() {
+                let m = buf.len();
+                let mut k = 0;
+                while k + 8 <= m {
+                    let h = _mm_loadu_si128(p.add(k) as *const __m128i);
+                    _mm256_storeu_ps(buf.as_mut_ptr().add(k), _mm256_cvtph_ps(h));
+                    k += 8;
+                }
+                for (j, o) in buf.iter_mut().enumerate().skip(k) {
+                    *o = f16::from_bits(*p.add(j)).to_f32();
+                }
+            } else {
+                widen_bf16(buf, p);
             }
-            for (j, o) in buf.iter_mut().enumerate().skip(k) {
-                *o = f16::from_bits(*p.add(j)).to_f32();
-            }
-        } else {
-            widen_bf16(buf, p);
-        }
-    })
+        })
+    }
 }
 
+/// f16 / bf16 -> integer with the best loop this CPU runs.
+///
+/// # Safety
+/// As [`from_half_base`].
 unsafe fn from_half<H: 'static, I>(d: *mut I, s: *const H, n: usize)
 where
     f32: SatCast<I>,
 {
     #[cfg(target_arch = "x86_64")]
     if level() == 2 {
-        return from_half_avx2(d, s, n);
+        // SAFETY: our contract; level 2 means the CPU has AVX2 and F16C.
+        return unsafe { from_half_avx2(d, s, n) };
     }
-    from_half_base(d, s, n)
-}
-
-fn is<A: 'static, B: 'static>() -> bool {
-    TypeId::of::<A>() == TypeId::of::<B>()
+    // SAFETY: the same contract as ours.
+    unsafe { from_half_base(d, s, n) }
 }
 
 /// Converts one source float type to integer `D`; false when `D` is not an integer.
+///
+/// # Safety
+/// As [`cast_loop`], for `F` items at `s` and `D` items at `d`.
 unsafe fn to_int<F, D: 'static>(d: *mut u8, s: *const F, n: usize, run: impl CastTo<F>) -> bool {
     macro_rules! each_int {
         ($($i:ty),*) => {
             $(if is::<D, $i>() {
-                run.run::<$i>(d as *mut $i, s, n);
+                // SAFETY: D is $i (tested): the contract for $i items at d.
+                unsafe { run.run::<$i>(d as *mut $i, s, n) };
                 return true;
             })*
         };
@@ -215,6 +270,10 @@ unsafe fn to_int<F, D: 'static>(d: *mut u8, s: *const F, n: usize, run: impl Cas
 
 /// How one source type reaches integer `I`.
 trait CastTo<F> {
+    /// Converts `n` items from `s` to `d`.
+    ///
+    /// # Safety
+    /// As [`cast_loop`]; for [`Half`], `F` is f16 or bf16.
     unsafe fn run<I>(&self, d: *mut I, s: *const F, n: usize)
     where
         f32: SatCast<I>,
@@ -228,7 +287,8 @@ impl CastTo<f32> for Direct {
         f32: SatCast<I>,
         f64: SatCast<I>,
     {
-        cast(d, s, n)
+        // SAFETY: the trait's contract, which is cast's.
+        unsafe { cast(d, s, n) }
     }
 }
 impl CastTo<f64> for Direct {
@@ -237,7 +297,8 @@ impl CastTo<f64> for Direct {
         f32: SatCast<I>,
         f64: SatCast<I>,
     {
-        cast(d, s, n)
+        // SAFETY: the trait's contract, which is cast's.
+        unsafe { cast(d, s, n) }
     }
 }
 struct Half;
@@ -247,27 +308,37 @@ impl<H: 'static> CastTo<H> for Half {
         f32: SatCast<I>,
         f64: SatCast<I>,
     {
-        from_half(d, s, n)
+        // SAFETY: the trait's contract, which is from_half's.
+        unsafe { from_half(d, s, n) }
     }
 }
 
 /// The float -> integer fast path for contiguous aligned runs (`S`, `D` as in
 /// `Convert<S, D>`): false when `S -> D` is not such a pair.
+///
+/// # Safety
+/// `n` aligned `S` items readable at `s`, `n` aligned `D` items writable at `d`, the two
+/// runs not overlapping.
 pub(super) unsafe fn float_to_int<S: Element, D: Element>(
     d: *mut u8,
     s: *const u8,
     n: usize,
 ) -> bool {
-    if is::<S, f32>() {
-        to_int::<f32, D>(d, s as *const f32, n, Direct)
-    } else if is::<S, f64>() {
-        to_int::<f64, D>(d, s as *const f64, n, Direct)
-    } else if is::<S, f16>() {
-        to_int::<f16, D>(d, s as *const f16, n, Half)
-    } else if is::<S, bf16>() {
-        to_int::<bf16, D>(d, s as *const bf16, n, Half)
-    } else {
-        false
+    // SAFETY: S is the very type each branch tests for, so the cast source pointer
+    // addresses the contract's run of S (f16 / bf16 going to Half, as it requires); to_int
+    // gets D's run unchanged and checks D itself.
+    unsafe {
+        if is::<S, f32>() {
+            to_int::<f32, D>(d, s as *const f32, n, Direct)
+        } else if is::<S, f64>() {
+            to_int::<f64, D>(d, s as *const f64, n, Direct)
+        } else if is::<S, f16>() {
+            to_int::<f16, D>(d, s as *const f16, n, Half)
+        } else if is::<S, bf16>() {
+            to_int::<bf16, D>(d, s as *const bf16, n, Half)
+        } else {
+            false
+        }
     }
 }
 
@@ -332,6 +403,7 @@ mod tests {
 
     fn check<S: Element + Copy, D: Element + Default + PartialEq + std::fmt::Debug>(src: &[S]) {
         let mut out = vec![D::default(); src.len()];
+        // SAFETY: two distinct Vecs of src.len() items, aligned for their types.
         let ok = unsafe {
             float_to_int::<S, D>(
                 out.as_mut_ptr() as *mut u8,
@@ -368,8 +440,10 @@ mod tests {
         all_ints::<f16>(&h);
         let b: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
         all_ints::<bf16>(&b);
-        // not float -> int: not this path
+        // not float -> int: not this path (which returns before touching memory)
+        // SAFETY: zero items: nothing is read or written.
         assert!(!unsafe { float_to_int::<i32, u8>(std::ptr::null_mut(), std::ptr::null(), 0) });
+        // SAFETY: as above.
         assert!(!unsafe { float_to_int::<f32, f64>(std::ptr::null_mut(), std::ptr::null(), 0) });
     }
 }

@@ -4,6 +4,17 @@
 //!
 //! All element reads and writes are unaligned-tolerant (`read_unaligned` /
 //! `write_unaligned`, plain moves on x86): wrapped foreign memory need not be aligned.
+//!
+//! Soundness: every kernel is an `unsafe fn` whose contract is the engine's
+//! ([`Kernel::run`] / [`Kernel::tile`]): each item address the call is given
+//! (`d + i·ds`, `s + i·ss` for `i < n`; `d + r·dr + c·dc`, `s + r·sr + c·sc` inside the
+//! tile) lies inside its operand's validated layout over a live block, operand 0 is
+//! writable, and a copy's two operands do not overlap (the op snapshots the source first
+//! when they might). Each loop touches exactly those addresses, so its pointer arithmetic
+//! stays inside one allocation and its reads and writes are in bounds; the loops keep raw
+//! pointers (no slices, no index checks) so that they vectorise. The SAFETY comments below
+//! say which of those addresses a block touches and what else it relies on (the CPU
+//! features of the SIMD paths, alignment of the slice paths).
 
 use super::engine::Kernel;
 use crate::dtype::Element;
@@ -29,8 +40,12 @@ impl<T> CopySame<T> {
     }
 }
 
-/// Outputs at least this big are written with streaming stores by the SIMD transposes.
-const STREAM_BYTES: usize = 16 << 20;
+/// Outputs at least this big are written with streaming stores by the SIMD transposes:
+/// 16 MiB is beyond a typical last-level cache, so the output would be evicted before
+/// anyone reads it anyway, and skipping the read-for-ownership of its lines
+/// leaves two memory streams instead of three. Smaller outputs keep plain stores, which
+/// leave the result in cache for the next op.
+pub(crate) const STREAM_BYTES: usize = 16 << 20;
 
 /// 16-byte items (complex128) as a plain pair of words.
 #[derive(Clone, Copy)]
@@ -42,31 +57,42 @@ impl<T: Copy> Kernel for CopySame<T> {
     unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
         let sz = size_of::<T>() as isize;
         if ds == sz && ss == sz {
-            // SAFETY: both runs are n items inside their layouts; the op guarantees that
-            // dst and src do not overlap (it snapshots src first when they might).
-            std::ptr::copy_nonoverlapping(s, d, n * sz as usize);
+            // SAFETY: both runs are n contiguous items (n·sz bytes) inside their layouts
+            // (run's contract); the op guarantees that dst and src do not overlap (it
+            // snapshots src first when they might).
+            unsafe { std::ptr::copy_nonoverlapping(s, d, n * sz as usize) };
         } else if ss == 0 {
-            let v = (s as *const T).read_unaligned();
-            if ds == sz {
-                let d = d as *mut T;
-                for i in 0..n {
-                    d.add(i).write_unaligned(v);
-                }
-            } else {
-                for i in 0..n {
-                    (d.offset(i as isize * ds) as *mut T).write_unaligned(v);
+            // SAFETY: with ss == 0 the source is the one item at s; the writes are the n
+            // destination items d + i·ds, i < n (run's contract); unaligned accesses.
+            unsafe {
+                let v = (s as *const T).read_unaligned();
+                if ds == sz {
+                    let d = d as *mut T;
+                    for i in 0..n {
+                        d.add(i).write_unaligned(v);
+                    }
+                } else {
+                    for i in 0..n {
+                        (d.offset(i as isize * ds) as *mut T).write_unaligned(v);
+                    }
                 }
             }
         } else if ds == sz {
-            let d = d as *mut T;
-            for i in 0..n {
-                d.add(i)
-                    .write_unaligned((s.offset(i as isize * ss) as *const T).read_unaligned());
+            // SAFETY: item i < n is d + i·sz (= d + i·ds) and s + i·ss (run's contract).
+            unsafe {
+                let d = d as *mut T;
+                for i in 0..n {
+                    d.add(i)
+                        .write_unaligned((s.offset(i as isize * ss) as *const T).read_unaligned());
+                }
             }
         } else {
-            for i in 0..n {
-                (d.offset(i as isize * ds) as *mut T)
-                    .write_unaligned((s.offset(i as isize * ss) as *const T).read_unaligned());
+            // SAFETY: item i < n is d + i·ds and s + i·ss (run's contract).
+            unsafe {
+                for i in 0..n {
+                    (d.offset(i as isize * ds) as *mut T)
+                        .write_unaligned((s.offset(i as isize * ss) as *const T).read_unaligned());
+                }
             }
         }
         true
@@ -90,29 +116,41 @@ impl<T: Copy> Kernel for CopySame<T> {
         if simd::has_avx2() {
             // Streaming stores need 32-byte aligned rows.
             let stream = self.stream && (d as usize) % 32 == 0 && dr % 32 == 0;
+            // The SIMD calls below rely on: the CPU has AVX2 (checked just above); the tile
+            // is tile's contract's tile with dc == sr == size_of::<T>() (asserted above: the
+            // engine tiles only then, and CopySame's T is the dtype's item size); `stream`
+            // only when d and dr are multiples of 32, as streaming stores require.
             if size_of::<T>() == 4 && rows >= 8 && cols >= 8 {
-                simd::tile_u32(stream, d, s, rows, cols, dr, sc);
+                // SAFETY: as said above, with 4-byte items as tile_u32 moves.
+                unsafe { simd::tile_u32(stream, d, s, rows, cols, dr, sc) };
                 return true;
             }
             if size_of::<T>() == 8 && rows >= 4 && cols >= 4 {
-                simd::tile_u64(stream, d, s, rows, cols, dr, sc);
+                // SAFETY: as said above, with 8-byte items as tile_u64 moves.
+                unsafe { simd::tile_u64(stream, d, s, rows, cols, dr, sc) };
                 return true;
             }
             // A few planes interleaved into dense rows (NCHW -> NHWC with 2-4 channels).
             if dr == cols as isize * size_of::<T>() as isize {
-                let done = match cols {
-                    2 => simd::interleave::<T, 2>(d, s, rows, sc),
-                    3 if size_of::<T>() == 4 => simd::interleave3_u32(d, s, rows, sc),
-                    3 => simd::interleave::<T, 3>(d, s, rows, sc),
-                    4 => simd::interleave::<T, 4>(d, s, rows, sc),
-                    _ => false,
+                // SAFETY: as above, and dr == C·size_of::<T>() (the `if` just above) with
+                // C == cols, as `interleave` requires (dr == 12 for interleave3_u32).
+                let done = unsafe {
+                    match cols {
+                        2 => simd::interleave::<T, 2>(d, s, rows, sc),
+                        3 if size_of::<T>() == 4 => simd::interleave3_u32(d, s, rows, sc),
+                        3 => simd::interleave::<T, 3>(d, s, rows, sc),
+                        4 => simd::interleave::<T, 4>(d, s, rows, sc),
+                        _ => false,
+                    }
                 };
                 if done {
                     return true;
                 }
             }
         }
-        scalar_tile::<T>(d, s, rows, cols, dr, sc);
+        // SAFETY: tile's contract with dc == sr == size_of::<T>() (asserted above), which
+        // is scalar_tile's.
+        unsafe { scalar_tile::<T>(d, s, rows, cols, dr, sc) };
         true
     }
 }
@@ -130,24 +168,35 @@ unsafe fn scalar_tile<T: Copy>(
     dr: isize,
     sc: isize,
 ) {
+    // Both loop orders touch exactly the tile's items (r, c), r < rows, c < cols: dst at
+    // d + r·dr + c·size, src at s + r·size + c·sc.
     if cols >= rows {
         // Contiguous writes, strided reads; the tile's src lines stay in L1.
-        for r in 0..rows {
-            let drow = d.offset(r as isize * dr) as *mut T;
-            let srow = (s as *const T).add(r) as *const u8;
-            for c in 0..cols {
-                drow.add(c)
-                    .write_unaligned((srow.offset(c as isize * sc) as *const T).read_unaligned());
+        // SAFETY: row r's start d + r·dr and src item s + r·size are items of the tile, and
+        // so is every (r, c) reached from them (the function's contract).
+        unsafe {
+            for r in 0..rows {
+                let drow = d.offset(r as isize * dr) as *mut T;
+                let srow = (s as *const T).add(r) as *const u8;
+                for c in 0..cols {
+                    drow.add(c).write_unaligned(
+                        (srow.offset(c as isize * sc) as *const T).read_unaligned(),
+                    );
+                }
             }
         }
     } else {
         // Short rows (e.g. 3 channels): contiguous reads down each column.
-        for c in 0..cols {
-            let dcol = (d as *mut T).add(c) as *mut u8;
-            let scol = s.offset(c as isize * sc) as *const T;
-            for r in 0..rows {
-                (dcol.offset(r as isize * dr) as *mut T)
-                    .write_unaligned(scol.add(r).read_unaligned());
+        // SAFETY: column c's starts d + c·size and s + c·sc are items of the tile, and so
+        // is every (r, c) reached from them (the function's contract).
+        unsafe {
+            for c in 0..cols {
+                let dcol = (d as *mut T).add(c) as *mut u8;
+                let scol = s.offset(c as isize * sc) as *const T;
+                for r in 0..rows {
+                    (dcol.offset(r as isize * dr) as *mut T)
+                        .write_unaligned(scol.add(r).read_unaligned());
+                }
             }
         }
     }
@@ -176,6 +225,10 @@ mod simd {
     /// Walks a `rows x cols` transposing tile (element (r, c) from `s + r·size + c·sc` to
     /// `d + r·dr + c·size`) in `B x B` blocks handed to `block(dst, src)`; the ragged
     /// edges go through the scalar loop.
+    ///
+    /// # Safety
+    /// As `Kernel::tile` with `dc == sr == size_of::<T>()`. `block` is called only with the
+    /// origins (top-left items) of `B x B` blocks that lie wholly inside the tile.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn blocked<T: Copy, const B: usize>(
@@ -193,21 +246,31 @@ mod simd {
         while r < rb {
             let mut c = 0;
             while c < cb {
-                block(
-                    d.offset(r as isize * dr + c as isize * sz),
-                    s.offset(r as isize * sz + c as isize * sc),
-                );
+                // SAFETY: r < rb <= rows and c < cb <= cols: item (r, c) of the tile, the
+                // origin of a B x B block that ends at (r + B - 1, c + B - 1), inside it.
+                let (dd, ss) = unsafe {
+                    (
+                        d.offset(r as isize * dr + c as isize * sz),
+                        s.offset(r as isize * sz + c as isize * sc),
+                    )
+                };
+                block(dd, ss);
                 c += B;
             }
             r += B;
         }
-        if cb < cols {
-            let (dd, ss) = (d.offset(cb as isize * sz), s.offset(cb as isize * sc));
-            super::scalar_tile::<T>(dd, ss, rb, cols - cb, dr, sc);
-        }
-        if rb < rows {
-            let (dd, ss) = (d.offset(rb as isize * dr), s.offset(rb as isize * sz));
-            super::scalar_tile::<T>(dd, ss, rows - rb, cols, dr, sc);
+        // SAFETY: the right edge (rows 0..rb, columns cb..cols) and the bottom edge (rows
+        // rb..rows, every column) are sub-tiles of the tile, with origins at its items
+        // (0, cb) and (rb, 0) when non-empty, and the same strides: scalar_tile's contract.
+        unsafe {
+            if cb < cols {
+                let (dd, ss) = (d.offset(cb as isize * sz), s.offset(cb as isize * sc));
+                super::scalar_tile::<T>(dd, ss, rb, cols - cb, dr, sc);
+            }
+            if rb < rows {
+                let (dd, ss) = (d.offset(rb as isize * dr), s.offset(rb as isize * sz));
+                super::scalar_tile::<T>(dd, ss, rows - rb, cols, dr, sc);
+            }
         }
     }
 
@@ -216,7 +279,8 @@ mod simd {
     /// rows required), fenced before returning.
     ///
     /// # Safety
-    /// As `Kernel::tile`; the CPU must support AVX2.
+    /// As `Kernel::tile` with 4-byte items and `dc == sr == 4`; the CPU must support AVX2;
+    /// with `stream`, `d` and `dr` are multiples of 32.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn tile_u32(
         stream: bool,
@@ -227,22 +291,30 @@ mod simd {
         dr: isize,
         sc: isize,
     ) {
-        if stream {
-            blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
-                block8::<true>(dd, dr, ss, sc)
-            });
-            _mm_sfence();
-        } else {
-            blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
-                block8::<false>(dd, dr, ss, sc)
-            });
+        // SAFETY: the caller's tile contract is blocked's; blocked hands the closures only
+        // origins of 8x8 blocks inside the tile, whose 8 source columns and 8
+        // destination rows of 32 bytes are then inside it: block8's contract. AVX2 is
+        // enabled here (target_feature; the caller checked the CPU). With `stream`, a block
+        // origin d + r·dr + c·4 (c a multiple of 8) is 32-byte aligned as d and dr are.
+        unsafe {
+            if stream {
+                blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
+                    block8::<true>(dd, dr, ss, sc)
+                });
+                _mm_sfence();
+            } else {
+                blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
+                    block8::<false>(dd, dr, ss, sc)
+                });
+            }
         }
     }
 
     /// [`tile_u32`] for 8-byte items, in 4x4 register blocks.
     ///
     /// # Safety
-    /// As `Kernel::tile`; the CPU must support AVX2.
+    /// As `Kernel::tile` with 8-byte items and `dc == sr == 8`; the CPU must support AVX2;
+    /// with `stream`, `d` and `dr` are multiples of 32.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn tile_u64(
         stream: bool,
@@ -253,41 +325,56 @@ mod simd {
         dr: isize,
         sc: isize,
     ) {
-        if stream {
-            blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
-                block4::<true>(dd, dr, ss, sc)
-            });
-            _mm_sfence();
-        } else {
-            blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
-                block4::<false>(dd, dr, ss, sc)
-            });
+        // SAFETY: the caller's tile contract is blocked's; blocked hands the closures only
+        // origins of 4x4 blocks inside the tile, whose 4 source columns and 4
+        // destination rows of 32 bytes are then inside it: block4's contract. AVX2 is
+        // enabled here (target_feature; the caller checked the CPU). With `stream`, a block
+        // origin d + r·dr + c·8 (c a multiple of 4) is 32-byte aligned as d and dr are.
+        unsafe {
+            if stream {
+                blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
+                    block4::<true>(dd, dr, ss, sc)
+                });
+                _mm_sfence();
+            } else {
+                blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
+                    block4::<false>(dd, dr, ss, sc)
+                });
+            }
         }
     }
 
     /// One 4x4 block of 8-byte items: four source columns (4 items contiguous each, `sc`
     /// apart) become four destination rows (`dr` apart).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; for k < 4 the 32 bytes at `s + k·sc` are readable and the 32
+    /// bytes at `d + k·dr` writable, and with `STREAM` each `d + k·dr` is 32-byte aligned.
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn block4<const STREAM: bool>(d: *mut u8, dr: isize, s: *const u8, sc: isize) {
-        let ld = |c: isize| _mm256_loadu_pd(s.offset(c * sc) as *const f64);
-        let (v0, v1, v2, v3) = (ld(0), ld(1), ld(2), ld(3));
-        let t0 = _mm256_unpacklo_pd(v0, v1);
-        let t1 = _mm256_unpackhi_pd(v0, v1);
-        let t2 = _mm256_unpacklo_pd(v2, v3);
-        let t3 = _mm256_unpackhi_pd(v2, v3);
-        let st = |r: isize, v: __m256d| {
-            let p = d.offset(r * dr) as *mut f64;
-            if STREAM {
-                _mm256_stream_pd(p, v)
-            } else {
-                _mm256_storeu_pd(p, v)
-            }
-        };
-        st(0, _mm256_permute2f128_pd::<0x20>(t0, t2));
-        st(1, _mm256_permute2f128_pd::<0x20>(t1, t3));
-        st(2, _mm256_permute2f128_pd::<0x31>(t0, t2));
-        st(3, _mm256_permute2f128_pd::<0x31>(t1, t3));
+        // SAFETY: the four loads read s + c·sc and the four stores write d + r·dr, c, r < 4,
+        // 32 bytes each (unaligned forms, streaming only when aligned): the contract above.
+        unsafe {
+            let ld = |c: isize| _mm256_loadu_pd(s.offset(c * sc) as *const f64);
+            let (v0, v1, v2, v3) = (ld(0), ld(1), ld(2), ld(3));
+            let t0 = _mm256_unpacklo_pd(v0, v1);
+            let t1 = _mm256_unpackhi_pd(v0, v1);
+            let t2 = _mm256_unpacklo_pd(v2, v3);
+            let t3 = _mm256_unpackhi_pd(v2, v3);
+            let st = |r: isize, v: __m256d| {
+                let p = d.offset(r * dr) as *mut f64;
+                if STREAM {
+                    _mm256_stream_pd(p, v)
+                } else {
+                    _mm256_storeu_pd(p, v)
+                }
+            };
+            st(0, _mm256_permute2f128_pd::<0x20>(t0, t2));
+            st(1, _mm256_permute2f128_pd::<0x20>(t1, t3));
+            st(2, _mm256_permute2f128_pd::<0x31>(t0, t2));
+            st(3, _mm256_permute2f128_pd::<0x31>(t1, t3));
+        }
     }
 
     /// `C` planes (`sc` bytes apart, each `rows` contiguous items) interleaved into `rows`
@@ -303,14 +390,20 @@ mod simd {
         rows: usize,
         sc: isize,
     ) -> bool {
-        let planes: [*const T; C] = std::array::from_fn(|c| s.offset(c as isize * sc) as *const T);
-        let d = d as *mut T;
-        for r in 0..rows {
-            for (c, p) in planes.iter().enumerate() {
-                d.add(r * C + c).write_unaligned(p.add(r).read_unaligned());
+        // SAFETY: plane c < C starts at item (0, c) of the tile, s + c·sc, and holds the
+        // `rows` contiguous items (r, c); d + (r·C + c)·size is item (r, c) of dst since
+        // dr == C·size (the contract). Those are the only addresses touched.
+        unsafe {
+            let planes: [*const T; C] =
+                std::array::from_fn(|c| s.offset(c as isize * sc) as *const T);
+            let d = d as *mut T;
+            for r in 0..rows {
+                for (c, p) in planes.iter().enumerate() {
+                    d.add(r * C + c).write_unaligned(p.add(r).read_unaligned());
+                }
             }
+            true
         }
-        true
     }
 
     /// [`interleave`] of three 4-byte planes (RGB-like NCHW -> NHWC), 8 rows at a time:
@@ -321,95 +414,109 @@ mod simd {
     /// As `Kernel::tile` with `dr == 12`; the CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn interleave3_u32(d: *mut u8, s: *const u8, rows: usize, sc: isize) -> bool {
-        let (pa, pb, pc) = (
-            s as *const f32,
-            s.offset(sc) as *const f32,
-            s.offset(2 * sc) as *const f32,
-        );
-        let out = d as *mut f32;
-        // Output vector k holds rows 8i + (8k + p) / 3 at lane p; the plane is (8k + p) % 3.
-        let i0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2);
-        let i1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5);
-        let i2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
-        let r8 = rows & !7;
-        let mut r = 0;
-        while r < r8 {
-            let a = _mm256_loadu_ps(pa.add(r));
-            let b = _mm256_loadu_ps(pb.add(r));
-            let c = _mm256_loadu_ps(pc.add(r));
-            let pick = |i: __m256i| {
-                (
-                    _mm256_permutevar8x32_ps(a, i),
-                    _mm256_permutevar8x32_ps(b, i),
-                    _mm256_permutevar8x32_ps(c, i),
-                )
-            };
-            let (xa, xb, xc) = pick(i0);
-            // lanes from b: 1, 4, 7 (0x92); from c: 2, 5 (0x24)
-            let o0 = _mm256_blend_ps::<0x24>(_mm256_blend_ps::<0x92>(xa, xb), xc);
-            let (xa, xb, xc) = pick(i1);
-            // from b: 2, 5; from c: 0, 3, 6
-            let o1 = _mm256_blend_ps::<0x49>(_mm256_blend_ps::<0x24>(xa, xb), xc);
-            let (xa, xb, xc) = pick(i2);
-            // from b: 0, 3, 6; from c: 1, 4, 7
-            let o2 = _mm256_blend_ps::<0x92>(_mm256_blend_ps::<0x49>(xa, xb), xc);
-            let o = out.add(3 * r);
-            _mm256_storeu_ps(o, o0);
-            _mm256_storeu_ps(o.add(8), o1);
-            _mm256_storeu_ps(o.add(16), o2);
-            r += 8;
+        // SAFETY: as `interleave` with C = 3 and 4-byte items: the loads read items r..r+8
+        // of each plane and the stores write dst items 3r..3r+24 with r + 8 <= r8 <= rows,
+        // i.e. rows r..r+8 of the tile (dr == 12); the tail loop moves items (r, c) one by
+        // one. The intrinsics need AVX2, enabled here (the caller checked the CPU).
+        unsafe {
+            let (pa, pb, pc) = (
+                s as *const f32,
+                s.offset(sc) as *const f32,
+                s.offset(2 * sc) as *const f32,
+            );
+            let out = d as *mut f32;
+            // Output vector k holds rows 8i + (8k + p) / 3 at lane p; the plane is (8k + p) % 3.
+            let i0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2);
+            let i1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5);
+            let i2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
+            let r8 = rows & !7;
+            let mut r = 0;
+            while r < r8 {
+                let a = _mm256_loadu_ps(pa.add(r));
+                let b = _mm256_loadu_ps(pb.add(r));
+                let c = _mm256_loadu_ps(pc.add(r));
+                let pick = |i: __m256i| {
+                    (
+                        _mm256_permutevar8x32_ps(a, i),
+                        _mm256_permutevar8x32_ps(b, i),
+                        _mm256_permutevar8x32_ps(c, i),
+                    )
+                };
+                let (xa, xb, xc) = pick(i0);
+                // lanes from b: 1, 4, 7 (0x92); from c: 2, 5 (0x24)
+                let o0 = _mm256_blend_ps::<0x24>(_mm256_blend_ps::<0x92>(xa, xb), xc);
+                let (xa, xb, xc) = pick(i1);
+                // from b: 2, 5; from c: 0, 3, 6
+                let o1 = _mm256_blend_ps::<0x49>(_mm256_blend_ps::<0x24>(xa, xb), xc);
+                let (xa, xb, xc) = pick(i2);
+                // from b: 0, 3, 6; from c: 1, 4, 7
+                let o2 = _mm256_blend_ps::<0x92>(_mm256_blend_ps::<0x49>(xa, xb), xc);
+                let o = out.add(3 * r);
+                _mm256_storeu_ps(o, o0);
+                _mm256_storeu_ps(o.add(8), o1);
+                _mm256_storeu_ps(o.add(16), o2);
+                r += 8;
+            }
+            for r in r8..rows {
+                let o = out.add(3 * r);
+                o.write_unaligned(pa.add(r).read_unaligned());
+                o.add(1).write_unaligned(pb.add(r).read_unaligned());
+                o.add(2).write_unaligned(pc.add(r).read_unaligned());
+            }
+            true
         }
-        for r in r8..rows {
-            let o = out.add(3 * r);
-            o.write_unaligned(pa.add(r).read_unaligned());
-            o.add(1).write_unaligned(pb.add(r).read_unaligned());
-            o.add(2).write_unaligned(pc.add(r).read_unaligned());
-        }
-        true
     }
 
     /// One 8x8 block: the eight source columns (each 8 items contiguous in `s`, `sc`
     /// apart) become the eight destination rows (`dr` apart).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; for k < 8 the 32 bytes at `s + k·sc` are readable and the 32
+    /// bytes at `d + k·dr` writable, and with `STREAM` each `d + k·dr` is 32-byte aligned.
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn block8<const STREAM: bool>(d: *mut u8, dr: isize, s: *const u8, sc: isize) {
-        let ld = |c: isize| _mm256_loadu_ps(s.offset(c * sc) as *const f32);
-        let (v0, v1, v2, v3) = (ld(0), ld(1), ld(2), ld(3));
-        let (v4, v5, v6, v7) = (ld(4), ld(5), ld(6), ld(7));
-        let t0 = _mm256_unpacklo_ps(v0, v1);
-        let t1 = _mm256_unpackhi_ps(v0, v1);
-        let t2 = _mm256_unpacklo_ps(v2, v3);
-        let t3 = _mm256_unpackhi_ps(v2, v3);
-        let t4 = _mm256_unpacklo_ps(v4, v5);
-        let t5 = _mm256_unpackhi_ps(v4, v5);
-        let t6 = _mm256_unpacklo_ps(v6, v7);
-        let t7 = _mm256_unpackhi_ps(v6, v7);
-        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-        // Streaming stores skip the read-for-ownership of destination lines that a big
-        // output (beyond the caches) would otherwise pay: 2 memory streams instead of 3.
-        let st = |r: isize, v: __m256| {
-            let p = d.offset(r * dr) as *mut f32;
-            if STREAM {
-                _mm256_stream_ps(p, v)
-            } else {
-                _mm256_storeu_ps(p, v)
-            }
-        };
-        st(0, _mm256_permute2f128_ps::<0x20>(u0, u4));
-        st(1, _mm256_permute2f128_ps::<0x20>(u1, u5));
-        st(2, _mm256_permute2f128_ps::<0x20>(u2, u6));
-        st(3, _mm256_permute2f128_ps::<0x20>(u3, u7));
-        st(4, _mm256_permute2f128_ps::<0x31>(u0, u4));
-        st(5, _mm256_permute2f128_ps::<0x31>(u1, u5));
-        st(6, _mm256_permute2f128_ps::<0x31>(u2, u6));
-        st(7, _mm256_permute2f128_ps::<0x31>(u3, u7));
+        // SAFETY: the eight loads read s + c·sc and the eight stores write d + r·dr, c, r < 8,
+        // 32 bytes each (unaligned forms, streaming only when aligned): the contract above.
+        unsafe {
+            let ld = |c: isize| _mm256_loadu_ps(s.offset(c * sc) as *const f32);
+            let (v0, v1, v2, v3) = (ld(0), ld(1), ld(2), ld(3));
+            let (v4, v5, v6, v7) = (ld(4), ld(5), ld(6), ld(7));
+            let t0 = _mm256_unpacklo_ps(v0, v1);
+            let t1 = _mm256_unpackhi_ps(v0, v1);
+            let t2 = _mm256_unpacklo_ps(v2, v3);
+            let t3 = _mm256_unpackhi_ps(v2, v3);
+            let t4 = _mm256_unpacklo_ps(v4, v5);
+            let t5 = _mm256_unpackhi_ps(v4, v5);
+            let t6 = _mm256_unpacklo_ps(v6, v7);
+            let t7 = _mm256_unpackhi_ps(v6, v7);
+            let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+            let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+            let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+            let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+            let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+            let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+            // Streaming stores skip the read-for-ownership of destination lines that a big
+            // output (beyond the caches) would otherwise pay: 2 memory streams instead of 3.
+            let st = |r: isize, v: __m256| {
+                let p = d.offset(r * dr) as *mut f32;
+                if STREAM {
+                    _mm256_stream_ps(p, v)
+                } else {
+                    _mm256_storeu_ps(p, v)
+                }
+            };
+            st(0, _mm256_permute2f128_ps::<0x20>(u0, u4));
+            st(1, _mm256_permute2f128_ps::<0x20>(u1, u5));
+            st(2, _mm256_permute2f128_ps::<0x20>(u2, u6));
+            st(3, _mm256_permute2f128_ps::<0x20>(u3, u7));
+            st(4, _mm256_permute2f128_ps::<0x31>(u0, u4));
+            st(5, _mm256_permute2f128_ps::<0x31>(u1, u5));
+            st(6, _mm256_permute2f128_ps::<0x31>(u2, u6));
+            st(7, _mm256_permute2f128_ps::<0x31>(u3, u7));
+        }
     }
 }
 
@@ -429,7 +536,9 @@ fn convert<S: Element, D: Element>(x: S) -> D {
     D::from_scalar(x.to_scalar())
 }
 
-fn is<A: 'static, B: 'static>() -> bool {
+/// Whether `A` is `B`: the kernels' compile-time type tests (constant-folded per
+/// monomorphisation, so each picks its fast path with no run-time branch).
+pub(super) fn is<A: 'static, B: 'static>() -> bool {
     TypeId::of::<A>() == TypeId::of::<B>()
 }
 
@@ -449,6 +558,11 @@ pub(crate) fn f32_to_bf16_bits(f: f32) -> u16 {
 
 /// Contiguous, aligned runs of the fast pairs (float -> integer in `float_int.rs`).
 /// Returns false when `S -> D` has no fast path.
+///
+/// # Safety
+/// `n` contiguous `S` items at `s` are readable, `n` contiguous `D` items at `d` writable,
+/// and the two runs do not overlap (`Kernel::run`'s contract for a contiguous run of a
+/// converting copy).
 unsafe fn fast_contiguous<S: Element, D: Element>(d: *mut u8, s: *const u8, n: usize) -> bool {
     use half::slice::HalfFloatSliceExt;
     let aligned = (d as usize) % std::mem::align_of::<D>() == 0
@@ -456,31 +570,58 @@ unsafe fn fast_contiguous<S: Element, D: Element>(d: *mut u8, s: *const u8, n: u
     if !aligned {
         return false;
     }
+    // Each slice pair below is the two runs of the contract, aligned (checked above), as
+    // items of the very type S or D that the `is` test of the branch identified (u16 / u32
+    // have the size and alignment of bf16 / f32, and every bit pattern is valid in each);
+    // they do not overlap, so the shared and the mutable slice never alias.
     if is::<S, f32>() && is::<D, f16>() {
-        let src = std::slice::from_raw_parts(s as *const f32, n);
-        std::slice::from_raw_parts_mut(d as *mut f16, n).convert_from_f32_slice(src);
+        // SAFETY: the two runs as typed slices, as explained above.
+        let (src, dst) = unsafe {
+            (
+                std::slice::from_raw_parts(s as *const f32, n),
+                std::slice::from_raw_parts_mut(d as *mut f16, n),
+            )
+        };
+        dst.convert_from_f32_slice(src);
         true
     } else if is::<S, f16>() && is::<D, f32>() {
-        let src = std::slice::from_raw_parts(s as *const f16, n);
-        src.convert_to_f32_slice(std::slice::from_raw_parts_mut(d as *mut f32, n));
+        // SAFETY: the two runs as typed slices, as explained above.
+        let (src, dst) = unsafe {
+            (
+                std::slice::from_raw_parts(s as *const f16, n),
+                std::slice::from_raw_parts_mut(d as *mut f32, n),
+            )
+        };
+        src.convert_to_f32_slice(dst);
         true
     } else if is::<S, f32>() && is::<D, bf16>() {
-        let src = std::slice::from_raw_parts(s as *const f32, n);
-        let dst = std::slice::from_raw_parts_mut(d as *mut u16, n);
+        // SAFETY: the two runs as typed slices, as explained above.
+        let (src, dst) = unsafe {
+            (
+                std::slice::from_raw_parts(s as *const f32, n),
+                std::slice::from_raw_parts_mut(d as *mut u16, n),
+            )
+        };
         for (o, &x) in dst.iter_mut().zip(src) {
             *o = f32_to_bf16_bits(x);
         }
         true
     } else if is::<S, bf16>() && is::<D, f32>() {
         // Exact: bf16 is the top half of an f32.
-        let src = std::slice::from_raw_parts(s as *const u16, n);
-        let dst = std::slice::from_raw_parts_mut(d as *mut u32, n);
+        // SAFETY: the two runs as typed slices, as explained above.
+        let (src, dst) = unsafe {
+            (
+                std::slice::from_raw_parts(s as *const u16, n),
+                std::slice::from_raw_parts_mut(d as *mut u32, n),
+            )
+        };
         for (o, &x) in dst.iter_mut().zip(src) {
             *o = (x as u32) << 16;
         }
         true
     } else {
-        super::float_int::float_to_int::<S, D>(d, s, n)
+        // SAFETY: this function's contract, which is float_to_int's.
+        unsafe { super::float_int::float_to_int::<S, D>(d, s, n) }
     }
 }
 
@@ -489,23 +630,35 @@ impl<S: Element, D: Element> Kernel for Convert<S, D> {
     unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
         let (szs, szd) = (size_of::<S>() as isize, size_of::<D>() as isize);
         if ds == szd && ss == szs {
-            if fast_contiguous::<S, D>(d, s, n) {
+            // SAFETY: both runs are n contiguous items (run's contract), not overlapping
+            // (the op's guarantee): fast_contiguous's contract.
+            if unsafe { fast_contiguous::<S, D>(d, s, n) } {
                 return true;
             }
-            let (d, s) = (d as *mut D, s as *const S);
-            for i in 0..n {
-                d.add(i)
-                    .write_unaligned(convert::<S, D>(s.add(i).read_unaligned()));
+            // SAFETY: item i < n is d + i·szd and s + i·szs (run's contract).
+            unsafe {
+                let (d, s) = (d as *mut D, s as *const S);
+                for i in 0..n {
+                    d.add(i)
+                        .write_unaligned(convert::<S, D>(s.add(i).read_unaligned()));
+                }
             }
         } else if ss == 0 {
-            let v: D = convert((s as *const S).read_unaligned());
-            for i in 0..n {
-                (d.offset(i as isize * ds) as *mut D).write_unaligned(v);
+            // SAFETY: with ss == 0 the source is the one item at s; the writes are the n
+            // destination items d + i·ds, i < n (run's contract).
+            unsafe {
+                let v: D = convert((s as *const S).read_unaligned());
+                for i in 0..n {
+                    (d.offset(i as isize * ds) as *mut D).write_unaligned(v);
+                }
             }
         } else {
-            for i in 0..n {
-                let x = (s.offset(i as isize * ss) as *const S).read_unaligned();
-                (d.offset(i as isize * ds) as *mut D).write_unaligned(convert(x));
+            // SAFETY: item i < n is d + i·ds and s + i·ss (run's contract).
+            unsafe {
+                for i in 0..n {
+                    let x = (s.offset(i as isize * ss) as *const S).read_unaligned();
+                    (d.offset(i as isize * ds) as *mut D).write_unaligned(convert(x));
+                }
             }
         }
         true
@@ -541,15 +694,23 @@ impl<T: Element> Kernel for Equal<T> {
             let end = n.min(i + CHUNK);
             let mut all = true;
             if sa == sz && sb == sz {
-                let (pa, pb) = (a as *const T, b as *const T);
-                for j in i..end {
-                    all &= same(pa.add(j).read_unaligned(), pb.add(j).read_unaligned());
+                // SAFETY: item j < end <= n of each operand is a + j·sz, b + j·sz (run's
+                // contract); only reads.
+                unsafe {
+                    let (pa, pb) = (a as *const T, b as *const T);
+                    for j in i..end {
+                        all &= same(pa.add(j).read_unaligned(), pb.add(j).read_unaligned());
+                    }
                 }
             } else {
-                for j in i..end {
-                    let x = (a.offset(j as isize * sa) as *const T).read_unaligned();
-                    let y = (b.offset(j as isize * sb) as *const T).read_unaligned();
-                    all &= same(x, y);
+                // SAFETY: item j < end <= n of each operand is a + j·sa, b + j·sb (run's
+                // contract); only reads.
+                unsafe {
+                    for j in i..end {
+                        let x = (a.offset(j as isize * sa) as *const T).read_unaligned();
+                        let y = (b.offset(j as isize * sb) as *const T).read_unaligned();
+                        all &= same(x, y);
+                    }
                 }
             }
             if !all {
@@ -608,6 +769,7 @@ mod tests {
     fn run_fast<S: Element, D: Element + Default>(src: &[S]) -> Vec<D> {
         let mut out = vec![D::default(); src.len()];
         let mut k = Convert::<S, D>::new();
+        // SAFETY: out and src are distinct buffers of src.len() contiguous items each.
         unsafe {
             k.run(
                 out.as_mut_ptr() as *mut u8,

@@ -6,6 +6,11 @@
 //! In-place ops (`copy_`, `fill_`) write through `data_for_write` (device, bounds,
 //! read-only, internal-overlap checks) and bump the shared version counter exactly once;
 //! freshly made outputs are not bumped.
+//!
+//! Unsafe code: the kernels and the engine work on raw pointers (see `kernels.rs` for why
+//! and for the contract they share); every unsafe operation in this module and its
+//! submodules states its reason, enforced here (also inside `unsafe fn` bodies).
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub(crate) mod affine;
 pub(crate) mod engine;
@@ -41,7 +46,9 @@ unsafe fn run_engine(
     k: &mut dyn Kernel,
 ) -> bool {
     match Plan::new(sizes, st0, isz0, st1, isz1) {
-        Some(plan) => execute(&plan, p0, p1, isz0, isz1, k),
+        // SAFETY: the plan only drops size-1 dims, reorders and merges the two layouts:
+        // it addresses exactly their elements, which our contract makes valid.
+        Some(plan) => unsafe { execute(&plan, p0, p1, isz0, isz1, k) },
         None => true,
     }
 }
@@ -71,9 +78,12 @@ unsafe fn copy_raw(
     };
     let out_bytes = numel.saturating_mul(i0);
     let Some((d, n)) = parallel::split(sizes, out_bytes) else {
-        return copy_part(
-            sizes, dst, dst_st, dst_dtype, src, src_st, src_dtype, out_bytes,
-        );
+        // SAFETY: our contract, which is copy_part's.
+        return unsafe {
+            copy_part(
+                sizes, dst, dst_st, dst_dtype, src, src_st, src_dtype, out_bytes,
+            )
+        };
     };
     // Each part is the sub-box [start, start + len) of dim d: disjoint parts of dst.
     let (dst_addr, src_addr) = (dst as usize, src as usize);
@@ -100,6 +110,9 @@ unsafe fn copy_raw(
 
 /// [`copy_raw`] of one part on the calling thread; `out_bytes` is the whole output's size
 /// (it picks streaming stores).
+///
+/// # Safety
+/// As [`copy_raw`].
 #[allow(clippy::too_many_arguments)]
 unsafe fn copy_part(
     sizes: &[i64],
@@ -130,17 +143,24 @@ unsafe fn copy_part(
                 )
             };
         }
-        match i0 {
-            1 => same!(u8),
-            2 => same!(u16),
-            4 => same!(u32),
-            8 => same!(u64),
-            _ => same!(Bytes16),
+        // SAFETY: our contract is run_engine's; the word moved is the item size i0
+        // (== i1: same dtype), so the kernel's reads and writes are the layouts' items.
+        unsafe {
+            match i0 {
+                1 => same!(u8),
+                2 => same!(u16),
+                4 => same!(u32),
+                8 => same!(u64),
+                _ => same!(Bytes16),
+            }
         };
     } else {
-        crate::with_dtype!(src_dtype, S => crate::with_dtype!(dst_dtype, D => {
-            run_engine(sizes, dst, dst_st, i0, src, src_st, i1, &mut Convert::<S, D>::new());
-        }));
+        // SAFETY: our contract is run_engine's; S and D are the layouts' dtypes.
+        unsafe {
+            crate::with_dtype!(src_dtype, S => crate::with_dtype!(dst_dtype, D => {
+                run_engine(sizes, dst, dst_st, i0, src, src_st, i1, &mut Convert::<S, D>::new());
+            }));
+        }
     }
 }
 
@@ -454,9 +474,9 @@ impl TensorImpl {
             && self.is_non_overlapping_and_dense()
             && out.strides() == self.strides()
         {
-            // SAFETY: both are dense with equal strides: each covers exactly nbytes bytes
-            // from its data pointer (self checked by data_for_read); out is fresh.
             if nbytes > 0 {
+                // SAFETY: both are dense with equal strides: each covers exactly nbytes
+                // bytes from its data pointer (self checked by data_for_read); out is fresh.
                 unsafe { std::ptr::copy_nonoverlapping(src, out.data_ptr(), nbytes) };
             }
             return Ok(out);

@@ -52,12 +52,21 @@ struct Mapping {
     fd: RawFd,
 }
 
+/// The deleter of a mapped storage: unmaps the region and closes the kept descriptor.
+///
+/// # Safety
+/// `ctx` is the `Box<Mapping>` made in `map_fd`, passed to exactly one call (the storage
+/// calls its deleter once; `map_fd` calls it itself only when no storage took `ctx`), and
+/// nothing uses the mapping afterwards.
 unsafe extern "C" fn unmap(_data: *mut c_void, ctx: *mut c_void) {
-    // SAFETY: ctx is the Box<Mapping> made in `map_fd`, handed to exactly one deleter call.
-    let m = Box::from_raw(ctx as *mut Mapping);
-    libc::munmap(m.base, m.len);
+    // SAFETY: the contract: ctx is ours to take back, once.
+    let m = unsafe { Box::from_raw(ctx as *mut Mapping) };
+    // SAFETY: m.base / m.len are the mapping mmap made, unused from now on (contract).
+    unsafe { libc::munmap(m.base, m.len) };
     if m.fd >= 0 {
-        libc::close(m.fd);
+        // SAFETY: the descriptor the mapping kept (from an OwnedFd given up in map_fd), closed
+        // once, here.
+        unsafe { libc::close(m.fd) };
     }
 }
 
@@ -77,8 +86,9 @@ fn page_size() -> u64 {
 
 /// Size of the object behind `fd` (a regular file's length).
 pub(crate) fn fd_size(fd: RawFd, what: &str) -> Result<u64> {
-    // SAFETY: fstat writes into the zeroed struct; an invalid fd gives EBADF.
+    // SAFETY: libc::stat is plain integers, for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into the struct we pass; an invalid fd gives EBADF.
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return Err(io_error(
             format_args!("cannot stat {what}"),
@@ -323,7 +333,8 @@ pub fn storage_fd(s: &StorageImpl) -> Result<RawFd> {
         "the storage is not a mapping (kind {:?}): only shared-memory storages and storages mapped from a descriptor have one",
         s.kind()
     );
-    // SAFETY: a live Mapped storage's ctx is its Mapping (see map_fd).
+    // SAFETY: a live Mapped storage's ctx is its Mapping (map_fd is the only maker of Mapped
+    // storages), freed only by the storage's deleter, which cannot run while `s` is borrowed.
     let fd = unsafe { (*(ctx as *const Mapping)).fd };
     ensure!(
         fd >= 0,
@@ -358,16 +369,19 @@ mod tests {
         let s = map_file(&p, 4099, Some(100), MapMode::ReadOnly).unwrap();
         assert_eq!(s.kind(), StorageKind::Mapped);
         assert!(s.is_read_only() && !s.is_resizable());
+        // SAFETY: the storage's 100 mapped bytes, read while it lives.
         let got = unsafe { std::slice::from_raw_parts(s.data_ptr(), 100) };
         assert_eq!(got, &bytes[4099..4199]);
         assert_eq!(err(storage_fd(&s)).status, Status::InvalidArgument);
         // Private: writes stay here; shared: they reach the file.
         let c = map_file(&p, 0, None, MapMode::Private).unwrap();
         assert_eq!(c.nbytes(), 10000);
+        // SAFETY: byte 0 of a live 10000-byte writable (private) mapping.
         unsafe { *c.data_ptr() = 200 };
         drop(c);
         assert_eq!(std::fs::read(&p).unwrap()[0], 0);
         let w = map_file(&p, 1, Some(1), MapMode::Shared).unwrap();
+        // SAFETY: the one byte of a live writable (shared) mapping.
         unsafe { *w.data_ptr() = 77 };
         drop(w);
         assert_eq!(std::fs::read(&p).unwrap()[1], 77);
@@ -397,10 +411,12 @@ mod tests {
     fn shared_segment_round_trip_through_its_descriptor() {
         let s = new_shared(8192).unwrap();
         assert_eq!(s.kind(), StorageKind::Mapped);
+        // SAFETY: byte 5000 of the live 8192-byte read-write segment.
         unsafe { s.data_ptr().add(5000).write(42) };
         let fd = storage_fd(&s).unwrap();
         let r = map_descriptor(fd, 0, None, MapMode::ReadOnly).unwrap();
         assert!(r.is_read_only());
+        // SAFETY: byte 5000 of r's live 8192-byte mapping.
         assert_eq!(unsafe { *r.data_ptr().add(5000) }, 42);
         assert_ne!(
             storage_fd(&r).unwrap(),
@@ -408,11 +424,9 @@ mod tests {
             "the receiver keeps its own copy"
         );
         drop(s);
-        assert_eq!(
-            unsafe { *r.data_ptr().add(5000) },
-            42,
-            "outlives the creator"
-        );
+        // SAFETY: as above; r is still alive.
+        let after = unsafe { *r.data_ptr().add(5000) };
+        assert_eq!(after, 42, "outlives the creator");
         assert_eq!(err(new_shared(0)).status, Status::InvalidArgument);
         assert_eq!(
             err(map_descriptor(-1, 0, None, MapMode::ReadOnly)).status,
