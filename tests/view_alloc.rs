@@ -83,13 +83,16 @@ fn each_view_allocates_once() {
 
 #[test]
 fn the_c_entry_points_add_no_allocation() {
-    use tensor::ffi::view::{tensor_permute, tensor_slice};
-    use tensor::ffi::{tensor_t, TENSOR_OK};
-    let t = Tensor::arange(120, DType::F32)
-        .unwrap()
-        .view(&[2, 3, 4, 5])
-        .unwrap();
-    let raw = t.clone().into_raw() as *const tensor_t;
+    use tensor::ffi::core::tensor_release;
+    use tensor::ffi::tensor::tensor_arange;
+    use tensor::ffi::view::{tensor_permute, tensor_slice, tensor_view};
+    use tensor::ffi::{tensor_t, TENSOR_FLOAT32, TENSOR_OK};
+    let mut flat: *mut tensor_t = std::ptr::null_mut();
+    assert_eq!(tensor_arange(120, TENSOR_FLOAT32, &mut flat), TENSOR_OK);
+    let mut raw: *mut tensor_t = std::ptr::null_mut();
+    let shape = [2i64, 3, 4, 5];
+    assert_eq!(tensor_view(flat, shape.as_ptr(), 4, &mut raw), TENSOR_OK);
+    tensor_release(flat);
     let dims = [3i64, 1, 0, 2];
     for call in 0..2 {
         let mut out: *mut tensor_t = std::ptr::null_mut();
@@ -102,9 +105,7 @@ fn the_c_entry_points_add_no_allocation() {
         let after = ALLOCATIONS.with(|c| c.get());
         assert_eq!(st, TENSOR_OK);
         assert_eq!(after - before, 1, "call {call}");
-        // SAFETY: out is the +1 handle the call returned.
-        drop(unsafe { Tensor::from_raw(out as *mut _) });
+        tensor_release(out);
     }
-    // SAFETY: the reference into_raw gave up.
-    drop(unsafe { Tensor::from_raw(raw as *mut _) });
+    tensor_release(raw);
 }

@@ -14,7 +14,7 @@ pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
         "tensor_retain",
         std::ptr::null_mut(),
         || match tensor_owned(t, "t") {
-            Ok(owned) => owned.into_raw() as *mut tensor_t,
+            Ok(owned) => tensor_t::into_raw(owned),
             Err(_) => std::ptr::null_mut(),
         },
     )
@@ -25,10 +25,8 @@ pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
 #[no_mangle]
 pub extern "C" fn tensor_release(t: *mut tensor_t) {
     guard("tensor_release", (), || {
-        if !t.is_null() {
-            // SAFETY: the caller gives up one strong reference it owns.
-            drop(unsafe { Tensor::from_raw(t as *mut _) });
-        }
+        // SAFETY: the caller gives up one strong reference it owns (or passes NULL).
+        drop(unsafe { tensor_t::adopt(t) });
     })
 }
 
@@ -36,12 +34,8 @@ pub extern "C" fn tensor_release(t: *mut tensor_t) {
 #[no_mangle]
 pub extern "C" fn tensor_use_count(t: *const tensor_t) -> u64 {
     guard("tensor_use_count", 0, || {
-        if t.is_null() {
-            return 0;
-        }
-        // SAFETY: a live handle.
-        let b = unsafe { &*(t as *const crate::refcount::RcBox<TensorImpl>) };
-        b.strong_count()
+        // SAFETY: NULL or a live handle.
+        unsafe { tensor_t::borrow_box(t) }.map_or(0, |b| b.strong_count())
     })
 }
 

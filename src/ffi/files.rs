@@ -2,7 +2,6 @@
 //! processes (memfd + a descriptor to send with SCM_RIGHTS), and loading / saving
 //! `.safetensors` and `.npy` files without copying.
 
-use super::storage::storage_into_raw;
 use super::*;
 use crate::files::mmap::{self, MapMode};
 use crate::files::{npy, safetensors};
@@ -33,7 +32,7 @@ pub struct tensor_safetensors_t {
     _opaque: [u8; 0],
 }
 
-struct LoadedFile {
+pub(crate) struct LoadedFile {
     names: Vec<CString>,
     tensors: Vec<Tensor>,
     /// Indices sorted by name, for lookups.
@@ -88,7 +87,7 @@ pub extern "C" fn storage_from_file(
         let out = out_arg(out)?;
         let path = path_arg(path, "path")?;
         let s = mmap::map_file(path, offset, region_arg(nbytes)?, mode_arg(mode)?)?;
-        *out = storage_into_raw(s);
+        *out = storage_t::into_raw(s);
         Ok(())
     })
 }
@@ -111,7 +110,7 @@ pub extern "C" fn storage_from_fd(
     call("storage_from_fd", || {
         let out = out_arg(out)?;
         let s = mmap::map_descriptor(fd, offset, region_arg(nbytes)?, mode_arg(mode)?)?;
-        *out = storage_into_raw(s);
+        *out = storage_t::into_raw(s);
         Ok(())
     })
 }
@@ -126,7 +125,7 @@ pub extern "C" fn storage_from_fd(
 pub extern "C" fn storage_new_shared(nbytes: usize, out: *mut *mut storage_t) -> tensor_status_t {
     call("storage_new_shared", || {
         let out = out_arg(out)?;
-        *out = storage_into_raw(mmap::new_shared(nbytes)?);
+        *out = storage_t::into_raw(mmap::new_shared(nbytes)?);
         Ok(())
     })
 }
@@ -226,14 +225,18 @@ pub extern "C" fn tensor_safetensors_load(
             tensors,
             by_name,
         };
-        *out = Box::into_raw(Box::new(loaded)) as *mut tensor_safetensors_t;
+        *out = tensor_safetensors_t::into_raw(Box::new(loaded));
         Ok(())
     })
 }
 
+impl BoxHandle for tensor_safetensors_t {
+    type Object = LoadedFile;
+}
+
 fn loaded<'a>(f: *const tensor_safetensors_t) -> Option<&'a LoadedFile> {
     // SAFETY: a non-NULL handle is live for the duration of the call.
-    unsafe { (f as *const LoadedFile).as_ref() }
+    unsafe { tensor_safetensors_t::borrow(f) }
 }
 
 /// Releases a loaded file's handle (its tensors stay valid: each holds the mapping). NULL
@@ -241,10 +244,8 @@ fn loaded<'a>(f: *const tensor_safetensors_t) -> Option<&'a LoadedFile> {
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_release(f: *mut tensor_safetensors_t) {
     guard("tensor_safetensors_release", (), || {
-        if !f.is_null() {
-            // SAFETY: the caller gives up the handle it owns.
-            drop(unsafe { Box::from_raw(f as *mut LoadedFile) });
-        }
+        // SAFETY: the caller gives up the handle it owns (or passes NULL).
+        drop(unsafe { tensor_safetensors_t::adopt(f) });
     })
 }
 

@@ -17,6 +17,8 @@ pub mod view;
 pub mod copy;
 pub mod dlpack;
 pub mod files;
+// Not part of the header: handle conversions.
+pub(crate) mod handle;
 
 use crate::allocator::Allocator;
 use crate::device::Device;
@@ -24,8 +26,9 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::refcount::RcBox;
 use crate::shape;
-use crate::storage::StorageImpl;
+use crate::storage::{Storage, StorageImpl};
 use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
+pub(crate) use handle::{BoxHandle, RcHandle};
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -297,7 +300,7 @@ pub(crate) fn call_tensor(
     call(function, || {
         let out = out_arg(out)?;
         let t = body()?;
-        *out = t.into_raw() as *mut tensor_t;
+        *out = tensor_t::into_raw(t);
         Ok(())
     })
 }
@@ -321,35 +324,39 @@ pub(crate) fn out_arg<'a, T>(p: *mut T) -> Result<&'a mut T> {
 
 /// A required tensor handle, borrowed for the call.
 pub(crate) fn tensor_arg<'a>(p: *const tensor_t, what: &str) -> Result<&'a TensorImpl> {
-    if p.is_null() {
-        return Err(null(what));
-    }
     // SAFETY: the C contract: a non-NULL handle is live for the duration of the call.
-    Ok(unsafe { Tensor::borrow_raw(p as *const _) })
+    unsafe { tensor_t::borrow(p) }.ok_or_else(|| null(what))
 }
 
 /// A required tensor handle as a new strong reference (for results that may be `self`).
 pub(crate) fn tensor_owned(p: *const tensor_t, what: &str) -> Result<Tensor> {
-    if p.is_null() {
-        return Err(null(what));
-    }
     // SAFETY: as in tensor_arg.
-    Ok(unsafe { Tensor::retain_raw(p as *const _) })
+    unsafe { tensor_t::retain(p) }.ok_or_else(|| null(what))
 }
 
 /// An accessor's handle: `None` for NULL (accessors then return 0 / NULL / false).
 pub(crate) fn tensor_opt<'a>(p: *const tensor_t) -> Option<&'a TensorImpl> {
     // SAFETY: as in tensor_arg.
-    (!p.is_null()).then(|| unsafe { Tensor::borrow_raw(p as *const _) })
+    unsafe { tensor_t::borrow(p) }
 }
 
+/// A storage handle's box (for its counts), borrowed for the call; `None` for NULL.
 pub(crate) fn storage_box<'a>(p: *const storage_t) -> Option<&'a RcBox<StorageImpl>> {
     // SAFETY: a non-NULL storage handle is live for the duration of the call.
-    unsafe { (p as *const RcBox<StorageImpl>).as_ref() }
+    unsafe { storage_t::borrow_box(p) }
 }
 
+/// A required storage handle, borrowed for the call.
 pub(crate) fn storage_arg<'a>(p: *const storage_t, what: &str) -> Result<&'a StorageImpl> {
-    storage_box(p).map(|b| &b.value).ok_or_else(|| null(what))
+    // SAFETY: as in storage_box.
+    unsafe { storage_t::borrow(p) }.ok_or_else(|| null(what))
+}
+
+/// A required storage handle as a new strong reference.
+pub(crate) fn storage_owned(p: *const storage_t, what: &str) -> Result<Storage> {
+    storage_arg(p, what)?;
+    // SAFETY: as in storage_box; non-NULL (checked above).
+    Ok(unsafe { storage_t::retain_live(p) })
 }
 
 /// `n` int64 values at `p` (sizes, strides, dims, indices). `n == 0` allows NULL.

@@ -2,18 +2,7 @@
 
 use super::*;
 use crate::allocator::Allocator;
-use crate::refcount::{IntrusivePtr, WeakIntrusivePtr};
-use crate::storage::Storage;
 use std::ffi::c_void;
-
-pub(crate) fn storage_into_raw(s: Storage) -> *mut storage_t {
-    s.into_raw() as *mut storage_t
-}
-
-/// A new strong reference to a live storage handle. SAFETY: `p` is live.
-pub(crate) unsafe fn storage_retain_raw(p: *const storage_t) -> Storage {
-    IntrusivePtr::retain_raw(p as *const RcBox<StorageImpl>)
-}
 
 /// Adds one strong reference to `s` and returns it (NULL gives NULL); release it once.
 /// Reference-count overflow (more than 2^32 - 2 strong references to one storage; every
@@ -22,11 +11,8 @@ pub(crate) unsafe fn storage_retain_raw(p: *const storage_t) -> Storage {
 #[no_mangle]
 pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
     guard("storage_retain", std::ptr::null_mut(), || {
-        if s.is_null() {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: a live handle.
-        storage_into_raw(unsafe { storage_retain_raw(s) })
+        // SAFETY: NULL or a live handle.
+        unsafe { storage_t::retain(s) }.map_or(std::ptr::null_mut(), storage_t::into_raw)
     })
 }
 
@@ -35,10 +21,8 @@ pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
 #[no_mangle]
 pub extern "C" fn storage_release(s: *mut storage_t) {
     guard("storage_release", (), || {
-        if !s.is_null() {
-            // SAFETY: the caller gives up one owned strong reference.
-            drop(unsafe { IntrusivePtr::from_raw(s as *mut RcBox<StorageImpl>) });
-        }
+        // SAFETY: the caller gives up one owned strong reference (or passes NULL).
+        drop(unsafe { storage_t::adopt(s) });
     })
 }
 
@@ -70,10 +54,8 @@ pub extern "C" fn storage_weak_new(
 ) -> tensor_status_t {
     call("storage_weak_new", || {
         let out = out_arg(out)?;
-        storage_arg(s, "s")?;
-        // SAFETY: live handle.
-        let strong = unsafe { storage_retain_raw(s) };
-        *out = strong.downgrade().into_raw() as *mut storage_weak_t;
+        let strong = storage_owned(s, "s")?;
+        *out = storage_weak_t::into_raw(strong.downgrade());
         Ok(())
     })
 }
@@ -83,14 +65,13 @@ pub extern "C" fn storage_weak_new(
 #[no_mangle]
 pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t {
     guard("storage_weak_lock", std::ptr::null_mut(), || {
-        if w.is_null() {
-            return std::ptr::null_mut();
+        // SAFETY: NULL or a live weak handle (borrowed, not dropped).
+        match unsafe { storage_weak_t::borrow(w) } {
+            Some(weak) => weak
+                .lock()
+                .map_or(std::ptr::null_mut(), storage_t::into_raw),
+            None => std::ptr::null_mut(),
         }
-        // SAFETY: a live weak handle; borrowed (forgotten again below).
-        let weak = std::mem::ManuallyDrop::new(unsafe {
-            WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>)
-        });
-        weak.lock().map_or(std::ptr::null_mut(), storage_into_raw)
     })
 }
 
@@ -98,14 +79,8 @@ pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t 
 #[no_mangle]
 pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
     guard("storage_weak_expired", true, || {
-        if w.is_null() {
-            return true;
-        }
         // SAFETY: as in storage_weak_lock.
-        let weak = std::mem::ManuallyDrop::new(unsafe {
-            WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>)
-        });
-        weak.expired()
+        unsafe { storage_weak_t::borrow(w) }.map_or(true, |weak| weak.expired())
     })
 }
 
@@ -114,10 +89,8 @@ pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
 #[no_mangle]
 pub extern "C" fn storage_weak_release(w: *mut storage_weak_t) {
     guard("storage_weak_release", (), || {
-        if !w.is_null() {
-            // SAFETY: the caller gives up one owned weak reference.
-            drop(unsafe { WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>) });
-        }
+        // SAFETY: the caller gives up one owned weak reference (or passes NULL).
+        drop(unsafe { storage_weak_t::adopt(w) });
     })
 }
 
@@ -133,7 +106,7 @@ pub extern "C" fn storage_new(
     call("storage_new", || {
         let out = out_arg(out)?;
         let alloc = allocator_arg(allocator)?.unwrap_or_else(Allocator::default_allocator);
-        *out = storage_into_raw(StorageImpl::allocate(nbytes, alloc)?);
+        *out = storage_t::into_raw(StorageImpl::allocate(nbytes, alloc)?);
         Ok(())
     })
 }
@@ -154,7 +127,7 @@ pub extern "C" fn storage_from_blob(
 ) -> tensor_status_t {
     call("storage_from_blob", || {
         let out = out_arg(out)?;
-        *out = storage_into_raw(StorageImpl::from_blob(
+        *out = storage_t::into_raw(StorageImpl::from_blob(
             data,
             nbytes,
             device.into(),

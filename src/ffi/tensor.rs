@@ -1,6 +1,5 @@
 //! Creating tensors (section 5) and reading them (section 6).
 
-use super::storage::storage_retain_raw;
 use super::*;
 use crate::dtype::Scalar;
 use std::ffi::{c_char, c_void};
@@ -193,8 +192,8 @@ pub extern "C" fn tensor_from_storage(
 ) -> tensor_status_t {
     call_tensor("tensor_from_storage", out, || {
         storage_arg(s, "s")?;
-        // SAFETY: live handle (checked non-NULL above).
-        let storage = unsafe { storage_retain_raw(s) };
+        // SAFETY: a live handle, non-NULL (checked above).
+        let storage = unsafe { storage_t::retain_live(s) };
         let sizes = int_list(sizes, ndim, "sizes")?;
         let strides = opt_int_list(strides, ndim, "strides")?;
         Tensor::from_storage(&storage, storage_offset, sizes, strides, dtype_arg(dtype)?)
@@ -328,9 +327,7 @@ pub extern "C" fn tensor_data_ptr(t: *const tensor_t) -> *mut c_void {
 #[no_mangle]
 pub extern "C" fn tensor_storage(t: *const tensor_t) -> *mut storage_t {
     guard("tensor_storage", std::ptr::null_mut(), || {
-        tensor_opt(t).map_or(std::ptr::null_mut(), |t| {
-            t.storage().as_ptr() as *mut storage_t
-        })
+        tensor_opt(t).map_or(std::ptr::null_mut(), |t| storage_t::as_raw(t.storage()))
     })
 }
 
