@@ -19,6 +19,8 @@ pub mod dlpack;
 pub mod files;
 // Not part of the header: handle conversions.
 pub(crate) mod handle;
+#[cfg(test)]
+mod names_test;
 
 use crate::allocator::Allocator;
 use crate::device::Device;
