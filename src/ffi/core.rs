@@ -10,21 +10,17 @@ use std::ffi::c_char;
 /// by design: continuing would end in a use after free.
 #[no_mangle]
 pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
-    guard(
-        "tensor_retain",
-        std::ptr::null_mut(),
-        || match tensor_owned(t, "t") {
-            Ok(owned) => tensor_t::into_raw(owned),
-            Err(_) => std::ptr::null_mut(),
-        },
-    )
+    guard("tensor_retain", || match tensor_owned(t, "t") {
+        Ok(owned) => tensor_t::into_raw(owned),
+        Err(_) => std::ptr::null_mut(),
+    })
 }
 
 /// Drops one strong reference; frees the tensor at 0 (and its storage's data when this
 /// was the storage's last strong reference). NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn tensor_release(t: *mut tensor_t) {
-    guard("tensor_release", (), || {
+    guard("tensor_release", || {
         // SAFETY: the caller gives up one strong reference it owns (or passes NULL).
         drop(unsafe { tensor_t::adopt(t) });
     })
@@ -33,7 +29,7 @@ pub extern "C" fn tensor_release(t: *mut tensor_t) {
 /// Number of strong references to `t` (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_use_count(t: *const tensor_t) -> u64 {
-    guard("tensor_use_count", 0, || {
+    guard("tensor_use_count", || {
         // SAFETY: NULL or a live handle.
         unsafe { tensor_t::borrow_box(t) }.map_or(0, |b| b.strong_count())
     })
@@ -42,7 +38,7 @@ pub extern "C" fn tensor_use_count(t: *const tensor_t) -> u64 {
 /// Static description of a status code (never NULL; "unknown status" for unknown codes).
 #[no_mangle]
 pub extern "C" fn tensor_status_string(s: tensor_status_t) -> *const c_char {
-    guard(
+    guard_or(
         "tensor_status_string",
         c"unknown status".as_ptr(),
         || match Status::from_code(s.0) {
@@ -57,13 +53,13 @@ pub extern "C" fn tensor_status_string(s: tensor_status_t) -> *const c_char {
 /// next failed call.
 #[no_mangle]
 pub extern "C" fn tensor_last_error() -> *const c_char {
-    guard("tensor_last_error", c"".as_ptr(), last_error_ptr)
+    guard_or("tensor_last_error", c"".as_ptr(), last_error_ptr)
 }
 
 /// Bytes per element of `d`; 0 for an unknown code.
 #[no_mangle]
 pub extern "C" fn tensor_dtype_itemsize(d: tensor_dtype_t) -> usize {
-    guard("tensor_dtype_itemsize", 0, || {
+    guard("tensor_dtype_itemsize", || {
         DType::from_code(d.0).map_or(0, |d| d.itemsize())
     })
 }
@@ -71,7 +67,7 @@ pub extern "C" fn tensor_dtype_itemsize(d: tensor_dtype_t) -> usize {
 /// PyTorch's name of `d` ("float32", ...); static; NULL for an unknown code.
 #[no_mangle]
 pub extern "C" fn tensor_dtype_name(d: tensor_dtype_t) -> *const c_char {
-    guard("tensor_dtype_name", std::ptr::null(), || {
+    guard("tensor_dtype_name", || {
         DType::from_code(d.0).map_or(std::ptr::null(), |d| d.c_name().as_ptr() as *const c_char)
     })
 }
@@ -165,7 +161,7 @@ pub extern "C" fn tensor_memory_stats(out: *mut tensor_memory_stats_t) -> tensor
 /// any thread (small blocks: the calling thread's only).
 #[no_mangle]
 pub extern "C" fn tensor_empty_cache() -> u64 {
-    guard("tensor_empty_cache", 0, crate::allocator::empty_cache)
+    guard("tensor_empty_cache", crate::allocator::empty_cache)
 }
 
 /// Sets the most bytes the big-block cache may hold (see `tensor_empty_cache`) and
@@ -177,7 +173,7 @@ pub extern "C" fn tensor_empty_cache() -> u64 {
 /// 268435456 (256 MiB). This call overrides the environment. Thread-safe.
 #[no_mangle]
 pub extern "C" fn tensor_set_cache_limit(max_bytes: u64) -> u64 {
-    guard("tensor_set_cache_limit", 0, || {
+    guard("tensor_set_cache_limit", || {
         crate::allocator::set_cache_limit(max_bytes)
     })
 }
@@ -225,7 +221,7 @@ pub struct tensor_storage_info_t {
 /// Turning it off forgets every registration. Thread-safe.
 #[no_mangle]
 pub extern "C" fn tensor_set_memory_tracking(enabled: std::ffi::c_int) -> bool {
-    guard("tensor_set_memory_tracking", false, || {
+    guard("tensor_set_memory_tracking", || {
         crate::snapshot::set_tracking(enabled != 0)
     })
 }
@@ -235,7 +231,6 @@ pub extern "C" fn tensor_set_memory_tracking(enabled: std::ffi::c_int) -> bool {
 pub extern "C" fn tensor_memory_tracking_enabled() -> bool {
     guard(
         "tensor_memory_tracking_enabled",
-        false,
         crate::snapshot::is_tracking,
     )
 }
@@ -280,7 +275,7 @@ pub extern "C" fn tensor_memory_snapshot(
 /// The library version, "0.1.0" (static).
 #[no_mangle]
 pub extern "C" fn tensor_version_string() -> *const c_char {
-    guard("tensor_version_string", c"".as_ptr(), || {
+    guard_or("tensor_version_string", c"".as_ptr(), || {
         concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
     })
 }

@@ -148,7 +148,7 @@ pub extern "C" fn storage_fd(s: *const storage_t, out: *mut c_int) -> tensor_sta
 /// shared memory); false for allocated or wrapped memory and NULL.
 #[no_mangle]
 pub extern "C" fn storage_is_mapped(s: *const storage_t) -> bool {
-    guard("storage_is_mapped", false, || {
+    guard("storage_is_mapped", || {
         storage_arg(s, "s").is_ok_and(|s| s.kind() == StorageKind::Mapped)
     })
 }
@@ -243,7 +243,7 @@ fn loaded<'a>(f: *const tensor_safetensors_t) -> Option<&'a LoadedFile> {
 /// is a no-op.
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_release(f: *mut tensor_safetensors_t) {
-    guard("tensor_safetensors_release", (), || {
+    guard("tensor_safetensors_release", || {
         // SAFETY: the caller gives up the handle it owns (or passes NULL).
         drop(unsafe { tensor_safetensors_t::adopt(f) });
     })
@@ -252,7 +252,7 @@ pub extern "C" fn tensor_safetensors_release(f: *mut tensor_safetensors_t) {
 /// Number of tensors in the file (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_count(f: *const tensor_safetensors_t) -> usize {
-    guard("tensor_safetensors_count", 0, || {
+    guard("tensor_safetensors_count", || {
         loaded(f).map_or(0, |f| f.tensors.len())
     })
 }
@@ -264,7 +264,7 @@ pub extern "C" fn tensor_safetensors_name(
     f: *const tensor_safetensors_t,
     i: usize,
 ) -> *const c_char {
-    guard("tensor_safetensors_name", std::ptr::null(), || {
+    guard("tensor_safetensors_name", || {
         loaded(f)
             .and_then(|f| f.names.get(i))
             .map_or(std::ptr::null(), |n| n.as_ptr())

@@ -247,9 +247,55 @@ pub(crate) fn last_error_ptr() -> *const std::ffi::c_char {
         .unwrap_or(c"".as_ptr())
 }
 
-/// Runs an exported function's body; a panic becomes `on_panic` plus a message.
+/// What an exported function returns when its body panicked, chosen by its return type
+/// (rustls-ffi's `Defaultable`): a status is `TENSOR_ERR_INTERNAL`, a pointer NULL, a
+/// count 0, a predicate false. The few functions that promise another value (a static
+/// string, `true`) pass it to [`guard_or`].
+pub(crate) trait OnPanic {
+    const ON_PANIC: Self;
+}
+
+impl OnPanic for tensor_status_t {
+    const ON_PANIC: Self = TENSOR_ERR_INTERNAL;
+}
+impl OnPanic for () {
+    const ON_PANIC: Self = ();
+}
+impl OnPanic for bool {
+    const ON_PANIC: Self = false;
+}
+impl<T> OnPanic for *mut T {
+    const ON_PANIC: Self = std::ptr::null_mut();
+}
+impl<T> OnPanic for *const T {
+    const ON_PANIC: Self = std::ptr::null();
+}
+macro_rules! on_panic_zero {
+    ($($t:ty),*) => { $(impl OnPanic for $t { const ON_PANIC: Self = 0; })* };
+}
+on_panic_zero!(i64, u64, usize, u32);
+impl OnPanic for tensor_dtype_t {
+    const ON_PANIC: Self = tensor_dtype_t(0);
+}
+impl OnPanic for tensor_memory_format_t {
+    const ON_PANIC: Self = TENSOR_CONTIGUOUS_FORMAT;
+}
+impl OnPanic for tensor_device_t {
+    const ON_PANIC: Self = tensor_device_t {
+        device_type: 0,
+        device_id: 0,
+    };
+}
+
+/// Runs an exported function's body; a panic becomes `T::ON_PANIC` plus a message.
 #[inline(always)]
-pub(crate) fn guard<T>(function: &'static str, on_panic: T, body: impl FnOnce() -> T) -> T {
+pub(crate) fn guard<T: OnPanic>(function: &'static str, body: impl FnOnce() -> T) -> T {
+    guard_or(function, T::ON_PANIC, body)
+}
+
+/// [`guard`] with an explicit panic value: the one place that catches panics.
+#[inline(always)]
+pub(crate) fn guard_or<T>(function: &'static str, on_panic: T, body: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(v) => v,
         Err(payload) => {
@@ -278,7 +324,7 @@ fn caught_panic(function: &'static str, payload: Box<dyn std::any::Any + Send>) 
 /// Runs a fallible exported function's body: `Err` becomes its status and message.
 #[inline(always)]
 pub(crate) fn call(function: &'static str, body: impl FnOnce() -> Result<()>) -> tensor_status_t {
-    guard(function, TENSOR_ERR_INTERNAL, || match body() {
+    guard(function, || match body() {
         Ok(()) => TENSOR_OK,
         Err(e) => failed(function, e),
     })

@@ -1,5 +1,5 @@
 //! The function name each exported function passes to the boundary helpers (`guard`,
-//! `call`, `call_tensor`, and the helpers that forward a name to them) is the function's
+//! `guard_or`, `call`, `call_tensor`, and `get_element` / `set_element`, which forward it) is the function's
 //! own: error messages start with it. Checked by reading the sources of src/ffi/.
 
 use std::collections::BTreeSet;
@@ -49,7 +49,7 @@ fn every_exported_function_reports_errors_under_its_own_name() {
     let mut checked = 0;
     for (path, src) in &sources {
         for (name, body) in exported(src) {
-            let guarded = ["guard(", "call(", "call_tensor("]
+            let guarded = ["guard(", "guard_or(", "call(", "call_tensor(", "_element("]
                 .iter()
                 .any(|h| body.contains(h));
             let named: Vec<&str> = literals(body)

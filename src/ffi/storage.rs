@@ -10,7 +10,7 @@ use std::ffi::c_void;
 /// after free.
 #[no_mangle]
 pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
-    guard("storage_retain", std::ptr::null_mut(), || {
+    guard("storage_retain", || {
         // SAFETY: NULL or a live handle.
         unsafe { storage_t::retain(s) }.map_or(std::ptr::null_mut(), storage_t::into_raw)
     })
@@ -20,7 +20,7 @@ pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
 /// runs, exactly once) even if weak references remain. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn storage_release(s: *mut storage_t) {
-    guard("storage_release", (), || {
+    guard("storage_release", || {
         // SAFETY: the caller gives up one owned strong reference (or passes NULL).
         drop(unsafe { storage_t::adopt(s) });
     })
@@ -29,7 +29,7 @@ pub extern "C" fn storage_release(s: *mut storage_t) {
 /// Number of strong references (tensors on the storage hold one each); 0 for NULL.
 #[no_mangle]
 pub extern "C" fn storage_use_count(s: *const storage_t) -> u64 {
-    guard("storage_use_count", 0, || {
+    guard("storage_use_count", || {
         storage_box(s).map_or(0, |b| b.strong_count())
     })
 }
@@ -38,7 +38,7 @@ pub extern "C" fn storage_use_count(s: *const storage_t) -> u64 {
 /// remains; 0 for NULL.
 #[no_mangle]
 pub extern "C" fn storage_weak_count(s: *const storage_t) -> u64 {
-    guard("storage_weak_count", 0, || {
+    guard("storage_weak_count", || {
         storage_box(s).map_or(0, |b| b.weak_count())
     })
 }
@@ -64,7 +64,7 @@ pub extern "C" fn storage_weak_new(
 /// overflow aborts the process, as in storage_retain.
 #[no_mangle]
 pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t {
-    guard("storage_weak_lock", std::ptr::null_mut(), || {
+    guard("storage_weak_lock", || {
         // SAFETY: NULL or a live weak handle (borrowed, not dropped).
         match unsafe { storage_weak_t::borrow(w) } {
             Some(weak) => weak
@@ -78,7 +78,7 @@ pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t 
 /// True once the storage's strong count reached 0 (or for NULL).
 #[no_mangle]
 pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
-    guard("storage_weak_expired", true, || {
+    guard_or("storage_weak_expired", true, || {
         // SAFETY: as in storage_weak_lock.
         unsafe { storage_weak_t::borrow(w) }.map_or(true, |weak| weak.expired())
     })
@@ -88,7 +88,7 @@ pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
 /// references are gone. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn storage_weak_release(w: *mut storage_weak_t) {
-    guard("storage_weak_release", (), || {
+    guard("storage_weak_release", || {
         // SAFETY: the caller gives up one owned weak reference (or passes NULL).
         drop(unsafe { storage_weak_t::adopt(w) });
     })
@@ -141,7 +141,7 @@ pub extern "C" fn storage_from_blob(
 /// The data pointer (borrowed; NULL for 0 bytes or NULL `s`). Changes on resize.
 #[no_mangle]
 pub extern "C" fn storage_data_ptr(s: *const storage_t) -> *mut c_void {
-    guard("storage_data_ptr", std::ptr::null_mut(), || {
+    guard("storage_data_ptr", || {
         storage_arg(s, "s").map_or(std::ptr::null_mut(), |s| s.data_ptr() as *mut c_void)
     })
 }
@@ -149,7 +149,7 @@ pub extern "C" fn storage_data_ptr(s: *const storage_t) -> *mut c_void {
 /// Size in bytes (0 for NULL).
 #[no_mangle]
 pub extern "C" fn storage_nbytes(s: *const storage_t) -> usize {
-    guard("storage_nbytes", 0, || {
+    guard("storage_nbytes", || {
         storage_arg(s, "s").map_or(0, |s| s.nbytes())
     })
 }
@@ -161,7 +161,7 @@ pub extern "C" fn storage_device(s: *const storage_t) -> tensor_device_t {
         device_type: 0,
         device_id: 0,
     };
-    guard("storage_device", none, || {
+    guard("storage_device", || {
         storage_arg(s, "s").map_or(none, |s| s.device().into())
     })
 }
@@ -169,7 +169,7 @@ pub extern "C" fn storage_device(s: *const storage_t) -> tensor_device_t {
 /// True for storages the library allocated (false for wrapped memory and NULL).
 #[no_mangle]
 pub extern "C" fn storage_is_resizable(s: *const storage_t) -> bool {
-    guard("storage_is_resizable", false, || {
+    guard("storage_is_resizable", || {
         storage_arg(s, "s").is_ok_and(|s| s.is_resizable())
     })
 }
@@ -191,7 +191,7 @@ pub extern "C" fn storage_resize(s: *mut storage_t, nbytes: usize) -> tensor_sta
 /// Whether writes are refused (false for NULL).
 #[no_mangle]
 pub extern "C" fn storage_is_read_only(s: *const storage_t) -> bool {
-    guard("storage_is_read_only", false, || {
+    guard("storage_is_read_only", || {
         storage_arg(s, "s").is_ok_and(|s| s.is_read_only())
     })
 }
