@@ -6,6 +6,7 @@
 //! complex → real keeps the real part; real → complex has a zero imaginary part.
 
 use half::{bf16, f16};
+use std::ffi::CStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -66,28 +67,28 @@ impl DType {
 
     /// PyTorch's name without the `torch.` prefix.
     pub fn name(self) -> &'static str {
-        // NUL-terminated so the C side can hand out the pointer; strip it for Rust.
-        let s = self.c_name();
-        &s[..s.len() - 1]
+        // Every name is ASCII (a test checks).
+        self.c_name().to_str().unwrap_or_default()
     }
 
-    pub(crate) fn c_name(self) -> &'static str {
+    /// [`name`](Self::name) as a C string (the C side hands out the pointer).
+    pub(crate) fn c_name(self) -> &'static CStr {
         match self {
-            DType::U8 => "uint8\0",
-            DType::I8 => "int8\0",
-            DType::I16 => "int16\0",
-            DType::I32 => "int32\0",
-            DType::I64 => "int64\0",
-            DType::F16 => "float16\0",
-            DType::F32 => "float32\0",
-            DType::F64 => "float64\0",
-            DType::C64 => "complex64\0",
-            DType::C128 => "complex128\0",
-            DType::Bool => "bool\0",
-            DType::BF16 => "bfloat16\0",
-            DType::U16 => "uint16\0",
-            DType::U32 => "uint32\0",
-            DType::U64 => "uint64\0",
+            DType::U8 => c"uint8",
+            DType::I8 => c"int8",
+            DType::I16 => c"int16",
+            DType::I32 => c"int32",
+            DType::I64 => c"int64",
+            DType::F16 => c"float16",
+            DType::F32 => c"float32",
+            DType::F64 => c"float64",
+            DType::C64 => c"complex64",
+            DType::C128 => c"complex128",
+            DType::Bool => c"bool",
+            DType::BF16 => c"bfloat16",
+            DType::U16 => c"uint16",
+            DType::U32 => c"uint32",
+            DType::U64 => c"uint64",
         }
     }
 

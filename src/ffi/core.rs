@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::allocator::memory_stats;
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr};
 
 /// Adds one strong reference to `t` and returns `t` (NULL gives NULL). The caller owns
 /// the new reference and must release it. Reference-count overflow (more than 2^32 - 2
@@ -42,7 +42,7 @@ pub extern "C" fn tensor_status_string(s: tensor_status_t) -> *const c_char {
         "tensor_status_string",
         c"unknown status".as_ptr(),
         || match Status::from_code(s.0) {
-            Some(st) => st.description().as_ptr() as *const c_char,
+            Some(st) => st.description().as_ptr(),
             None => c"unknown status".as_ptr(),
         },
     )
@@ -68,7 +68,7 @@ pub extern "C" fn tensor_dtype_itemsize(d: tensor_dtype_t) -> usize {
 #[no_mangle]
 pub extern "C" fn tensor_dtype_name(d: tensor_dtype_t) -> *const c_char {
     guard("tensor_dtype_name", || {
-        DType::from_code(d.0).map_or(std::ptr::null(), |d| d.c_name().as_ptr() as *const c_char)
+        DType::from_code(d.0).map_or(std::ptr::null(), |d| d.c_name().as_ptr())
     })
 }
 
@@ -272,12 +272,17 @@ pub extern "C" fn tensor_memory_snapshot(
     })
 }
 
+/// Cargo.toml's version as a C string.
+const VERSION: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(v) => v,
+        Err(_) => panic!("the version has no NUL"),
+    };
+
 /// The library version, "0.1.0" (static).
 #[no_mangle]
 pub extern "C" fn tensor_version_string() -> *const c_char {
-    guard_or("tensor_version_string", c"".as_ptr(), || {
-        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
-    })
+    guard_or("tensor_version_string", c"".as_ptr(), || VERSION.as_ptr())
 }
 
 /// ABI revision of the loaded library; equals `TENSOR_ABI_VERSION` of the header it was

@@ -120,6 +120,125 @@ pub const TENSOR_PRESERVE_FORMAT: tensor_memory_format_t = tensor_memory_format_
 pub const TENSOR_CHANNELS_LAST: tensor_memory_format_t = tensor_memory_format_t(2);
 pub const TENSOR_CHANNELS_LAST_3D: tensor_memory_format_t = tensor_memory_format_t(3);
 
+// ---- the code tables ----------------------------------------------------------------------
+// Each C code constant above is tied to its Rust enum variant by an exhaustive match (a new
+// variant does not compile until it is tabled here) and checked against the variant's own
+// discriminant at compile time (the const blocks below) and, for decoding, by a unit test.
+
+/// The C code of a status.
+pub(crate) const fn status_code(s: Status) -> tensor_status_t {
+    match s {
+        Status::Ok => TENSOR_OK,
+        Status::NullPointer => TENSOR_ERR_NULL_POINTER,
+        Status::InvalidArgument => TENSOR_ERR_INVALID_ARGUMENT,
+        Status::Index => TENSOR_ERR_INDEX,
+        Status::Shape => TENSOR_ERR_SHAPE,
+        Status::NotViewable => TENSOR_ERR_NOT_VIEWABLE,
+        Status::DType => TENSOR_ERR_DTYPE,
+        Status::Device => TENSOR_ERR_DEVICE,
+        Status::OutOfBounds => TENSOR_ERR_OUT_OF_BOUNDS,
+        Status::Overflow => TENSOR_ERR_OVERFLOW,
+        Status::OutOfMemory => TENSOR_ERR_OUT_OF_MEMORY,
+        Status::Overlap => TENSOR_ERR_OVERLAP,
+        Status::NotResizable => TENSOR_ERR_NOT_RESIZABLE,
+        Status::ReadOnly => TENSOR_ERR_READ_ONLY,
+        Status::Io => TENSOR_ERR_IO,
+        Status::Internal => TENSOR_ERR_INTERNAL,
+    }
+}
+
+/// The C code of a dtype.
+pub(crate) const fn dtype_code(d: DType) -> tensor_dtype_t {
+    match d {
+        DType::U8 => TENSOR_UINT8,
+        DType::I8 => TENSOR_INT8,
+        DType::I16 => TENSOR_INT16,
+        DType::I32 => TENSOR_INT32,
+        DType::I64 => TENSOR_INT64,
+        DType::F16 => TENSOR_FLOAT16,
+        DType::F32 => TENSOR_FLOAT32,
+        DType::F64 => TENSOR_FLOAT64,
+        DType::C64 => TENSOR_COMPLEX64,
+        DType::C128 => TENSOR_COMPLEX128,
+        DType::Bool => TENSOR_BOOL,
+        DType::BF16 => TENSOR_BFLOAT16,
+        DType::U16 => TENSOR_UINT16,
+        DType::U32 => TENSOR_UINT32,
+        DType::U64 => TENSOR_UINT64,
+    }
+}
+
+/// The C code of a memory format.
+pub(crate) const fn format_code(f: MemoryFormat) -> tensor_memory_format_t {
+    match f {
+        MemoryFormat::Contiguous => TENSOR_CONTIGUOUS_FORMAT,
+        MemoryFormat::Preserve => TENSOR_PRESERVE_FORMAT,
+        MemoryFormat::ChannelsLast => TENSOR_CHANNELS_LAST,
+        MemoryFormat::ChannelsLast3d => TENSOR_CHANNELS_LAST_3D,
+    }
+}
+
+/// Every memory format (MemoryFormat has no list of its own).
+const MEMORY_FORMATS: [MemoryFormat; 4] = [
+    MemoryFormat::Contiguous,
+    MemoryFormat::Preserve,
+    MemoryFormat::ChannelsLast,
+    MemoryFormat::ChannelsLast3d,
+];
+
+// The C code of every variant equals the variant's discriminant (what the core's
+// `from_code` / `as i32` use).
+const _: () = {
+    let mut i = 0;
+    while i < Status::ALL.len() {
+        assert!(status_code(Status::ALL[i]).0 == Status::ALL[i] as i32);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < DType::ALL.len() {
+        assert!(dtype_code(DType::ALL[i]).0 == DType::ALL[i] as i32);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < MEMORY_FORMATS.len() {
+        assert!(format_code(MEMORY_FORMATS[i]).0 == MEMORY_FORMATS[i] as i32);
+        i += 1;
+    }
+};
+
+#[cfg(test)]
+mod code_tables {
+    use super::*;
+
+    /// Decoding agrees with the tables: every code the core accepts maps back to itself,
+    /// and every variant (the exhaustive matches above) is reachable from its C code.
+    #[test]
+    fn codes_round_trip_for_every_variant() {
+        for code in -1..=255 {
+            if let Some(s) = Status::from_code(code) {
+                assert_eq!(status_code(s).0, code);
+            }
+            if let Some(d) = DType::from_code(code) {
+                assert_eq!(dtype_code(d).0, code);
+            }
+            if let Some(f) = MemoryFormat::from_code(code) {
+                assert_eq!(format_code(f).0, code);
+            }
+        }
+        for s in Status::ALL {
+            assert_eq!(Status::from_code(status_code(s).0), Some(s));
+        }
+        for d in DType::ALL {
+            assert_eq!(DType::from_code(dtype_code(d).0), Some(d));
+        }
+        for f in MEMORY_FORMATS {
+            assert_eq!(MemoryFormat::from_code(format_code(f).0), Some(f));
+        }
+        assert_eq!(Status::ALL.len(), 16);
+        assert_eq!(DType::ALL.len(), 15);
+    }
+}
+
 /// A device: DLPack `DLDeviceType` code and ordinal.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,7 +454,7 @@ pub(crate) fn call(function: &'static str, body: impl FnOnce() -> Result<()>) ->
 #[inline(never)]
 fn failed(function: &'static str, e: Error) -> tensor_status_t {
     set_last_error(function, e.text());
-    tensor_status_t(e.status as i32)
+    status_code(e.status)
 }
 
 /// [`call`] for functions that produce a new tensor in `*out` (+1 reference).

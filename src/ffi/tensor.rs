@@ -274,7 +274,7 @@ pub extern "C" fn tensor_numel(t: *const tensor_t) -> i64 {
 #[no_mangle]
 pub extern "C" fn tensor_dtype(t: *const tensor_t) -> tensor_dtype_t {
     guard("tensor_dtype", || {
-        tensor_opt(t).map_or(tensor_dtype_t(0), |t| tensor_dtype_t(t.dtype().code()))
+        tensor_opt(t).map_or(tensor_dtype_t(0), |t| dtype_code(t.dtype()))
     })
 }
 
@@ -363,7 +363,7 @@ pub extern "C" fn tensor_is_non_overlapping_and_dense(t: *const tensor_t) -> boo
 pub extern "C" fn tensor_suggest_memory_format(t: *const tensor_t) -> tensor_memory_format_t {
     guard("tensor_suggest_memory_format", || {
         tensor_opt(t).map_or(TENSOR_CONTIGUOUS_FORMAT, |t| {
-            tensor_memory_format_t(t.suggest_memory_format() as i32)
+            format_code(t.suggest_memory_format())
         })
     })
 }
