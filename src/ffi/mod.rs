@@ -7,9 +7,10 @@
 // that non-NULL handles are live; NULL is checked everywhere.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-// In this order in the generated header: library-wide calls and tensor refcounts, storages,
-// creating and reading tensors, views, the operations that copy, DLPack interop, then
-// mapped files, shared memory and file formats.
+// In this order in the generated header (each module is one section, opened by a banner
+// that build.rs inserts): library-wide calls and tensor refcounts, storages, creating and
+// reading tensors, views, the operations that copy, DLPack interop, mapped files, shared
+// memory and file formats, then memory statistics and the allocator's cache.
 pub mod core;
 pub mod storage;
 pub mod tensor;
@@ -17,6 +18,7 @@ pub mod view;
 pub mod copy;
 pub mod dlpack;
 pub mod files;
+pub mod memory;
 // Not part of the header: handle conversions.
 pub(crate) mod handle;
 #[cfg(test)]
