@@ -17,7 +17,6 @@
 //! `ALLOC_FAILURE_TRACE=N` prints a backtrace where the Nth Rust allocation is made (to find
 //! a path that aborts or leaks).
 
-use ::tensor::dlpack as dl;
 use ::tensor::ffi::copy::*;
 use ::tensor::ffi::core::*;
 use ::tensor::ffi::dlpack::*;
@@ -403,7 +402,6 @@ fn script() -> Script {
         if sc.status("tensor_from_dlpack", tensor_from_dlpack(m, &mut d)) {
             sc.tensors.push(d);
         } else {
-            let m = m as *mut dl::DLManagedTensorVersioned;
             unsafe { ((*m).deleter.unwrap())(m) };
         }
     }
@@ -421,7 +419,6 @@ fn script() -> Script {
         ) {
             sc.tensors.push(d);
         } else {
-            let m = m as *mut dl::DLManagedTensor;
             unsafe { ((*m).deleter.unwrap())(m) };
         }
     }
