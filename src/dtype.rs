@@ -498,7 +498,9 @@ macro_rules! with_dtype {
 /// # Safety
 /// `ptr` must be valid for reading `dtype.itemsize()` bytes.
 pub unsafe fn read_scalar(dtype: DType, ptr: *const u8) -> Scalar {
-    with_dtype!(dtype, T => (ptr as *const T).read_unaligned().to_scalar())
+    // SAFETY: T is dtype's element type, so the read covers the itemsize bytes the caller
+    // vouches for; read_unaligned needs no alignment.
+    with_dtype!(dtype, T => unsafe { (ptr as *const T).read_unaligned() }.to_scalar())
 }
 
 /// Writes `value` converted to `dtype` at `ptr`.
@@ -506,7 +508,8 @@ pub unsafe fn read_scalar(dtype: DType, ptr: *const u8) -> Scalar {
 /// # Safety
 /// `ptr` must be valid for writing `dtype.itemsize()` bytes.
 pub unsafe fn write_scalar(dtype: DType, ptr: *mut u8, value: Scalar) {
-    with_dtype!(dtype, T => (ptr as *mut T).write_unaligned(T::from_scalar(value)))
+    // SAFETY: as in read_scalar, for writing.
+    with_dtype!(dtype, T => unsafe { (ptr as *mut T).write_unaligned(T::from_scalar(value)) })
 }
 
 #[cfg(test)]
@@ -551,6 +554,7 @@ mod tests {
     fn raw_read_write_roundtrip() {
         for d in DType::ALL {
             let mut buf = [0u8; 16];
+            // SAFETY: 16 bytes hold one element of every dtype.
             unsafe {
                 write_scalar(d, buf.as_mut_ptr(), Scalar::Int(1));
                 assert_eq!(read_scalar(d, buf.as_ptr()).to_f64(), 1.0, "{d:?}");

@@ -93,10 +93,17 @@ impl Status {
 /// (an error raised while out of memory), the error is a static one of the same status
 /// with an empty message, which `Display` and the C boundary show as the status's
 /// description.
+///
+/// Why boxed: an unboxed `ErrorInner` (status + `String`) would make every `Result<Tensor>`
+/// and `Result<()>` 32 bytes, returned through memory on each view call; one pointer keeps
+/// `Result<()>` in one register (`errors_own_their_messages` checks the size) and the error
+/// path's cost where it belongs, on the (cold) failure.
 pub struct Error(NonNull<ErrorInner>);
 
-// SAFETY: the pointee is an owned box or an immutable static, both Send + Sync.
+// SAFETY: the pointee is an owned box (moved with the Error, freed once in Drop) or an
+// immutable static; ErrorInner (a Status and a String) is Send.
 unsafe impl Send for Error {}
+// SAFETY: shared access only reads the pointee (Deref); ErrorInner is Sync.
 unsafe impl Sync for Error {}
 
 /// The contents of an [`Error`].

@@ -449,11 +449,16 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A producer's deleter that counts its calls in the AtomicUsize at manager_ctx.
+    ///
+    /// # Safety
+    /// `m` is a managed tensor whose manager_ctx points to a live AtomicUsize.
     unsafe extern "C" fn count_versioned(m: *mut DLManagedTensorVersioned) {
-        (*((*m).manager_ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst);
+        unsafe { (*((*m).manager_ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst) };
     }
+    /// # Safety
+    /// As count_versioned.
     unsafe extern "C" fn count_unversioned(m: *mut DLManagedTensor) {
-        (*((*m).manager_ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst);
+        unsafe { (*((*m).manager_ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst) };
     }
 
     fn dl_f32(data: *mut f32, shape: &mut [i64], strides: Option<&mut [i64]>) -> DLTensor {
