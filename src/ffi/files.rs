@@ -48,6 +48,33 @@ fn path_arg<'a>(p: *const c_char, what: &str) -> Result<&'a Path> {
     Ok(Path::new(std::ffi::OsStr::from_bytes(bytes)))
 }
 
+/// The C code of a map mode (an exhaustive match: a new mode does not compile, in test
+/// builds, until it is tabled here); `MapMode::from_code` decodes (the test below ties the
+/// two). Only tests need the encoding.
+#[cfg(test)]
+const fn map_mode_code(m: MapMode) -> tensor_map_mode_t {
+    match m {
+        MapMode::ReadOnly => TENSOR_MAP_READ_ONLY,
+        MapMode::Shared => TENSOR_MAP_SHARED,
+        MapMode::Private => TENSOR_MAP_PRIVATE,
+    }
+}
+
+#[test]
+fn map_mode_codes_round_trip() {
+    let mut decoded = 0;
+    for code in -1..=255 {
+        if let Some(m) = MapMode::from_code(code) {
+            assert_eq!(map_mode_code(m).0, code);
+            decoded += 1;
+        }
+    }
+    for m in [MapMode::ReadOnly, MapMode::Shared, MapMode::Private] {
+        assert_eq!(MapMode::from_code(map_mode_code(m).0), Some(m));
+    }
+    assert_eq!(decoded, 3);
+}
+
 fn mode_arg(m: tensor_map_mode_t) -> Result<MapMode> {
     MapMode::from_code(m.0)
         .ok_or_else(|| Error::new(Status::InvalidArgument, format!("unknown map mode {}", m.0)))

@@ -14,10 +14,15 @@
 //! * `borrow`   — a reference for the duration of the call (no count change);
 //! * `retain`   — a new strong reference (+1) to a borrowed handle;
 //! * `adopt`    — take over the reference the caller gives up (`*_release`);
-//! * `into_raw` — give up an owned reference to the caller as a handle (+1 for C).
+//! * `into_raw` — give up an owned reference to the caller as a handle (+1 for C);
+//! * `as_raw`   — the handle of an object Rust keeps owning (a borrowed pointer for C).
 //!
 //! Every `unsafe fn` here has one contract: a non-NULL pointer is a live handle of its type
-//! (the C API's documented precondition). NULL is always accepted and mapped to `None`.
+//! (the C API's documented precondition). NULL is accepted and mapped to `None`, except by
+//! `retain_live`, whose caller has checked it (the view path tests NULL once).
+//!
+//! The argument helpers of `ffi/mod.rs` (`tensor_arg`, `tensor_owned`, `storage_arg`, ...)
+//! wrap these with the NULL_POINTER error naming the argument.
 
 use super::{storage_t, storage_weak_t, tensor_t};
 use crate::refcount::{Intrusive, IntrusivePtr, RcBox, WeakIntrusivePtr};

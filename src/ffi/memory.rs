@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::allocator::memory_stats;
+use crate::storage::StorageKind;
 
 /// Library-wide memory counters. The caller sets `out->struct_size = sizeof(*out)`; only
 /// the fields that fit in that size are written.
@@ -122,6 +123,23 @@ pub const TENSOR_STORAGE_EXTERNAL: tensor_storage_kind_t = tensor_storage_kind_t
 /// A memory-mapped file.
 pub const TENSOR_STORAGE_MAPPED: tensor_storage_kind_t = tensor_storage_kind_t(2);
 
+/// The C code of a storage kind (an exhaustive match: a new kind does not compile until
+/// it is tabled here).
+const fn storage_kind_code(k: StorageKind) -> tensor_storage_kind_t {
+    match k {
+        StorageKind::Allocated => TENSOR_STORAGE_ALLOCATED,
+        StorageKind::External => TENSOR_STORAGE_EXTERNAL,
+        StorageKind::Mapped => TENSOR_STORAGE_MAPPED,
+    }
+}
+
+// Each kind's C code equals its discriminant.
+const _: () = {
+    assert!(storage_kind_code(StorageKind::Allocated).0 == StorageKind::Allocated as i32);
+    assert!(storage_kind_code(StorageKind::External).0 == StorageKind::External as i32);
+    assert!(storage_kind_code(StorageKind::Mapped).0 == StorageKind::Mapped as i32);
+};
+
 /// One live storage in a memory snapshot (`tensor_memory_snapshot`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -191,7 +209,7 @@ pub extern "C" fn tensor_memory_snapshot(
                 out.add(i).write(tensor_storage_info_t {
                     data: s.data as *const c_void,
                     nbytes: s.nbytes,
-                    kind: tensor_storage_kind_t(s.kind as i32),
+                    kind: storage_kind_code(s.kind),
                     strong_count: s.strong,
                     weak_count: s.weak,
                     tensor_count: s.tensors,
