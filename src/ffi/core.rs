@@ -11,9 +11,9 @@ use std::ffi::{c_char, CStr};
 /// by design: continuing would end in a use after free.
 #[no_mangle]
 pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
-    guard("tensor_retain", || match tensor_owned(t, "t") {
-        Ok(owned) => tensor_t::into_raw(owned),
-        Err(_) => std::ptr::null_mut(),
+    guard("tensor_retain", || {
+        // SAFETY: NULL or a live handle.
+        unsafe { tensor_t::retain(t) }.map_or(std::ptr::null_mut(), tensor_t::into_raw)
     })
 }
 
