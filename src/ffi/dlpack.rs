@@ -17,8 +17,6 @@ pub const FLAG_READ_ONLY: u64 = 1 << 0;
 /// `DLPACK_FLAG_BITMASK_IS_COPIED`: the producer made a copy (informational for us).
 pub const FLAG_IS_COPIED: u64 = 1 << 1;
 
-pub use crate::dlpack::{KDL_BFLOAT, KDL_BOOL, KDL_COMPLEX, KDL_FLOAT, KDL_INT, KDL_UINT};
-
 // ---- the C layouts (dlpack.h, version 1.1) ----------------------------------------------
 
 #[repr(C)]
@@ -77,7 +75,7 @@ pub struct DLManagedTensorVersioned {
 // ---- dtypes -----------------------------------------------------------------------------
 
 /// Our dtype as a DLPack type (lanes = 1).
-pub fn dl_dtype(d: DType) -> DLDataType {
+pub(crate) fn dl_dtype(d: DType) -> DLDataType {
     let (code, bits) = dlpack::dl_code_bits(d);
     DLDataType {
         code,
@@ -87,7 +85,7 @@ pub fn dl_dtype(d: DType) -> DLDataType {
 }
 
 /// The dtype a DLPack type describes (see [`dlpack::dtype_from_dl`]).
-pub fn dtype_from_dl(t: DLDataType) -> Result<DType> {
+pub(crate) fn dtype_from_dl(t: DLDataType) -> Result<DType> {
     dlpack::dtype_from_dl(t.code, t.bits, t.lanes)
 }
 
@@ -184,7 +182,7 @@ unsafe extern "C" fn delete_exported(m: *mut DLManagedTensor) {
 
 /// Exports `t` (whose strong reference the managed tensor takes over) as a versioned
 /// managed tensor; the consumer frees it by calling its deleter once.
-pub fn to_dlpack_versioned(t: Tensor) -> Result<*mut DLManagedTensorVersioned> {
+pub(crate) fn to_dlpack_versioned(t: Tensor) -> Result<*mut DLManagedTensorVersioned> {
     let export = Export::new(t)?;
     let flags = if export.tensor().storage().is_read_only() {
         FLAG_READ_ONLY
@@ -210,7 +208,7 @@ pub fn to_dlpack_versioned(t: Tensor) -> Result<*mut DLManagedTensorVersioned> {
 
 /// Exports `t` as a legacy (unversioned) managed tensor. A read-only tensor is refused:
 /// the legacy struct has no way to say so (use the versioned export).
-pub fn to_dlpack_unversioned(t: Tensor) -> Result<*mut DLManagedTensor> {
+pub(crate) fn to_dlpack_unversioned(t: Tensor) -> Result<*mut DLManagedTensor> {
     ensure!(
         !t.storage().is_read_only(),
         ReadOnly,
@@ -329,7 +327,7 @@ unsafe fn import(
 ///
 /// # Safety
 /// `src` is NULL or a live managed tensor whose DLTensor fields are valid.
-pub unsafe fn from_dlpack_versioned(src: *mut DLManagedTensorVersioned) -> Result<Tensor> {
+pub(crate) unsafe fn from_dlpack_versioned(src: *mut DLManagedTensorVersioned) -> Result<Tensor> {
     // SAFETY: NULL or live (the caller's contract).
     let Some(m) = (unsafe { src.as_ref() }) else {
         bail!(NullPointer, "argument 'src' is NULL");
@@ -357,7 +355,7 @@ pub unsafe fn from_dlpack_versioned(src: *mut DLManagedTensorVersioned) -> Resul
 ///
 /// # Safety
 /// As [`from_dlpack_versioned`].
-pub unsafe fn from_dlpack_unversioned(src: *mut DLManagedTensor) -> Result<Tensor> {
+pub(crate) unsafe fn from_dlpack_unversioned(src: *mut DLManagedTensor) -> Result<Tensor> {
     // SAFETY: NULL or live (the caller's contract).
     let Some(m) = (unsafe { src.as_ref() }) else {
         bail!(NullPointer, "argument 'src' is NULL");
@@ -444,6 +442,7 @@ pub extern "C" fn tensor_from_dlpack_unversioned(
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod tests {
     use super::*;
+    use crate::dlpack::{KDL_FLOAT, KDL_UINT};
     use crate::dtype::Scalar;
     use crate::tensor_impl::MemoryFormat;
     use std::sync::atomic::{AtomicUsize, Ordering};
