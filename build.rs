@@ -162,11 +162,10 @@ fn with_banners(mut text: String, crate_dir: &Path) -> String {
     let version = text
         .find("#define TENSOR_VERSION_STRING")
         .expect("the version macros");
-    let first_item = version + text[version..].find("\n\n").expect("an item after them") + 2;
-    text.insert_str(
-        first_item,
-        &banner(0, "Types and constants: handles, codes, structs"),
-    );
+    let end_of_macros = version + text[version..].find("\n\n").expect("an item after them");
+    let first_item = end_of_macros + text[end_of_macros..].len()
+        - text[end_of_macros..].trim_start_matches('\n').len();
+    text.insert_str(first_item, &banner(0, TYPES));
     for (i, (module, title)) in SECTIONS.iter().enumerate() {
         let name = first_function(crate_dir, module);
         // The declaration: `name(` on a line that is not inside a comment.
