@@ -9,6 +9,19 @@
  * tensor_last_error() then describes the failure (thread-local).
  */
 
+/*
+ * Contents (each part opens with a banner; docs/c-api.md is the guide by area):
+ *   0. Types and constants: handles, status and dtype codes, structs
+ *   1. Library: tensor reference counts, errors, dtypes, version
+ *   2. Storages: untyped bytes, their references, allocators
+ *   3. Tensors: creating them and reading their metadata and elements
+ *   4. Views: new metadata over the same storage, no data copied
+ *   5. Copies: operations that move element data, in-place writes
+ *   6. Interop: DLPack import and export
+ *   7. Files: mapped files, shared memory, .safetensors and .npy
+ *   8. Memory: statistics, the allocator's cache, snapshots
+ */
+
 #ifndef LIBTENSOR_TENSOR_H
 #define LIBTENSOR_TENSOR_H
 
@@ -32,6 +45,10 @@ struct DLManagedTensor;
 #define TENSOR_VERSION_PATCH 0
 #define TENSOR_VERSION_STRING "0.1.0"
 
+
+/* ==============================================================================================
+ * 0. Types and constants: handles, status and dtype codes, structs
+ * ============================================================================================== */
 
 /**
  * Maximum number of dims of a tensor.
@@ -79,6 +96,57 @@ typedef int32_t tensor_status_t;
  * Element type; codes equal `c10::ScalarType`'s.
  */
 typedef int32_t tensor_dtype_t;
+
+/**
+ * A caller-provided allocator; copied into every storage it allocates, so `ctx` must
+ * outlive those storages. Both callbacks may be called from any thread.
+ */
+typedef struct tensor_allocator_t {
+  /**
+   * Passed back to both callbacks.
+   */
+  void *ctx;
+  /**
+   * Returns `nbytes` bytes aligned to `alignment` (64), or NULL on failure.
+   */
+  void *(*allocate)(void *ctx, size_t nbytes, size_t alignment);
+  /**
+   * Frees a block `allocate` returned, with the same `nbytes`.
+   */
+  void (*deallocate)(void *ctx, void *ptr, size_t nbytes);
+} tensor_allocator_t;
+
+/**
+ * A device: DLPack `DLDeviceType` code and ordinal.
+ */
+typedef struct tensor_device_t {
+  /**
+   * 1 CPU, 2 CUDA, 3 CUDA host (pinned), 4 OpenCL, 7 Vulkan, 8 Metal, 9 VPI, 10 ROCm,
+   * 11 ROCm host, 12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA.
+   * Element access needs host-accessible memory (1, 3, 11, 13).
+   */
+  int32_t device_type;
+  /**
+   * Device ordinal (>= 0).
+   */
+  int32_t device_id;
+} tensor_device_t;
+
+/**
+ * Frees wrapped memory: called exactly once with the data pointer and the ctx given at
+ * wrap time, on the thread that drops the last strong reference.
+ */
+typedef void (*tensor_deleter_fn)(void *data, void *ctx);
+
+/**
+ * Memory format; codes equal `c10::MemoryFormat`'s.
+ */
+typedef int32_t tensor_memory_format_t;
+
+/**
+ * How a file region is mapped (`TENSOR_MAP_*`).
+ */
+typedef int32_t tensor_map_mode_t;
 
 /**
  * Library-wide memory counters. The caller sets `out->struct_size = sizeof(*out)`; only
@@ -171,57 +239,6 @@ typedef struct tensor_storage_info_t {
    */
   uint64_t reachable_bytes;
 } tensor_storage_info_t;
-
-/**
- * A caller-provided allocator; copied into every storage it allocates, so `ctx` must
- * outlive those storages. Both callbacks may be called from any thread.
- */
-typedef struct tensor_allocator_t {
-  /**
-   * Passed back to both callbacks.
-   */
-  void *ctx;
-  /**
-   * Returns `nbytes` bytes aligned to `alignment` (64), or NULL on failure.
-   */
-  void *(*allocate)(void *ctx, size_t nbytes, size_t alignment);
-  /**
-   * Frees a block `allocate` returned, with the same `nbytes`.
-   */
-  void (*deallocate)(void *ctx, void *ptr, size_t nbytes);
-} tensor_allocator_t;
-
-/**
- * A device: DLPack `DLDeviceType` code and ordinal.
- */
-typedef struct tensor_device_t {
-  /**
-   * 1 CPU, 2 CUDA, 3 CUDA host (pinned), 4 OpenCL, 7 Vulkan, 8 Metal, 9 VPI, 10 ROCm,
-   * 11 ROCm host, 12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA.
-   * Element access needs host-accessible memory (1, 3, 11, 13).
-   */
-  int32_t device_type;
-  /**
-   * Device ordinal (>= 0).
-   */
-  int32_t device_id;
-} tensor_device_t;
-
-/**
- * Frees wrapped memory: called exactly once with the data pointer and the ctx given at
- * wrap time, on the thread that drops the last strong reference.
- */
-typedef void (*tensor_deleter_fn)(void *data, void *ctx);
-
-/**
- * Memory format; codes equal `c10::MemoryFormat`'s.
- */
-typedef int32_t tensor_memory_format_t;
-
-/**
- * How a file region is mapped (`TENSOR_MAP_*`).
- */
-typedef int32_t tensor_map_mode_t;
 
 #define TENSOR_OK 0
 
@@ -341,21 +358,6 @@ typedef int32_t tensor_map_mode_t;
 #define TENSOR_CHANNELS_LAST_3D 3
 
 /**
- * Allocated by the library (built-in or custom allocator).
- */
-#define TENSOR_STORAGE_ALLOCATED 0
-
-/**
- * Caller memory wrapped by `tensor_from_blob`, `storage_from_blob` or DLPack.
- */
-#define TENSOR_STORAGE_EXTERNAL 1
-
-/**
- * A memory-mapped file.
- */
-#define TENSOR_STORAGE_MAPPED 2
-
-/**
  * Read-only pages; the storage is read-only (every write refuses with READ_ONLY, DLPack
  * exports carry the read-only flag).
  */
@@ -371,9 +373,28 @@ typedef int32_t tensor_map_mode_t;
  */
 #define TENSOR_MAP_PRIVATE 2
 
+/**
+ * Allocated by the library (built-in or custom allocator).
+ */
+#define TENSOR_STORAGE_ALLOCATED 0
+
+/**
+ * Caller memory wrapped by `tensor_from_blob`, `storage_from_blob` or DLPack.
+ */
+#define TENSOR_STORAGE_EXTERNAL 1
+
+/**
+ * A memory-mapped file.
+ */
+#define TENSOR_STORAGE_MAPPED 2
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/* ==============================================================================================
+ * 1. Library: tensor reference counts, errors, dtypes, version
+ * ============================================================================================== */
 
 /**
  * Adds one strong reference to `t` and returns `t` (NULL gives NULL). The caller owns
@@ -417,69 +438,6 @@ size_t tensor_dtype_itemsize(tensor_dtype_t d);
 const char *tensor_dtype_name(tensor_dtype_t d);
 
 /**
- * Fills `*out` with the library-wide memory counters (see `tensor_memory_stats_t`).
- * Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).
- */
-tensor_status_t tensor_memory_stats(struct tensor_memory_stats_t *out);
-
-/**
- * Returns the built-in allocator's cache of freed big blocks to the system, like
- * `torch.cuda.empty_cache()`. Returns the number of bytes released.
- *
- * When memory goes back to the system: a storage's block is freed when its last strong
- * reference dies (a view keeps its whole storage alive; see `tensor_memory_snapshot`).
- * Blocks of at most 1 KiB go to the freeing thread's size-class cache (64-byte classes,
- * up to 8 blocks per class: at most 68 KiB per thread), returned when that thread exits
- * or calls this function. Other blocks under 2 MiB go straight back to malloc. Blocks of
- * 2 MiB or more go to a cache
- * (keyed by size rounded up to 2 MiB) so that ops run in a loop do not page-fault again;
- * they stay reserved (`reserved_bytes`, `cached_bytes` in `tensor_memory_stats_t`) until
- * a same-sized allocation reuses them, a newer block evicts them (the cache holds at most
- * `cache_limit_bytes` and 16 blocks, oldest out first), `tensor_set_cache_limit` lowers
- * the limit, or this call. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
- * size. Cached blocks are never counted in `live_bytes`. Safe to call at any time, from
- * any thread (small blocks: the calling thread's only).
- */
-uint64_t tensor_empty_cache(void);
-
-/**
- * Sets the most bytes the big-block cache may hold (see `tensor_empty_cache`) and
- * returns the previous limit. 0 turns caching off: every freed block goes back to the
- * system at once. Blocks beyond the new limit are freed before the call returns. Like
- * PyTorch's `PYTORCH_NO_CUDA_MEMORY_CACHING` / `max_split_size`, the start-up value comes
- * from the environment, read once (at the first big allocation or cache call):
- * `TENSOR_NO_CACHING=1` means 0, else `TENSOR_CACHE_LIMIT=<bytes>[K|M|G]`, else
- * 268435456 (256 MiB). This call overrides the environment. Thread-safe.
- */
-uint64_t tensor_set_cache_limit(uint64_t max_bytes);
-
-/**
- * Turns memory tracking on (`enabled` non-zero) or off (0) and returns the previous
- * state. (An `int`, not a `bool`, so that any value a C caller passes is defined.)
- * Tracking registers
- * the storages and tensors created while it is on, so that `tensor_memory_snapshot` can
- * list them; it is off by default and costs nothing on the view path when off (one
- * flag test). `TENSOR_MEMORY_TRACKING=1` in the environment turns it on at start-up.
- * Turning it off forgets every registration. Thread-safe.
- */
-bool tensor_set_memory_tracking(int enabled);
-
-/**
- * Is memory tracking on (see `tensor_set_memory_tracking`)?
- */
-bool tensor_memory_tracking_enabled(void);
-
-/**
- * Snapshot of every live storage created while tracking was on, biggest first: sets
- * `*count` to their number and writes the first `min(capacity, *count)` of them to
- * `out` (call with capacity 0 to size the array). 0 storages when tracking is off.
- * Errors: NULL_POINTER (count, or out with capacity > 0), OUT_OF_MEMORY.
- */
-tensor_status_t tensor_memory_snapshot(struct tensor_storage_info_t *out,
-                                       size_t capacity,
-                                       size_t *count);
-
-/**
  * The library version, "0.1.0" (static).
  */
 const char *tensor_version_string(void);
@@ -489,6 +447,10 @@ const char *tensor_version_string(void);
  * built with. Compare them at start-up to detect a mismatched `.so`.
  */
 uint32_t tensor_abi_version(void);
+
+/* ==============================================================================================
+ * 2. Storages: untyped bytes, their references, allocators
+ * ============================================================================================== */
 
 /**
  * Adds one strong reference to `s` and returns it (NULL gives NULL); release it once.
@@ -613,6 +575,10 @@ tensor_status_t storage_mark_read_only(struct storage_t *s);
  * made them. Errors: NULL_POINTER (a callback is NULL).
  */
 tensor_status_t tensor_set_default_allocator(const struct tensor_allocator_t *allocator);
+
+/* ==============================================================================================
+ * 3. Tensors: creating them and reading their metadata and elements
+ * ============================================================================================== */
 
 /**
  * An uninitialised contiguous tensor in `*out` (owned). `ndim == 0` makes a 0-dim tensor
@@ -872,6 +838,10 @@ tensor_status_t tensor_set_i64(struct tensor_t *t, const int64_t *index, int64_t
  */
 size_t tensor_format(const struct tensor_t *t, char *buf, size_t cap);
 
+/* ==============================================================================================
+ * 4. Views: new metadata over the same storage, no data copied
+ * ============================================================================================== */
+
 /**
  * `self.view(sizes)`: the same elements with a new shape (one size may be -1), whenever
  * the strides can express it (non-contiguous inputs included). Errors: NULL_POINTER,
@@ -1076,6 +1046,10 @@ tensor_status_t tensor_alias(const struct tensor_t *self_, struct tensor_t **out
  */
 tensor_status_t tensor_detach(const struct tensor_t *self_, struct tensor_t **out);
 
+/* ==============================================================================================
+ * 5. Copies: operations that move element data, in-place writes
+ * ============================================================================================== */
+
 /**
  * An uninitialised tensor with `t`'s sizes and dtype in `*out` (owned). `fmt` PRESERVE
  * keeps `t`'s strides when `t` is non-overlapping and dense, else uses dense strides in
@@ -1230,6 +1204,10 @@ tensor_status_t tensor_set_copy_threads(int64_t n, int64_t *previous);
  */
 int64_t tensor_copy_threads(void);
 
+/* ==============================================================================================
+ * 6. Interop: DLPack import and export
+ * ============================================================================================== */
+
 /**
  * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).
  * `data` is the address of the first element and `byte_offset` is 0 (as PyTorch does;
@@ -1272,6 +1250,10 @@ tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
  * never read-only). Errors: as tensor_from_dlpack, without the version check.
  */
 tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, struct tensor_t **out);
+
+/* ==============================================================================================
+ * 7. Files: mapped files, shared memory, .safetensors and .npy
+ * ============================================================================================== */
 
 /**
  * A storage over `nbytes` bytes at byte `offset` of the file at `path`
@@ -1415,6 +1397,73 @@ tensor_status_t tensor_save_safetensors(const char *path,
                                         const char *const *names,
                                         const struct tensor_t *const *tensors,
                                         size_t n);
+
+/* ==============================================================================================
+ * 8. Memory: statistics, the allocator's cache, snapshots
+ * ============================================================================================== */
+
+/**
+ * Fills `*out` with the library-wide memory counters (see `tensor_memory_stats_t`).
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).
+ */
+tensor_status_t tensor_memory_stats(struct tensor_memory_stats_t *out);
+
+/**
+ * Returns the built-in allocator's cache of freed big blocks to the system, like
+ * `torch.cuda.empty_cache()`. Returns the number of bytes released.
+ *
+ * When memory goes back to the system: a storage's block is freed when its last strong
+ * reference dies (a view keeps its whole storage alive; see `tensor_memory_snapshot`).
+ * Blocks of at most 1 KiB go to the freeing thread's size-class cache (64-byte classes,
+ * up to 8 blocks per class: at most 68 KiB per thread), returned when that thread exits
+ * or calls this function. Other blocks under 2 MiB go straight back to malloc. Blocks of
+ * 2 MiB or more go to a cache
+ * (keyed by size rounded up to 2 MiB) so that ops run in a loop do not page-fault again;
+ * they stay reserved (`reserved_bytes`, `cached_bytes` in `tensor_memory_stats_t`) until
+ * a same-sized allocation reuses them, a newer block evicts them (the cache holds at most
+ * `cache_limit_bytes` and 16 blocks, oldest out first), `tensor_set_cache_limit` lowers
+ * the limit, or this call. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
+ * size. Cached blocks are never counted in `live_bytes`. Safe to call at any time, from
+ * any thread (small blocks: the calling thread's only).
+ */
+uint64_t tensor_empty_cache(void);
+
+/**
+ * Sets the most bytes the big-block cache may hold (see `tensor_empty_cache`) and
+ * returns the previous limit. 0 turns caching off: every freed block goes back to the
+ * system at once. Blocks beyond the new limit are freed before the call returns. Like
+ * PyTorch's `PYTORCH_NO_CUDA_MEMORY_CACHING` / `max_split_size`, the start-up value comes
+ * from the environment, read once (at the first big allocation or cache call):
+ * `TENSOR_NO_CACHING=1` means 0, else `TENSOR_CACHE_LIMIT=<bytes>[K|M|G]`, else
+ * 268435456 (256 MiB). This call overrides the environment. Thread-safe.
+ */
+uint64_t tensor_set_cache_limit(uint64_t max_bytes);
+
+/**
+ * Turns memory tracking on (`enabled` non-zero) or off (0) and returns the previous
+ * state. (An `int`, not a `bool`, so that any value a C caller passes is defined.)
+ * Tracking registers
+ * the storages and tensors created while it is on, so that `tensor_memory_snapshot` can
+ * list them; it is off by default and costs nothing on the view path when off (one
+ * flag test). `TENSOR_MEMORY_TRACKING=1` in the environment turns it on at start-up.
+ * Turning it off forgets every registration. Thread-safe.
+ */
+bool tensor_set_memory_tracking(int enabled);
+
+/**
+ * Is memory tracking on (see `tensor_set_memory_tracking`)?
+ */
+bool tensor_memory_tracking_enabled(void);
+
+/**
+ * Snapshot of every live storage created while tracking was on, biggest first: sets
+ * `*count` to their number and writes the first `min(capacity, *count)` of them to
+ * `out` (call with capacity 0 to size the array). 0 storages when tracking is off.
+ * Errors: NULL_POINTER (count, or out with capacity > 0), OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_memory_snapshot(struct tensor_storage_info_t *out,
+                                       size_t capacity,
+                                       size_t *count);
 
 #ifdef __cplusplus
 }  // extern "C"

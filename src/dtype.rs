@@ -6,6 +6,7 @@
 //! complex → real keeps the real part; real → complex has a zero imaginary part.
 
 use half::{bf16, f16};
+use std::ffi::CStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -50,6 +51,7 @@ impl DType {
         DType::ALL.iter().copied().find(|d| *d as i32 == code)
     }
 
+    #[cfg(test)]
     pub fn code(self) -> i32 {
         self as i32
     }
@@ -66,28 +68,28 @@ impl DType {
 
     /// PyTorch's name without the `torch.` prefix.
     pub fn name(self) -> &'static str {
-        // NUL-terminated so the C side can hand out the pointer; strip it for Rust.
-        let s = self.c_name();
-        &s[..s.len() - 1]
+        // Every name is ASCII (a test checks).
+        self.c_name().to_str().unwrap_or_default()
     }
 
-    pub(crate) fn c_name(self) -> &'static str {
+    /// [`name`](Self::name) as a C string (the C side hands out the pointer).
+    pub(crate) fn c_name(self) -> &'static CStr {
         match self {
-            DType::U8 => "uint8\0",
-            DType::I8 => "int8\0",
-            DType::I16 => "int16\0",
-            DType::I32 => "int32\0",
-            DType::I64 => "int64\0",
-            DType::F16 => "float16\0",
-            DType::F32 => "float32\0",
-            DType::F64 => "float64\0",
-            DType::C64 => "complex64\0",
-            DType::C128 => "complex128\0",
-            DType::Bool => "bool\0",
-            DType::BF16 => "bfloat16\0",
-            DType::U16 => "uint16\0",
-            DType::U32 => "uint32\0",
-            DType::U64 => "uint64\0",
+            DType::U8 => c"uint8",
+            DType::I8 => c"int8",
+            DType::I16 => c"int16",
+            DType::I32 => c"int32",
+            DType::I64 => c"int64",
+            DType::F16 => c"float16",
+            DType::F32 => c"float32",
+            DType::F64 => c"float64",
+            DType::C64 => c"complex64",
+            DType::C128 => c"complex128",
+            DType::Bool => c"bool",
+            DType::BF16 => c"bfloat16",
+            DType::U16 => c"uint16",
+            DType::U32 => c"uint32",
+            DType::U64 => c"uint64",
         }
     }
 
@@ -486,7 +488,9 @@ macro_rules! with_dtype {
 /// # Safety
 /// `ptr` must be valid for reading `dtype.itemsize()` bytes.
 pub unsafe fn read_scalar(dtype: DType, ptr: *const u8) -> Scalar {
-    with_dtype!(dtype, T => (ptr as *const T).read_unaligned().to_scalar())
+    // SAFETY: T is dtype's element type, so the read covers the itemsize bytes the caller
+    // vouches for; read_unaligned needs no alignment.
+    with_dtype!(dtype, T => unsafe { (ptr as *const T).read_unaligned() }.to_scalar())
 }
 
 /// Writes `value` converted to `dtype` at `ptr`.
@@ -494,7 +498,8 @@ pub unsafe fn read_scalar(dtype: DType, ptr: *const u8) -> Scalar {
 /// # Safety
 /// `ptr` must be valid for writing `dtype.itemsize()` bytes.
 pub unsafe fn write_scalar(dtype: DType, ptr: *mut u8, value: Scalar) {
-    with_dtype!(dtype, T => (ptr as *mut T).write_unaligned(T::from_scalar(value)))
+    // SAFETY: as in read_scalar, for writing.
+    with_dtype!(dtype, T => unsafe { (ptr as *mut T).write_unaligned(T::from_scalar(value)) })
 }
 
 #[cfg(test)]
@@ -539,6 +544,7 @@ mod tests {
     fn raw_read_write_roundtrip() {
         for d in DType::ALL {
             let mut buf = [0u8; 16];
+            // SAFETY: 16 bytes hold one element of every dtype.
             unsafe {
                 write_scalar(d, buf.as_mut_ptr(), Scalar::Int(1));
                 assert_eq!(read_scalar(d, buf.as_ptr()).to_f64(), 1.0, "{d:?}");

@@ -2,6 +2,7 @@
 //!
 //! The numeric codes are part of the C ABI (`tensor_status_t`) and never change.
 
+use std::ffi::CStr;
 use std::fmt;
 use std::ptr::NonNull;
 
@@ -52,28 +53,34 @@ impl Status {
         Status::ALL.iter().copied().find(|s| *s as i32 == code)
     }
 
-    /// Static, NUL-terminated description (the C side hands out the pointer).
-    pub fn description(self) -> &'static str {
+    /// Static description (a C string: the C side hands out the pointer).
+    pub fn description(self) -> &'static CStr {
         match self {
-            Status::Ok => "ok\0",
-            Status::NullPointer => "null pointer argument\0",
-            Status::InvalidArgument => "invalid argument\0",
-            Status::Index => "index out of range\0",
-            Status::Shape => "incompatible shape\0",
-            Status::NotViewable => "not viewable: use reshape\0",
-            Status::DType => "unsupported dtype\0",
-            Status::Device => "data not accessible from the host\0",
-            Status::OutOfBounds => "out of storage bounds\0",
-            Status::Overflow => "arithmetic overflow\0",
-            Status::OutOfMemory => "out of memory\0",
-            Status::Overlap => "destination elements overlap\0",
-            Status::NotResizable => "storage is not resizable\0",
-            Status::ReadOnly => "storage is read-only\0",
+            Status::Ok => c"ok",
+            Status::NullPointer => c"null pointer argument",
+            Status::InvalidArgument => c"invalid argument",
+            Status::Index => c"index out of range",
+            Status::Shape => c"incompatible shape",
+            Status::NotViewable => c"not viewable: use reshape",
+            Status::DType => c"unsupported dtype",
+            Status::Device => c"data not accessible from the host",
+            Status::OutOfBounds => c"out of storage bounds",
+            Status::Overflow => c"arithmetic overflow",
+            Status::OutOfMemory => c"out of memory",
+            Status::Overlap => c"destination elements overlap",
+            Status::NotResizable => c"storage is not resizable",
+            Status::ReadOnly => c"storage is read-only",
             Status::Io => {
-                "file error: cannot open, map or write the file, or its contents are malformed\0"
+                c"file error: cannot open, map or write the file, or its contents are malformed"
             }
-            Status::Internal => "internal error\0",
+            Status::Internal => c"internal error",
         }
+    }
+
+    /// [`description`](Self::description) as a Rust string.
+    pub fn description_str(self) -> &'static str {
+        // Every description is ASCII (a test checks).
+        self.description().to_str().unwrap_or_default()
     }
 }
 
@@ -86,10 +93,17 @@ impl Status {
 /// (an error raised while out of memory), the error is a static one of the same status
 /// with an empty message, which `Display` and the C boundary show as the status's
 /// description.
+///
+/// Why boxed: an unboxed `ErrorInner` (status + `String`) would make every `Result<Tensor>`
+/// and `Result<()>` 32 bytes, returned through memory on each view call; one pointer keeps
+/// `Result<()>` in one register (`errors_own_their_messages` checks the size) and the error
+/// path's cost where it belongs, on the (cold) failure.
 pub struct Error(NonNull<ErrorInner>);
 
-// SAFETY: the pointee is an owned box or an immutable static, both Send + Sync.
+// SAFETY: the pointee is an owned box (moved with the Error, freed once in Drop) or an
+// immutable static; ErrorInner (a Status and a String) is Send.
 unsafe impl Send for Error {}
+// SAFETY: shared access only reads the pointee (Deref); ErrorInner is Sync.
 unsafe impl Sync for Error {}
 
 /// The contents of an [`Error`].
@@ -200,7 +214,7 @@ impl Error {
     /// The message, or the status's description when it is empty (a static error).
     pub fn text(&self) -> &str {
         if self.message.is_empty() {
-            self.status.description().trim_end_matches('\0')
+            self.status.description_str()
         } else {
             &self.message
         }
@@ -281,7 +295,8 @@ mod tests {
             let e = Error::fallback(s);
             assert_eq!(e.status, s);
             assert!(e.message.is_empty());
-            assert_eq!(e.to_string(), s.description().trim_end_matches('\0'));
+            assert_eq!(e.to_string(), s.description_str());
+            assert!(!s.description_str().is_empty());
             assert!(e.is_static());
             let c = e.clone();
             assert!(c.is_static() && c == e);

@@ -50,16 +50,6 @@ pub(crate) mod view;
 #[cfg(test)]
 mod tests;
 
-/// DLPack's C structs, laid out as `dlpack.h` declares them (the header only
-/// forward-declares them), for the Rust programs that play a C caller exchanging managed
-/// tensors with `ffi::dlpack`: tests/ and fuzz/. Not an API of its own.
-#[doc(hidden)]
-pub mod dlpack_c {
-    pub use crate::dlpack::{
-        DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
-    };
-}
-
 /// What the fuzz target `fuzz/fuzz_targets/file_headers.rs` drives directly: the file-header
 /// parsers. Only in builds with `--cfg fuzzing` (`.ci/fuzz.sh`, cargo-fuzz).
 #[cfg(fuzzing)]

@@ -360,28 +360,6 @@ impl Tensor {
     pub fn use_count(&self) -> u64 {
         self.0.use_count()
     }
-
-    pub fn into_raw(self) -> *mut c_void {
-        self.0.into_raw() as *mut c_void
-    }
-
-    /// # Safety
-    /// `p` must come from [`into_raw`](Self::into_raw) and own one strong reference.
-    pub unsafe fn from_raw(p: *mut c_void) -> Tensor {
-        Tensor(IntrusivePtr::from_raw(p as *mut _))
-    }
-
-    /// # Safety
-    /// `p` must be a live tensor handle.
-    pub unsafe fn retain_raw(p: *const c_void) -> Tensor {
-        Tensor(IntrusivePtr::retain_raw(p as *const _))
-    }
-
-    /// # Safety
-    /// `p` must be a live tensor handle; the reference must not outlive it.
-    pub unsafe fn borrow_raw<'a>(p: *const c_void) -> &'a TensorImpl {
-        &(*(p as *const crate::refcount::RcBox<TensorImpl>)).value
-    }
 }
 
 impl TensorImpl {

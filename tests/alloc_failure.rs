@@ -17,7 +17,6 @@
 //! `ALLOC_FAILURE_TRACE=N` prints a backtrace where the Nth Rust allocation is made (to find
 //! a path that aborts or leaks).
 
-use ::tensor::dlpack_c as dl;
 use ::tensor::ffi::copy::*;
 use ::tensor::ffi::core::*;
 use ::tensor::ffi::dlpack::*;
@@ -419,7 +418,6 @@ fn script() -> Script {
         if sc.status("tensor_from_dlpack", tensor_from_dlpack(m, &mut d)) {
             sc.tensors.push(d);
         } else {
-            let m = m as *mut dl::DLManagedTensorVersioned;
             // SAFETY: the import failed, so the managed tensor is still ours: its deleter
             // runs once, here.
             unsafe { ((*m).deleter.unwrap())(m) };
@@ -439,7 +437,6 @@ fn script() -> Script {
         ) {
             sc.tensors.push(d);
         } else {
-            let m = m as *mut dl::DLManagedTensor;
             // SAFETY: as above, for the unversioned managed tensor.
             unsafe { ((*m).deleter.unwrap())(m) };
         }

@@ -22,12 +22,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use tensor::dlpack_c::{
-    DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
-};
 use tensor::ffi::copy::*;
 use tensor::ffi::core::*;
 use tensor::ffi::dlpack::{self as fdl};
+use tensor::ffi::dlpack::{
+    DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
+};
 use tensor::ffi::files::*;
 use tensor::ffi::storage::*;
 use tensor::ffi::tensor::*;
@@ -1331,7 +1331,6 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let o = out_ptr(c, &mut m);
             let st = fdl::tensor_to_dlpack(t, o);
             if !m.is_null() {
-                let m = m as *mut DLManagedTensorVersioned;
                 // SAFETY: our export; its deleter runs once.
                 unsafe { ((*m).deleter.unwrap())(m) };
             }
@@ -1343,7 +1342,6 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let o = out_ptr(c, &mut m);
             let st = fdl::tensor_to_dlpack_unversioned(t, o);
             if !m.is_null() {
-                let m = m as *mut DLManagedTensor;
                 // SAFETY: as above.
                 unsafe { ((*m).deleter.unwrap())(m) };
             }
@@ -1370,7 +1368,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let src = if c.rng.one_in(10) {
                 null_mut()
             } else {
-                &mut m as *mut DLManagedTensorVersioned as *mut fdl::DLManagedTensorVersioned
+                &mut m as *mut DLManagedTensorVersioned
             };
             let mut slot: *mut tensor_t = null_mut();
             let o = out_ptr(c, &mut slot);
@@ -1397,7 +1395,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let src = if c.rng.one_in(10) {
                 null_mut()
             } else {
-                &mut m as *mut DLManagedTensor as *mut fdl::DLManagedTensor
+                &mut m as *mut DLManagedTensor
             };
             let mut slot: *mut tensor_t = null_mut();
             let o = out_ptr(c, &mut slot);

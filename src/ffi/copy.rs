@@ -230,7 +230,7 @@ pub extern "C" fn tensor_set_copy_threads(n: i64, previous: *mut i64) -> tensor_
 /// The number of threads big copies may use (see `tensor_set_copy_threads`).
 #[no_mangle]
 pub extern "C" fn tensor_copy_threads() -> i64 {
-    guard("tensor_copy_threads", 1, || {
+    guard_or("tensor_copy_threads", 1, || {
         crate::copy::parallel::copy_threads() as i64
     })
 }

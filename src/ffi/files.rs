@@ -2,7 +2,6 @@
 //! processes (memfd + a descriptor to send with SCM_RIGHTS), and loading / saving
 //! `.safetensors` and `.npy` files without copying.
 
-use super::storage::storage_into_raw;
 use super::*;
 use crate::files::mmap::{self, MapMode};
 use crate::files::{npy, safetensors};
@@ -33,7 +32,7 @@ pub struct tensor_safetensors_t {
     _opaque: [u8; 0],
 }
 
-struct LoadedFile {
+pub(crate) struct LoadedFile {
     names: Vec<CString>,
     tensors: Vec<Tensor>,
     /// Indices sorted by name, for lookups.
@@ -47,6 +46,33 @@ fn path_arg<'a>(p: *const c_char, what: &str) -> Result<&'a Path> {
     // SAFETY: the caller passes a NUL-terminated string.
     let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
     Ok(Path::new(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+/// The C code of a map mode (an exhaustive match: a new mode does not compile, in test
+/// builds, until it is tabled here); `MapMode::from_code` decodes (the test below ties the
+/// two). Only tests need the encoding.
+#[cfg(test)]
+const fn map_mode_code(m: MapMode) -> tensor_map_mode_t {
+    match m {
+        MapMode::ReadOnly => TENSOR_MAP_READ_ONLY,
+        MapMode::Shared => TENSOR_MAP_SHARED,
+        MapMode::Private => TENSOR_MAP_PRIVATE,
+    }
+}
+
+#[test]
+fn map_mode_codes_round_trip() {
+    let mut decoded = 0;
+    for code in -1..=255 {
+        if let Some(m) = MapMode::from_code(code) {
+            assert_eq!(map_mode_code(m).0, code);
+            decoded += 1;
+        }
+    }
+    for m in [MapMode::ReadOnly, MapMode::Shared, MapMode::Private] {
+        assert_eq!(MapMode::from_code(map_mode_code(m).0), Some(m));
+    }
+    assert_eq!(decoded, 3);
 }
 
 fn mode_arg(m: tensor_map_mode_t) -> Result<MapMode> {
@@ -88,7 +114,7 @@ pub extern "C" fn storage_from_file(
         let out = out_arg(out)?;
         let path = path_arg(path, "path")?;
         let s = mmap::map_file(path, offset, region_arg(nbytes)?, mode_arg(mode)?)?;
-        *out = storage_into_raw(s);
+        *out = storage_t::into_raw(s);
         Ok(())
     })
 }
@@ -111,7 +137,7 @@ pub extern "C" fn storage_from_fd(
     call("storage_from_fd", || {
         let out = out_arg(out)?;
         let s = mmap::map_descriptor(fd, offset, region_arg(nbytes)?, mode_arg(mode)?)?;
-        *out = storage_into_raw(s);
+        *out = storage_t::into_raw(s);
         Ok(())
     })
 }
@@ -126,7 +152,7 @@ pub extern "C" fn storage_from_fd(
 pub extern "C" fn storage_new_shared(nbytes: usize, out: *mut *mut storage_t) -> tensor_status_t {
     call("storage_new_shared", || {
         let out = out_arg(out)?;
-        *out = storage_into_raw(mmap::new_shared(nbytes)?);
+        *out = storage_t::into_raw(mmap::new_shared(nbytes)?);
         Ok(())
     })
 }
@@ -149,7 +175,7 @@ pub extern "C" fn storage_fd(s: *const storage_t, out: *mut c_int) -> tensor_sta
 /// shared memory); false for allocated or wrapped memory and NULL.
 #[no_mangle]
 pub extern "C" fn storage_is_mapped(s: *const storage_t) -> bool {
-    guard("storage_is_mapped", false, || {
+    guard("storage_is_mapped", || {
         storage_arg(s, "s").is_ok_and(|s| s.kind() == StorageKind::Mapped)
     })
 }
@@ -226,32 +252,34 @@ pub extern "C" fn tensor_safetensors_load(
             tensors,
             by_name,
         };
-        *out = Box::into_raw(Box::new(loaded)) as *mut tensor_safetensors_t;
+        *out = tensor_safetensors_t::into_raw(Box::new(loaded));
         Ok(())
     })
 }
 
+impl BoxHandle for tensor_safetensors_t {
+    type Object = LoadedFile;
+}
+
 fn loaded<'a>(f: *const tensor_safetensors_t) -> Option<&'a LoadedFile> {
     // SAFETY: a non-NULL handle is live for the duration of the call.
-    unsafe { (f as *const LoadedFile).as_ref() }
+    unsafe { tensor_safetensors_t::borrow(f) }
 }
 
 /// Releases a loaded file's handle (its tensors stay valid: each holds the mapping). NULL
 /// is a no-op.
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_release(f: *mut tensor_safetensors_t) {
-    guard("tensor_safetensors_release", (), || {
-        if !f.is_null() {
-            // SAFETY: the caller gives up the handle it owns.
-            drop(unsafe { Box::from_raw(f as *mut LoadedFile) });
-        }
+    guard("tensor_safetensors_release", || {
+        // SAFETY: the caller gives up the handle it owns (or passes NULL).
+        drop(unsafe { tensor_safetensors_t::adopt(f) });
     })
 }
 
 /// Number of tensors in the file (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_count(f: *const tensor_safetensors_t) -> usize {
-    guard("tensor_safetensors_count", 0, || {
+    guard("tensor_safetensors_count", || {
         loaded(f).map_or(0, |f| f.tensors.len())
     })
 }
@@ -263,7 +291,7 @@ pub extern "C" fn tensor_safetensors_name(
     f: *const tensor_safetensors_t,
     i: usize,
 ) -> *const c_char {
-    guard("tensor_safetensors_name", std::ptr::null(), || {
+    guard("tensor_safetensors_name", || {
         loaded(f)
             .and_then(|f| f.names.get(i))
             .map_or(std::ptr::null(), |n| n.as_ptr())

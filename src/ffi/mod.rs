@@ -7,9 +7,10 @@
 // that non-NULL handles are live; NULL is checked everywhere.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-// In this order in the generated header: library-wide calls and tensor refcounts, storages,
-// creating and reading tensors, views, the operations that copy, DLPack interop, then
-// mapped files, shared memory and file formats.
+// In this order in the generated header (each module is one section, opened by a banner
+// that build.rs inserts): library-wide calls and tensor refcounts, storages, creating and
+// reading tensors, views, the operations that copy, DLPack interop, mapped files, shared
+// memory and file formats, then memory statistics and the allocator's cache.
 pub mod core;
 pub mod storage;
 pub mod tensor;
@@ -17,6 +18,11 @@ pub mod view;
 pub mod copy;
 pub mod dlpack;
 pub mod files;
+pub mod memory;
+// Not part of the header: handle conversions.
+pub(crate) mod handle;
+#[cfg(test)]
+mod names_test;
 
 use crate::allocator::Allocator;
 use crate::device::Device;
@@ -24,8 +30,9 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::refcount::RcBox;
 use crate::shape;
-use crate::storage::StorageImpl;
+use crate::storage::{Storage, StorageImpl};
 use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
+pub(crate) use handle::{BoxHandle, RcHandle};
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -114,6 +121,125 @@ pub const TENSOR_CONTIGUOUS_FORMAT: tensor_memory_format_t = tensor_memory_forma
 pub const TENSOR_PRESERVE_FORMAT: tensor_memory_format_t = tensor_memory_format_t(1);
 pub const TENSOR_CHANNELS_LAST: tensor_memory_format_t = tensor_memory_format_t(2);
 pub const TENSOR_CHANNELS_LAST_3D: tensor_memory_format_t = tensor_memory_format_t(3);
+
+// ---- the code tables ----------------------------------------------------------------------
+// Each C code constant above is tied to its Rust enum variant by an exhaustive match (a new
+// variant does not compile until it is tabled here) and checked against the variant's own
+// discriminant at compile time (the const blocks below) and, for decoding, by a unit test.
+
+/// The C code of a status.
+pub(crate) const fn status_code(s: Status) -> tensor_status_t {
+    match s {
+        Status::Ok => TENSOR_OK,
+        Status::NullPointer => TENSOR_ERR_NULL_POINTER,
+        Status::InvalidArgument => TENSOR_ERR_INVALID_ARGUMENT,
+        Status::Index => TENSOR_ERR_INDEX,
+        Status::Shape => TENSOR_ERR_SHAPE,
+        Status::NotViewable => TENSOR_ERR_NOT_VIEWABLE,
+        Status::DType => TENSOR_ERR_DTYPE,
+        Status::Device => TENSOR_ERR_DEVICE,
+        Status::OutOfBounds => TENSOR_ERR_OUT_OF_BOUNDS,
+        Status::Overflow => TENSOR_ERR_OVERFLOW,
+        Status::OutOfMemory => TENSOR_ERR_OUT_OF_MEMORY,
+        Status::Overlap => TENSOR_ERR_OVERLAP,
+        Status::NotResizable => TENSOR_ERR_NOT_RESIZABLE,
+        Status::ReadOnly => TENSOR_ERR_READ_ONLY,
+        Status::Io => TENSOR_ERR_IO,
+        Status::Internal => TENSOR_ERR_INTERNAL,
+    }
+}
+
+/// The C code of a dtype.
+pub(crate) const fn dtype_code(d: DType) -> tensor_dtype_t {
+    match d {
+        DType::U8 => TENSOR_UINT8,
+        DType::I8 => TENSOR_INT8,
+        DType::I16 => TENSOR_INT16,
+        DType::I32 => TENSOR_INT32,
+        DType::I64 => TENSOR_INT64,
+        DType::F16 => TENSOR_FLOAT16,
+        DType::F32 => TENSOR_FLOAT32,
+        DType::F64 => TENSOR_FLOAT64,
+        DType::C64 => TENSOR_COMPLEX64,
+        DType::C128 => TENSOR_COMPLEX128,
+        DType::Bool => TENSOR_BOOL,
+        DType::BF16 => TENSOR_BFLOAT16,
+        DType::U16 => TENSOR_UINT16,
+        DType::U32 => TENSOR_UINT32,
+        DType::U64 => TENSOR_UINT64,
+    }
+}
+
+/// The C code of a memory format.
+pub(crate) const fn format_code(f: MemoryFormat) -> tensor_memory_format_t {
+    match f {
+        MemoryFormat::Contiguous => TENSOR_CONTIGUOUS_FORMAT,
+        MemoryFormat::Preserve => TENSOR_PRESERVE_FORMAT,
+        MemoryFormat::ChannelsLast => TENSOR_CHANNELS_LAST,
+        MemoryFormat::ChannelsLast3d => TENSOR_CHANNELS_LAST_3D,
+    }
+}
+
+/// Every memory format (MemoryFormat has no list of its own).
+const MEMORY_FORMATS: [MemoryFormat; 4] = [
+    MemoryFormat::Contiguous,
+    MemoryFormat::Preserve,
+    MemoryFormat::ChannelsLast,
+    MemoryFormat::ChannelsLast3d,
+];
+
+// The C code of every variant equals the variant's discriminant (what the core's
+// `from_code` / `as i32` use).
+const _: () = {
+    let mut i = 0;
+    while i < Status::ALL.len() {
+        assert!(status_code(Status::ALL[i]).0 == Status::ALL[i] as i32);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < DType::ALL.len() {
+        assert!(dtype_code(DType::ALL[i]).0 == DType::ALL[i] as i32);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < MEMORY_FORMATS.len() {
+        assert!(format_code(MEMORY_FORMATS[i]).0 == MEMORY_FORMATS[i] as i32);
+        i += 1;
+    }
+};
+
+#[cfg(test)]
+mod code_tables {
+    use super::*;
+
+    /// Decoding agrees with the tables: every code the core accepts maps back to itself,
+    /// and every variant (the exhaustive matches above) is reachable from its C code.
+    #[test]
+    fn codes_round_trip_for_every_variant() {
+        for code in -1..=255 {
+            if let Some(s) = Status::from_code(code) {
+                assert_eq!(status_code(s).0, code);
+            }
+            if let Some(d) = DType::from_code(code) {
+                assert_eq!(dtype_code(d).0, code);
+            }
+            if let Some(f) = MemoryFormat::from_code(code) {
+                assert_eq!(format_code(f).0, code);
+            }
+        }
+        for s in Status::ALL {
+            assert_eq!(Status::from_code(status_code(s).0), Some(s));
+        }
+        for d in DType::ALL {
+            assert_eq!(DType::from_code(dtype_code(d).0), Some(d));
+        }
+        for f in MEMORY_FORMATS {
+            assert_eq!(MemoryFormat::from_code(format_code(f).0), Some(f));
+        }
+        assert_eq!(Status::ALL.len(), 16);
+        assert_eq!(DType::ALL.len(), 15);
+    }
+}
 
 /// A device: DLPack `DLDeviceType` code and ordinal.
 #[repr(C)]
@@ -242,9 +368,55 @@ pub(crate) fn last_error_ptr() -> *const std::ffi::c_char {
         .unwrap_or(c"".as_ptr())
 }
 
-/// Runs an exported function's body; a panic becomes `on_panic` plus a message.
+/// What an exported function returns when its body panicked, chosen by its return type
+/// (rustls-ffi's `Defaultable`): a status is `TENSOR_ERR_INTERNAL`, a pointer NULL, a
+/// count 0, a predicate false. The few functions that promise another value (a static
+/// string, `true`) pass it to [`guard_or`].
+pub(crate) trait OnPanic {
+    const ON_PANIC: Self;
+}
+
+impl OnPanic for tensor_status_t {
+    const ON_PANIC: Self = TENSOR_ERR_INTERNAL;
+}
+impl OnPanic for () {
+    const ON_PANIC: Self = ();
+}
+impl OnPanic for bool {
+    const ON_PANIC: Self = false;
+}
+impl<T> OnPanic for *mut T {
+    const ON_PANIC: Self = std::ptr::null_mut();
+}
+impl<T> OnPanic for *const T {
+    const ON_PANIC: Self = std::ptr::null();
+}
+macro_rules! on_panic_zero {
+    ($($t:ty),*) => { $(impl OnPanic for $t { const ON_PANIC: Self = 0; })* };
+}
+on_panic_zero!(i64, u64, usize, u32);
+impl OnPanic for tensor_dtype_t {
+    const ON_PANIC: Self = tensor_dtype_t(0);
+}
+impl OnPanic for tensor_memory_format_t {
+    const ON_PANIC: Self = TENSOR_CONTIGUOUS_FORMAT;
+}
+impl OnPanic for tensor_device_t {
+    const ON_PANIC: Self = tensor_device_t {
+        device_type: 0,
+        device_id: 0,
+    };
+}
+
+/// Runs an exported function's body; a panic becomes `T::ON_PANIC` plus a message.
 #[inline(always)]
-pub(crate) fn guard<T>(function: &'static str, on_panic: T, body: impl FnOnce() -> T) -> T {
+pub(crate) fn guard<T: OnPanic>(function: &'static str, body: impl FnOnce() -> T) -> T {
+    guard_or(function, T::ON_PANIC, body)
+}
+
+/// [`guard`] with an explicit panic value: the one place that catches panics.
+#[inline(always)]
+pub(crate) fn guard_or<T>(function: &'static str, on_panic: T, body: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(v) => v,
         Err(payload) => {
@@ -273,7 +445,7 @@ fn caught_panic(function: &'static str, payload: Box<dyn std::any::Any + Send>) 
 /// Runs a fallible exported function's body: `Err` becomes its status and message.
 #[inline(always)]
 pub(crate) fn call(function: &'static str, body: impl FnOnce() -> Result<()>) -> tensor_status_t {
-    guard(function, TENSOR_ERR_INTERNAL, || match body() {
+    guard(function, || match body() {
         Ok(()) => TENSOR_OK,
         Err(e) => failed(function, e),
     })
@@ -284,7 +456,7 @@ pub(crate) fn call(function: &'static str, body: impl FnOnce() -> Result<()>) ->
 #[inline(never)]
 fn failed(function: &'static str, e: Error) -> tensor_status_t {
     set_last_error(function, e.text());
-    tensor_status_t(e.status as i32)
+    status_code(e.status)
 }
 
 /// [`call`] for functions that produce a new tensor in `*out` (+1 reference).
@@ -297,7 +469,7 @@ pub(crate) fn call_tensor(
     call(function, || {
         let out = out_arg(out)?;
         let t = body()?;
-        *out = t.into_raw() as *mut tensor_t;
+        *out = tensor_t::into_raw(t);
         Ok(())
     })
 }
@@ -321,35 +493,39 @@ pub(crate) fn out_arg<'a, T>(p: *mut T) -> Result<&'a mut T> {
 
 /// A required tensor handle, borrowed for the call.
 pub(crate) fn tensor_arg<'a>(p: *const tensor_t, what: &str) -> Result<&'a TensorImpl> {
-    if p.is_null() {
-        return Err(null(what));
-    }
     // SAFETY: the C contract: a non-NULL handle is live for the duration of the call.
-    Ok(unsafe { Tensor::borrow_raw(p as *const _) })
+    unsafe { tensor_t::borrow(p) }.ok_or_else(|| null(what))
 }
 
 /// A required tensor handle as a new strong reference (for results that may be `self`).
 pub(crate) fn tensor_owned(p: *const tensor_t, what: &str) -> Result<Tensor> {
-    if p.is_null() {
-        return Err(null(what));
-    }
     // SAFETY: as in tensor_arg.
-    Ok(unsafe { Tensor::retain_raw(p as *const _) })
+    unsafe { tensor_t::retain(p) }.ok_or_else(|| null(what))
 }
 
 /// An accessor's handle: `None` for NULL (accessors then return 0 / NULL / false).
 pub(crate) fn tensor_opt<'a>(p: *const tensor_t) -> Option<&'a TensorImpl> {
     // SAFETY: as in tensor_arg.
-    (!p.is_null()).then(|| unsafe { Tensor::borrow_raw(p as *const _) })
+    unsafe { tensor_t::borrow(p) }
 }
 
+/// A storage handle's box (for its counts), borrowed for the call; `None` for NULL.
 pub(crate) fn storage_box<'a>(p: *const storage_t) -> Option<&'a RcBox<StorageImpl>> {
     // SAFETY: a non-NULL storage handle is live for the duration of the call.
-    unsafe { (p as *const RcBox<StorageImpl>).as_ref() }
+    unsafe { storage_t::borrow_box(p) }
 }
 
+/// A required storage handle, borrowed for the call.
 pub(crate) fn storage_arg<'a>(p: *const storage_t, what: &str) -> Result<&'a StorageImpl> {
-    storage_box(p).map(|b| &b.value).ok_or_else(|| null(what))
+    // SAFETY: as in storage_box.
+    unsafe { storage_t::borrow(p) }.ok_or_else(|| null(what))
+}
+
+/// A required storage handle as a new strong reference.
+pub(crate) fn storage_owned(p: *const storage_t, what: &str) -> Result<Storage> {
+    storage_arg(p, what)?;
+    // SAFETY: as in storage_box; non-NULL (checked above).
+    Ok(unsafe { storage_t::retain_live(p) })
 }
 
 /// `n` int64 values at `p` (sizes, strides, dims, indices). `n == 0` allows NULL.

@@ -2,18 +2,7 @@
 
 use super::*;
 use crate::allocator::Allocator;
-use crate::refcount::{IntrusivePtr, WeakIntrusivePtr};
-use crate::storage::Storage;
 use std::ffi::c_void;
-
-pub(crate) fn storage_into_raw(s: Storage) -> *mut storage_t {
-    s.into_raw() as *mut storage_t
-}
-
-/// A new strong reference to a live storage handle. SAFETY: `p` is live.
-pub(crate) unsafe fn storage_retain_raw(p: *const storage_t) -> Storage {
-    IntrusivePtr::retain_raw(p as *const RcBox<StorageImpl>)
-}
 
 /// Adds one strong reference to `s` and returns it (NULL gives NULL); release it once.
 /// Reference-count overflow (more than 2^32 - 2 strong references to one storage; every
@@ -21,12 +10,9 @@ pub(crate) unsafe fn storage_retain_raw(p: *const storage_t) -> Storage {
 /// after free.
 #[no_mangle]
 pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
-    guard("storage_retain", std::ptr::null_mut(), || {
-        if s.is_null() {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: a live handle.
-        storage_into_raw(unsafe { storage_retain_raw(s) })
+    guard("storage_retain", || {
+        // SAFETY: NULL or a live handle.
+        unsafe { storage_t::retain(s) }.map_or(std::ptr::null_mut(), storage_t::into_raw)
     })
 }
 
@@ -34,18 +20,16 @@ pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
 /// runs, exactly once) even if weak references remain. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn storage_release(s: *mut storage_t) {
-    guard("storage_release", (), || {
-        if !s.is_null() {
-            // SAFETY: the caller gives up one owned strong reference.
-            drop(unsafe { IntrusivePtr::from_raw(s as *mut RcBox<StorageImpl>) });
-        }
+    guard("storage_release", || {
+        // SAFETY: the caller gives up one owned strong reference (or passes NULL).
+        drop(unsafe { storage_t::adopt(s) });
     })
 }
 
 /// Number of strong references (tensors on the storage hold one each); 0 for NULL.
 #[no_mangle]
 pub extern "C" fn storage_use_count(s: *const storage_t) -> u64 {
-    guard("storage_use_count", 0, || {
+    guard("storage_use_count", || {
         storage_box(s).map_or(0, |b| b.strong_count())
     })
 }
@@ -54,7 +38,7 @@ pub extern "C" fn storage_use_count(s: *const storage_t) -> u64 {
 /// remains; 0 for NULL.
 #[no_mangle]
 pub extern "C" fn storage_weak_count(s: *const storage_t) -> u64 {
-    guard("storage_weak_count", 0, || {
+    guard("storage_weak_count", || {
         storage_box(s).map_or(0, |b| b.weak_count())
     })
 }
@@ -70,10 +54,8 @@ pub extern "C" fn storage_weak_new(
 ) -> tensor_status_t {
     call("storage_weak_new", || {
         let out = out_arg(out)?;
-        storage_arg(s, "s")?;
-        // SAFETY: live handle.
-        let strong = unsafe { storage_retain_raw(s) };
-        *out = strong.downgrade().into_raw() as *mut storage_weak_t;
+        let strong = storage_owned(s, "s")?;
+        *out = storage_weak_t::into_raw(strong.downgrade());
         Ok(())
     })
 }
@@ -82,30 +64,23 @@ pub extern "C" fn storage_weak_new(
 /// overflow aborts the process, as in storage_retain.
 #[no_mangle]
 pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t {
-    guard("storage_weak_lock", std::ptr::null_mut(), || {
-        if w.is_null() {
-            return std::ptr::null_mut();
+    guard("storage_weak_lock", || {
+        // SAFETY: NULL or a live weak handle (borrowed, not dropped).
+        match unsafe { storage_weak_t::borrow(w) } {
+            Some(weak) => weak
+                .lock()
+                .map_or(std::ptr::null_mut(), storage_t::into_raw),
+            None => std::ptr::null_mut(),
         }
-        // SAFETY: a live weak handle; borrowed (forgotten again below).
-        let weak = std::mem::ManuallyDrop::new(unsafe {
-            WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>)
-        });
-        weak.lock().map_or(std::ptr::null_mut(), storage_into_raw)
     })
 }
 
 /// True once the storage's strong count reached 0 (or for NULL).
 #[no_mangle]
 pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
-    guard("storage_weak_expired", true, || {
-        if w.is_null() {
-            return true;
-        }
+    guard_or("storage_weak_expired", true, || {
         // SAFETY: as in storage_weak_lock.
-        let weak = std::mem::ManuallyDrop::new(unsafe {
-            WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>)
-        });
-        weak.expired()
+        unsafe { storage_weak_t::borrow(w) }.map_or(true, |weak| weak.expired())
     })
 }
 
@@ -113,11 +88,9 @@ pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
 /// references are gone. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn storage_weak_release(w: *mut storage_weak_t) {
-    guard("storage_weak_release", (), || {
-        if !w.is_null() {
-            // SAFETY: the caller gives up one owned weak reference.
-            drop(unsafe { WeakIntrusivePtr::from_raw(w as *mut RcBox<StorageImpl>) });
-        }
+    guard("storage_weak_release", || {
+        // SAFETY: the caller gives up one owned weak reference (or passes NULL).
+        drop(unsafe { storage_weak_t::adopt(w) });
     })
 }
 
@@ -133,7 +106,7 @@ pub extern "C" fn storage_new(
     call("storage_new", || {
         let out = out_arg(out)?;
         let alloc = allocator_arg(allocator)?.unwrap_or_else(Allocator::default_allocator);
-        *out = storage_into_raw(StorageImpl::allocate(nbytes, alloc)?);
+        *out = storage_t::into_raw(StorageImpl::allocate(nbytes, alloc)?);
         Ok(())
     })
 }
@@ -154,7 +127,7 @@ pub extern "C" fn storage_from_blob(
 ) -> tensor_status_t {
     call("storage_from_blob", || {
         let out = out_arg(out)?;
-        *out = storage_into_raw(StorageImpl::from_blob(
+        *out = storage_t::into_raw(StorageImpl::from_blob(
             data,
             nbytes,
             device.into(),
@@ -168,7 +141,7 @@ pub extern "C" fn storage_from_blob(
 /// The data pointer (borrowed; NULL for 0 bytes or NULL `s`). Changes on resize.
 #[no_mangle]
 pub extern "C" fn storage_data_ptr(s: *const storage_t) -> *mut c_void {
-    guard("storage_data_ptr", std::ptr::null_mut(), || {
+    guard("storage_data_ptr", || {
         storage_arg(s, "s").map_or(std::ptr::null_mut(), |s| s.data_ptr() as *mut c_void)
     })
 }
@@ -176,7 +149,7 @@ pub extern "C" fn storage_data_ptr(s: *const storage_t) -> *mut c_void {
 /// Size in bytes (0 for NULL).
 #[no_mangle]
 pub extern "C" fn storage_nbytes(s: *const storage_t) -> usize {
-    guard("storage_nbytes", 0, || {
+    guard("storage_nbytes", || {
         storage_arg(s, "s").map_or(0, |s| s.nbytes())
     })
 }
@@ -188,7 +161,7 @@ pub extern "C" fn storage_device(s: *const storage_t) -> tensor_device_t {
         device_type: 0,
         device_id: 0,
     };
-    guard("storage_device", none, || {
+    guard("storage_device", || {
         storage_arg(s, "s").map_or(none, |s| s.device().into())
     })
 }
@@ -196,7 +169,7 @@ pub extern "C" fn storage_device(s: *const storage_t) -> tensor_device_t {
 /// True for storages the library allocated (false for wrapped memory and NULL).
 #[no_mangle]
 pub extern "C" fn storage_is_resizable(s: *const storage_t) -> bool {
-    guard("storage_is_resizable", false, || {
+    guard("storage_is_resizable", || {
         storage_arg(s, "s").is_ok_and(|s| s.is_resizable())
     })
 }
@@ -223,7 +196,7 @@ pub extern "C" fn storage_resize(s: *mut storage_t, nbytes: usize) -> tensor_sta
 /// Whether writes are refused (false for NULL).
 #[no_mangle]
 pub extern "C" fn storage_is_read_only(s: *const storage_t) -> bool {
-    guard("storage_is_read_only", false, || {
+    guard("storage_is_read_only", || {
         storage_arg(s, "s").is_ok_and(|s| s.is_read_only())
     })
 }

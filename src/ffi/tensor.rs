@@ -1,6 +1,5 @@
 //! Creating tensors (section 5) and reading them (section 6).
 
-use super::storage::storage_retain_raw;
 use super::*;
 use crate::dtype::Scalar;
 use std::ffi::{c_char, c_void};
@@ -193,8 +192,8 @@ pub extern "C" fn tensor_from_storage(
 ) -> tensor_status_t {
     call_tensor("tensor_from_storage", out, || {
         storage_arg(s, "s")?;
-        // SAFETY: live handle (checked non-NULL above).
-        let storage = unsafe { storage_retain_raw(s) };
+        // SAFETY: a live handle, non-NULL (checked above).
+        let storage = unsafe { storage_t::retain_live(s) };
         let sizes = int_list(sizes, ndim, "sizes")?;
         let strides = opt_int_list(strides, ndim, "strides")?;
         Tensor::from_storage(&storage, storage_offset, sizes, strides, dtype_arg(dtype)?)
@@ -204,7 +203,7 @@ pub extern "C" fn tensor_from_storage(
 /// Number of dims (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_ndim(t: *const tensor_t) -> i64 {
-    guard("tensor_ndim", 0, || {
+    guard("tensor_ndim", || {
         tensor_opt(t).map_or(0, |t| t.ndim() as i64)
     })
 }
@@ -212,7 +211,7 @@ pub extern "C" fn tensor_ndim(t: *const tensor_t) -> i64 {
 /// The sizes (borrowed, `ndim` entries, valid while `t` lives; NULL for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_sizes(t: *const tensor_t) -> *const i64 {
-    guard("tensor_sizes", std::ptr::null(), || {
+    guard("tensor_sizes", || {
         tensor_opt(t).map_or(std::ptr::null(), |t| t.sizes().as_ptr())
     })
 }
@@ -220,7 +219,7 @@ pub extern "C" fn tensor_sizes(t: *const tensor_t) -> *const i64 {
 /// The strides in elements (borrowed, `ndim` entries; NULL for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_strides(t: *const tensor_t) -> *const i64 {
-    guard("tensor_strides", std::ptr::null(), || {
+    guard("tensor_strides", || {
         tensor_opt(t).map_or(std::ptr::null(), |t| t.strides().as_ptr())
     })
 }
@@ -260,7 +259,7 @@ pub extern "C" fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> 
 /// Offset of the first element in the storage, in elements (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_storage_offset(t: *const tensor_t) -> i64 {
-    guard("tensor_storage_offset", 0, || {
+    guard("tensor_storage_offset", || {
         tensor_opt(t).map_or(0, |t| t.storage_offset())
     })
 }
@@ -268,21 +267,21 @@ pub extern "C" fn tensor_storage_offset(t: *const tensor_t) -> i64 {
 /// Number of elements (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_numel(t: *const tensor_t) -> i64 {
-    guard("tensor_numel", 0, || tensor_opt(t).map_or(0, |t| t.numel()))
+    guard("tensor_numel", || tensor_opt(t).map_or(0, |t| t.numel()))
 }
 
 /// The element type (TENSOR_UINT8, i.e. 0, for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_dtype(t: *const tensor_t) -> tensor_dtype_t {
-    guard("tensor_dtype", tensor_dtype_t(0), || {
-        tensor_opt(t).map_or(tensor_dtype_t(0), |t| tensor_dtype_t(t.dtype().code()))
+    guard("tensor_dtype", || {
+        tensor_opt(t).map_or(tensor_dtype_t(0), |t| dtype_code(t.dtype()))
     })
 }
 
 /// Bytes per element (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_itemsize(t: *const tensor_t) -> usize {
-    guard("tensor_itemsize", 0, || {
+    guard("tensor_itemsize", || {
         tensor_opt(t).map_or(0, |t| t.itemsize())
     })
 }
@@ -291,9 +290,7 @@ pub extern "C" fn tensor_itemsize(t: *const tensor_t) -> usize {
 /// than that).
 #[no_mangle]
 pub extern "C" fn tensor_nbytes(t: *const tensor_t) -> usize {
-    guard("tensor_nbytes", 0, || {
-        tensor_opt(t).map_or(0, |t| t.nbytes())
-    })
+    guard("tensor_nbytes", || tensor_opt(t).map_or(0, |t| t.nbytes()))
 }
 
 /// The device of the tensor's storage ({0, 0} for NULL).
@@ -303,7 +300,7 @@ pub extern "C" fn tensor_device(t: *const tensor_t) -> tensor_device_t {
         device_type: 0,
         device_id: 0,
     };
-    guard("tensor_device", none, || {
+    guard("tensor_device", || {
         tensor_opt(t).map_or(none, |t| t.device().into())
     })
 }
@@ -313,31 +310,25 @@ pub extern "C" fn tensor_device(t: *const tensor_t) -> tensor_device_t {
 /// until the storage is resized or freed.
 #[no_mangle]
 pub extern "C" fn tensor_data_ptr(t: *const tensor_t) -> *mut c_void {
-    guard(
-        "tensor_data_ptr",
-        std::ptr::null_mut(),
-        || match tensor_opt(t) {
-            Some(t) if t.numel() > 0 => t.data_ptr() as *mut c_void,
-            _ => std::ptr::null_mut(),
-        },
-    )
+    guard("tensor_data_ptr", || match tensor_opt(t) {
+        Some(t) if t.numel() > 0 => t.data_ptr() as *mut c_void,
+        _ => std::ptr::null_mut(),
+    })
 }
 
 /// The tensor's storage (borrowed: valid while `t` lives; retain it to keep it). NULL for
 /// NULL.
 #[no_mangle]
 pub extern "C" fn tensor_storage(t: *const tensor_t) -> *mut storage_t {
-    guard("tensor_storage", std::ptr::null_mut(), || {
-        tensor_opt(t).map_or(std::ptr::null_mut(), |t| {
-            t.storage().as_ptr() as *mut storage_t
-        })
+    guard("tensor_storage", || {
+        tensor_opt(t).map_or(std::ptr::null_mut(), |t| storage_t::as_raw(t.storage()))
     })
 }
 
 /// Whether `a` and `b` view the same storage (false if either is NULL).
 #[no_mangle]
 pub extern "C" fn tensor_shares_storage(a: *const tensor_t, b: *const tensor_t) -> bool {
-    guard("tensor_shares_storage", false, || {
+    guard("tensor_shares_storage", || {
         match (tensor_opt(a), tensor_opt(b)) {
             (Some(a), Some(b)) => a.shares_storage(b),
             _ => false,
@@ -349,7 +340,7 @@ pub extern "C" fn tensor_shares_storage(a: *const tensor_t, b: *const tensor_t) 
 /// unknown code.
 #[no_mangle]
 pub extern "C" fn tensor_is_contiguous(t: *const tensor_t, fmt: tensor_memory_format_t) -> bool {
-    guard("tensor_is_contiguous", false, || {
+    guard("tensor_is_contiguous", || {
         match (tensor_opt(t), format_arg(fmt)) {
             (Some(t), Ok(f)) => t.is_contiguous(f),
             _ => false,
@@ -361,7 +352,7 @@ pub extern "C" fn tensor_is_contiguous(t: *const tensor_t, fmt: tensor_memory_fo
 /// (cached, O(1)); false for NULL.
 #[no_mangle]
 pub extern "C" fn tensor_is_non_overlapping_and_dense(t: *const tensor_t) -> bool {
-    guard("tensor_is_non_overlapping_and_dense", false, || {
+    guard("tensor_is_non_overlapping_and_dense", || {
         tensor_opt(t).is_some_and(|t| t.is_non_overlapping_and_dense())
     })
 }
@@ -370,15 +361,11 @@ pub extern "C" fn tensor_is_non_overlapping_and_dense(t: *const tensor_t) -> boo
 /// it, else CONTIGUOUS (also for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_suggest_memory_format(t: *const tensor_t) -> tensor_memory_format_t {
-    guard(
-        "tensor_suggest_memory_format",
-        TENSOR_CONTIGUOUS_FORMAT,
-        || {
-            tensor_opt(t).map_or(TENSOR_CONTIGUOUS_FORMAT, |t| {
-                tensor_memory_format_t(t.suggest_memory_format() as i32)
-            })
-        },
-    )
+    guard("tensor_suggest_memory_format", || {
+        tensor_opt(t).map_or(TENSOR_CONTIGUOUS_FORMAT, |t| {
+            format_code(t.suggest_memory_format())
+        })
+    })
 }
 
 /// The version counter shared by `t` and every view of its base; each in-place write
@@ -388,7 +375,7 @@ pub extern "C" fn tensor_suggest_memory_format(t: *const tensor_t) -> tensor_mem
 /// storage already has tensors (as PyTorch), which its views then share.
 #[no_mangle]
 pub extern "C" fn tensor_version(t: *const tensor_t) -> u64 {
-    guard("tensor_version", 0, || {
+    guard("tensor_version", || {
         tensor_opt(t).map_or(0, |t| t.version())
     })
 }
@@ -411,6 +398,38 @@ pub extern "C" fn tensor_element_offset(
     })
 }
 
+/// The body of tensor_get_f64 / tensor_get_i64: reads `t[index]` through `convert`.
+#[inline(always)]
+fn get_element<T>(
+    function: &'static str,
+    t: *const tensor_t,
+    index: *const i64,
+    n: i64,
+    out: *mut T,
+    convert: fn(Scalar) -> T,
+) -> tensor_status_t {
+    call(function, || {
+        let out = out_arg(out)?;
+        let t = tensor_arg(t, "t")?;
+        *out = convert(t.get(int_list(index, n, "index")?)?);
+        Ok(())
+    })
+}
+
+/// The body of tensor_set_f64 / tensor_set_i64: writes `value` at `t[index]`.
+#[inline(always)]
+fn set_element(
+    function: &'static str,
+    t: *mut tensor_t,
+    index: *const i64,
+    n: i64,
+    value: Scalar,
+) -> tensor_status_t {
+    call(function, || {
+        tensor_arg(t, "t")?.set(int_list(index, n, "index")?, value)
+    })
+}
+
 /// Reads `t[index]` converted to double (complex: the real part) into `*out`.
 /// Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX, DEVICE, OUT_OF_BOUNDS.
 #[no_mangle]
@@ -420,12 +439,7 @@ pub extern "C" fn tensor_get_f64(
     n: i64,
     out: *mut f64,
 ) -> tensor_status_t {
-    call("tensor_get_f64", || {
-        let out = out_arg(out)?;
-        let t = tensor_arg(t, "t")?;
-        *out = t.get(int_list(index, n, "index")?)?.to_f64();
-        Ok(())
-    })
+    get_element("tensor_get_f64", t, index, n, out, Scalar::to_f64)
 }
 
 /// Reads `t[index]` converted to int64 (floats truncate toward zero, saturating) into
@@ -437,12 +451,7 @@ pub extern "C" fn tensor_get_i64(
     n: i64,
     out: *mut i64,
 ) -> tensor_status_t {
-    call("tensor_get_i64", || {
-        let out = out_arg(out)?;
-        let t = tensor_arg(t, "t")?;
-        *out = t.get(int_list(index, n, "index")?)?.to_i64();
-        Ok(())
-    })
+    get_element("tensor_get_i64", t, index, n, out, Scalar::to_i64)
 }
 
 /// Writes `value` converted to the dtype at `t[index]`; bumps the version.
@@ -454,9 +463,7 @@ pub extern "C" fn tensor_set_f64(
     n: i64,
     value: f64,
 ) -> tensor_status_t {
-    call("tensor_set_f64", || {
-        tensor_arg(t, "t")?.set(int_list(index, n, "index")?, Scalar::Float(value))
-    })
+    set_element("tensor_set_f64", t, index, n, Scalar::Float(value))
 }
 
 /// Writes `value` converted to the dtype at `t[index]`; bumps the version.
@@ -468,9 +475,7 @@ pub extern "C" fn tensor_set_i64(
     n: i64,
     value: i64,
 ) -> tensor_status_t {
-    call("tensor_set_i64", || {
-        tensor_arg(t, "t")?.set(int_list(index, n, "index")?, Scalar::Int(value))
-    })
+    set_element("tensor_set_i64", t, index, n, Scalar::Int(value))
 }
 
 /// Writes a PyTorch-like repr of `t` ("tensor([[1., 2.], ...])", summarised beyond 1000
@@ -479,7 +484,7 @@ pub extern "C" fn tensor_set_i64(
 /// Returns 0 (writing "" if it can) for NULL `t`.
 #[no_mangle]
 pub extern "C" fn tensor_format(t: *const tensor_t, buf: *mut c_char, cap: usize) -> usize {
-    guard("tensor_format", 0, || {
+    guard("tensor_format", || {
         let text = match tensor_opt(t) {
             Some(t) => crate::format::format_tensor(t),
             None => String::new(),
