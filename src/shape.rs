@@ -9,11 +9,13 @@ use smallvec::SmallVec;
 /// Maximum number of dims (`TENSOR_MAX_DIMS`).
 pub const MAX_DIMS: usize = 64;
 
-/// How many dims [`Dims`] holds inline.
-pub const INLINE_DIMS: usize = 5;
+/// How many dims are held without a heap block: by [`Dims`], and by the sizes-and-strides
+/// buffer of a layout (`layout::Layout`, twice this many values). The one constant every
+/// inline size derives from, as c10's `C10_SIZES_AND_STRIDES_MAX_INLINE_SIZE`.
+pub(crate) const MAX_INLINE_DIMS: usize = 5;
 
-/// A list of sizes or strides; inline for the common <= 5 dims.
-pub type Dims = SmallVec<[i64; INLINE_DIMS]>;
+/// A list of sizes or strides; inline for the common <= [`MAX_INLINE_DIMS`] dims.
+pub type Dims = SmallVec<[i64; MAX_INLINE_DIMS]>;
 
 /// `[3, 5]`, the way PyTorch prints an `IntArrayRef` (formatted where it is written: an
 /// error message formats without allocating anything but the message itself).
@@ -173,8 +175,13 @@ pub fn channels_last_3d_strides(sizes: &[i64]) -> Result<Dims> {
 /// another dim, so expanded dims keep their place. Then the strides are laid out densely.
 pub fn infer_dense_strides(sizes: &[i64], strides: &[i64]) -> Result<Dims> {
     let nd = sizes.len();
-    // perm[0] is the innermost dim; start from row-major order.
-    let mut perm: SmallVec<[usize; 8]> = (0..nd).rev().collect();
+    // perm[0] is the innermost dim; start from row-major order. Inline like `Dims`; the
+    // heap block for more dims is allocated fallibly, as every dims list.
+    let mut perm: SmallVec<[usize; MAX_INLINE_DIMS]> = SmallVec::new();
+    if nd > MAX_INLINE_DIMS {
+        perm.try_reserve_exact(nd).map_err(|_| dims_oom())?;
+    }
+    perm.extend((0..nd).rev());
     // > 0: `b` belongs inside `a` (swap); < 0: already ordered; 0: not comparable.
     let should_swap = |a: usize, b: usize| -> i32 {
         let (sa, sb) = (strides[a], strides[b]);
@@ -295,13 +302,13 @@ pub fn validate_layout(
     Ok((numel, needed))
 }
 
-/// `len` copies of `v` (inline without a loop for <= 5). More than 5 dims take one heap
+/// `len` copies of `v` (inline without a loop for <= [`MAX_INLINE_DIMS`]). More dims take one heap
 /// block, allocated fallibly: OUT_OF_MEMORY instead of Rust's abort on allocation failure
 /// (as every [`Dims`] the library builds: [`dims_with_capacity`], [`dims_from_slice`]).
 #[inline]
 pub fn filled(v: i64, len: usize) -> Result<Dims> {
-    if len <= INLINE_DIMS {
-        Ok(SmallVec::from_buf_and_len([v; INLINE_DIMS], len))
+    if len <= MAX_INLINE_DIMS {
+        Ok(SmallVec::from_buf_and_len([v; MAX_INLINE_DIMS], len))
     } else {
         let mut d = dims_with_capacity(len)?;
         d.resize(len, v);
@@ -316,7 +323,7 @@ pub fn zeros(len: usize) -> Result<Dims> {
 }
 
 /// An empty [`Dims`] that holds `len` values without reallocating (the heap block, for more
-/// than 5, allocated fallibly).
+/// than [`MAX_INLINE_DIMS`], allocated fallibly).
 #[inline]
 pub fn dims_with_capacity(len: usize) -> Result<Dims> {
     let mut d = Dims::new();
@@ -336,18 +343,22 @@ pub fn reserve(d: &mut Dims, additional: usize) -> Result<()> {
 #[cold]
 #[inline(never)]
 fn reserve_dims(d: &mut Dims, additional: usize) -> Result<()> {
-    d.try_reserve_exact(additional).map_err(|_| {
-        Error::new(
-            Status::OutOfMemory,
-            "failed to allocate a list of sizes or strides",
-        )
-    })
+    d.try_reserve_exact(additional).map_err(|_| dims_oom())
+}
+
+#[cold]
+#[inline(never)]
+fn dims_oom() -> Error {
+    Error::new(
+        Status::OutOfMemory,
+        "failed to allocate a list of sizes or strides",
+    )
 }
 
 /// A copy of `s` as [`Dims`] (see [`filled`]).
 #[inline]
 pub fn dims_from_slice(s: &[i64]) -> Result<Dims> {
-    if s.len() <= INLINE_DIMS {
+    if s.len() <= MAX_INLINE_DIMS {
         return Ok(SmallVec::from_slice(s));
     }
     let mut d = dims_with_capacity(s.len())?;
