@@ -52,15 +52,25 @@ impl LayoutRef<'_> {
     /// `shape::storage_nbytes_needed`) within a storage of `storage_nbytes` bytes.
     #[inline]
     pub fn check_fits(self, itemsize: usize, needed: i64, storage_nbytes: usize) -> Result<()> {
-        ensure!(
-            needed as u64 <= storage_nbytes as u64,
-            OutOfBounds,
-            "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {itemsize} requiring a storage size of {needed} are out of bounds for storage of size {storage_nbytes}",
-            fmt_dims(self.sizes),
-            fmt_dims(self.strides),
-            self.offset
-        );
-        Ok(())
+        if needed as u64 <= storage_nbytes as u64 {
+            return Ok(());
+        }
+        Err(self.out_of_bounds(itemsize, needed, storage_nbytes))
+    }
+
+    // Out of line and cold: the hot path does not materialise the layout for the message.
+    #[cold]
+    #[inline(never)]
+    fn out_of_bounds(self, itemsize: usize, needed: i64, storage_nbytes: usize) -> Error {
+        Error::from_fmt(
+            Status::OutOfBounds,
+            format_args!(
+                "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {itemsize} requiring a storage size of {needed} are out of bounds for storage of size {storage_nbytes}",
+                fmt_dims(self.sizes),
+                fmt_dims(self.strides),
+                self.offset
+            ),
+        )
     }
 }
 

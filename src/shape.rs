@@ -366,10 +366,12 @@ pub fn dims_from_slice(s: &[i64]) -> Result<Dims> {
     Ok(d)
 }
 
-/// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`).
+/// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`), writing the
+/// sizes to `out` (`shape.len()` values: `view` passes the layout the new tensor stores;
+/// the caller checked `shape.len()` with [`check_ndim`] before allocating it).
 #[inline(always)]
-pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
-    check_ndim(shape.len())?;
+pub fn infer_size(shape: &[i64], numel: i64, out: &mut [i64]) -> Result<()> {
+    debug_assert!(shape.len() == out.len() && shape.len() <= MAX_DIMS);
     let mut infer: Option<usize> = None;
     let mut p = 1i64;
     let mut overflow = false;
@@ -407,7 +409,7 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     if overflow {
         p = 0;
     }
-    let mut out = dims_from_slice(shape)?;
+    out.copy_from_slice(shape);
     if numel == p {
         if let Some(i) = infer {
             // p == numel with a -1 present: -1 becomes 1 unless numel is 0 (ambiguous).
@@ -420,17 +422,17 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
             }
             out[i] = 1;
         }
-        return Ok(out);
+        return Ok(());
     }
     if let Some(i) = infer {
         // view(-1) and friends: nothing else to divide by.
         if p == 1 {
             out[i] = numel;
-            return Ok(out);
+            return Ok(());
         }
         if p > 0 && numel % p == 0 {
             out[i] = numel / p;
-            return Ok(out);
+            return Ok(());
         }
     }
     bail!(
@@ -440,27 +442,38 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     )
 }
 
-/// Strides that let `new_n` view memory laid out as (`old_n`, `old_st`), or `None` when some
-/// group of new dims would span two non-contiguous chunks of old dims (PyTorch's
-/// `computeStride`). `new_n` must already have the same numel as `old_n`.
+/// Strides that let `new_n` view memory laid out as (`old_n`, `old_st`), written to `out`
+/// (`new_n.len()` values); `false` when some group of new dims would span two
+/// non-contiguous chunks of old dims (PyTorch's `computeStride`). `new_n` must already have
+/// the same numel as `old_n`. Writing into the caller's buffer lets `view` fill the layout
+/// the new tensor stores, without a list in between.
 #[inline(always)]
-pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Option<Dims>> {
+pub fn compute_stride(
+    old_n: &[i64],
+    old_st: &[i64],
+    new_n: &[i64],
+    out: &mut [i64],
+) -> Result<bool> {
+    debug_assert_eq!(new_n.len(), out.len());
     if old_n.is_empty() {
-        return filled(1, new_n.len()).map(Some);
+        out.fill(1);
+        return Ok(true);
     }
     // No elements (a size-0 dim; no multiply chain to find out).
     if old_n.contains(&0) {
-        return if old_n == new_n {
-            dims_from_slice(old_st).map(Some)
-        } else {
-            match contiguous_strides(new_n) {
-                Ok(st) => Ok(Some(st)),
-                Err(e) if e.status == Status::OutOfMemory => Err(e),
-                Err(_) => Ok(None),
+        if old_n == new_n {
+            out.copy_from_slice(old_st);
+            return Ok(true);
+        }
+        return match contiguous_strides(new_n) {
+            Ok(st) => {
+                out.copy_from_slice(&st);
+                Ok(true)
             }
+            Err(e) if e.status == Status::OutOfMemory => Err(e),
+            Err(_) => Ok(false),
         };
     }
-    let mut out: Dims = zeros(new_n.len())?;
     // Same lengths, told to the optimiser (no bounds checks on old_st below).
     let old_st = &old_st[..old_n.len()];
     let mut vd = new_n.len() as isize - 1;
@@ -478,14 +491,14 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Op
         if chunk_end {
             while vd >= 0 && (vn < tn || new_n[vd as usize] == 1) {
                 let Some(st) = vn.checked_mul(base) else {
-                    return Ok(None);
+                    return Ok(false);
                 };
                 out[vd as usize] = st;
                 vn *= new_n[vd as usize];
                 vd -= 1;
             }
             if vn != tn {
-                return Ok(None);
+                return Ok(false);
             }
             if td > 0 {
                 base = old_st[td - 1];
@@ -494,7 +507,7 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Op
             }
         }
     }
-    Ok((vd == -1).then_some(out))
+    Ok(vd == -1)
 }
 
 /// Broadcast shape of `a` and `b` (numpy rules), or a Shape error naming the rightmost
@@ -710,6 +723,13 @@ mod tests {
         );
     }
 
+    /// `infer_size` into a fresh list.
+    fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
+        let mut out = zeros(shape.len())?;
+        super::infer_size(shape, numel, &mut out)?;
+        Ok(out)
+    }
+
     #[test]
     fn infer_size_rules() {
         assert_eq!(&infer_size(&[-1, 4], 12).unwrap()[..], &[3, 4]);
@@ -736,6 +756,12 @@ mod tests {
             infer_size(&[i64::MAX, 4], 12).unwrap_err().status,
             Status::Shape
         );
+    }
+
+    /// `compute_stride` into a fresh list: `None` when not viewable.
+    fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Option<Dims>> {
+        let mut out = zeros(new_n.len())?;
+        Ok(super::compute_stride(old_n, old_st, new_n, &mut out)?.then_some(out))
     }
 
     #[test]

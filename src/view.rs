@@ -49,17 +49,18 @@ fn not_viewable() -> Error {
 pub fn view(src: LayoutRef, sizes: &[i64]) -> Result<Option<Layout>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     let numel = shape::numel(n)?;
-    let sizes = shape::infer_size(sizes, numel)?;
-    if numel == 0 && n != &sizes[..] {
+    // Sizes and strides are written straight into the layout the view will store.
+    shape::check_ndim(sizes.len())?;
+    let mut g = Layout::zeros(sizes.len(), off)?;
+    let (new_sizes, new_strides) = g.dims_mut();
+    shape::infer_size(sizes, numel, new_sizes)?;
+    if numel == 0 && n != &new_sizes[..] {
         // No elements: always viewable, with contiguous strides, unless those overflow
         // int64 (an Overflow, not a layout the strides cannot express).
-        let strides = shape::contiguous_strides(&sizes)?;
-        return Layout::new(&sizes, &strides, off).map(Some);
+        new_strides.copy_from_slice(&shape::contiguous_strides(new_sizes)?);
+        return Ok(Some(g));
     }
-    match shape::compute_stride(n, st, &sizes)? {
-        Some(strides) => Layout::new(&sizes, &strides, off).map(Some),
-        None => Ok(None),
-    }
+    Ok(shape::compute_stride(n, st, new_sizes, new_strides)?.then_some(g))
 }
 
 /// `view(dtype)`: reinterprets the bytes. Same itemsize: only the dtype changes. Otherwise
@@ -490,7 +491,14 @@ pub fn unflatten(src: LayoutRef, dim: i64, sizes: &[i64]) -> Result<Layout> {
         Index,
         "Dimension specified as {d} but tensor has no dimensions"
     );
-    let inferred = shape::infer_size(sizes, n[d]).map_err(|e| {
+    // The new shape: n[..d], the inferred sizes, n[d + 1..].
+    shape::check_ndim(sizes.len())?;
+    let mut shape = shape::zeros(n.len() + sizes.len() - 1)?;
+    let (head, rest) = shape.split_at_mut(d);
+    head.copy_from_slice(&n[..d]);
+    let (inferred, tail) = rest.split_at_mut(sizes.len());
+    tail.copy_from_slice(&n[d + 1..]);
+    shape::infer_size(sizes, n[d], inferred).map_err(|e| {
         if e.status == Status::Shape && !e.message.contains("ambiguous") {
             Error::from_fmt(
                 Status::Shape,
@@ -504,10 +512,6 @@ pub fn unflatten(src: LayoutRef, dim: i64, sizes: &[i64]) -> Result<Layout> {
             e
         }
     })?;
-    let mut shape = shape::dims_with_capacity(n.len() + sizes.len() - 1)?;
-    shape.extend_from_slice(&n[..d]);
-    shape.extend_from_slice(&inferred);
-    shape.extend_from_slice(&n[d + 1..]);
     view(src, &shape)?.ok_or_else(not_viewable)
 }
 
