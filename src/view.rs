@@ -45,7 +45,7 @@ fn not_viewable() -> Error {
 
 /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
 /// shape (reshape then copies; view fails). Errors: as `shape::infer_size`.
-#[inline(always)]
+#[inline]
 pub fn view(src: LayoutRef, sizes: &[i64]) -> Result<Option<Layout>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     let numel = shape::numel(n)?;
@@ -186,7 +186,7 @@ pub fn as_strided(
 }
 
 /// `transpose(d0, d1)`: swaps two dims (both wrapped; equal dims give the same geometry).
-#[inline(always)]
+#[inline]
 pub fn transpose(src: LayoutRef, d0: i64, d1: i64) -> Result<Layout> {
     let n = src.sizes;
     let a = wrap_dim(d0, n.len())?;
@@ -214,7 +214,7 @@ pub fn transpose_2d(src: LayoutRef) -> Result<Layout> {
 
 /// `permute(dims)`: dim `i` of the view is dim `dims[i]` of the input. Errors:
 /// InvalidArgument (wrong count, duplicates), Index.
-#[inline(always)]
+#[inline]
 pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
     let (n, st) = (src.sizes, src.strides);
     ensure!(
@@ -269,7 +269,7 @@ pub fn movedim(src: LayoutRef, source: i64, destination: i64) -> Result<Layout> 
 /// `slice(dim, start, end, step)` with Python's rules: negative start/end count from the
 /// end once, both are clamped to [0, n]; `i64::MAX` means "to the end". Errors: Index
 /// (0-dim, dim), InvalidArgument (step <= 0), Overflow.
-#[inline(always)]
+#[inline]
 pub fn slice(src: LayoutRef, dim: i64, start: i64, end: i64, step: i64) -> Result<Layout> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     ensure!(
@@ -335,7 +335,7 @@ pub fn narrow(src: LayoutRef, dim: i64, start: i64, length: i64) -> Result<Layou
 
 /// `select(dim, index)`: drops `dim`, moving the offset to element `index` of it.
 /// Errors: Index (0-dim, dim, index).
-#[inline(always)]
+#[inline]
 pub fn select(src: LayoutRef, dim: i64, index: i64) -> Result<Layout> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     ensure!(
@@ -385,7 +385,7 @@ pub fn squeeze_dim(src: LayoutRef, dim: i64) -> Result<Layout> {
 
 /// `unsqueeze(dim)`: inserts a size-1 dim at `dim` (wrapped against D + 1), stride
 /// `n[dim]·st[dim]` (1 at the end). Errors: Index, Overflow.
-#[inline(always)]
+#[inline]
 pub fn unsqueeze(src: LayoutRef, dim: i64) -> Result<Layout> {
     let (n, st) = (src.sizes, src.strides);
     let d = wrap_dim(dim, n.len() + 1)?;
@@ -409,7 +409,7 @@ pub fn unsqueeze(src: LayoutRef, dim: i64) -> Result<Layout> {
 /// keeps an existing size. A 0-dim input takes `sizes` as they are (all strides 0), as in
 /// PyTorch. Errors: Shape (fewer sizes than dims, non-singleton mismatch), InvalidArgument
 /// (-1 in a new leading dim, negative resulting size), Overflow.
-#[inline(always)]
+#[inline]
 pub fn expand(src: LayoutRef, sizes: &[i64]) -> Result<Layout> {
     let (n, st) = (src.sizes, src.strides);
     shape::check_ndim(sizes.len())?;
