@@ -263,7 +263,8 @@ fn strides_like_order<const D: usize>(n: &[i64; D], st: &[i64; D], order: &[usiz
     true
 }
 
-/// Sorting networks (compare-exchanges of slots `a < b`) for 2..=5 keys: sorting by a
+/// Sorting networks (compare-exchanges of slots `a < b`) for 2..=5 keys (ranks up to
+/// NCDHW; more dims take the bit-mask walk of `non_overlapping_and_dense`): sorting by a
 /// fixed sequence of branch-free compare-exchanges is cheaper than any data-dependent
 /// sort at these lengths. Checked exhaustively on 0/1 inputs by the tests.
 const NETWORK_2: [(usize, usize); 1] = [(0, 1)];

@@ -392,7 +392,7 @@ impl Tensor {
                         fmt_dims(b)
                     );
                 }
-                // Fallible for > 5 dims, like every other dims list (no abort on OOM).
+                // Fallible beyond MAX_INLINE_DIMS, like every other dims list (no abort on OOM).
                 let mut d = shape::dims_from_slice(b)?;
                 d.iter_mut().for_each(|st| *st /= isz);
                 Some(d)

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::dtype::{DType, Scalar};
+use crate::shape::MAX_INLINE_DIMS;
 use crate::tensor_impl::MemoryFormat;
 
 /// The borrowed layout (sizes, strides, offset) a rule reads.
@@ -286,11 +287,12 @@ fn alias_detach_and_view_dtype_tensors() {
 }
 
 #[test]
-fn geometry_is_inline_up_to_five_dims() {
+fn layout_is_inline_up_to_max_inline_dims() {
     let g = unsqueeze(l(&[2, 3, 4, 5], &[60, 20, 5, 1], 0), 0).unwrap();
+    assert_eq!(g.ndim(), MAX_INLINE_DIMS);
     assert!(!g.spilled());
     let g = unfold(l(&[2, 3, 4, 5, 6], &[360, 120, 30, 6, 1], 0), 1, 2, 1).unwrap();
-    assert_eq!(g.ndim(), 6);
+    assert_eq!(g.ndim(), MAX_INLINE_DIMS + 1);
     assert!(g.spilled());
 }
 
