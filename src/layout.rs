@@ -8,6 +8,9 @@ use crate::shape::{
 };
 use smallvec::SmallVec;
 
+/// Sizes then strides: inline up to [`MAX_INLINE_DIMS`] dims.
+type Buf = SmallVec<[i64; 2 * MAX_INLINE_DIMS]>;
+
 /// A strided layout as a TensorImpl stores it: sizes followed by strides in one buffer,
 /// `[n0 .. nD-1, st0 .. stD-1]`, inline up to [`MAX_INLINE_DIMS`] dims (c10's
 /// `SizesAndStrides`), and the storage offset. The view rules build this value and the
@@ -20,7 +23,7 @@ use smallvec::SmallVec;
 /// [`Tensor::from_parts`]: crate::tensor_impl::Tensor::from_parts
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
-    dims: SmallVec<[i64; 2 * MAX_INLINE_DIMS]>,
+    dims: Buf,
     /// Storage offset, in elements.
     pub offset: i64,
 }
@@ -99,7 +102,7 @@ impl Layout {
                 offset,
             });
         }
-        let mut dims: SmallVec<[i64; 2 * MAX_INLINE_DIMS]> = SmallVec::new();
+        let mut dims = Buf::new();
         dims.try_reserve_exact(2 * nd).map_err(|_| layout_oom())?;
         dims.extend_from_slice(sizes);
         dims.extend_from_slice(strides);
@@ -116,7 +119,7 @@ impl Layout {
                 offset,
             });
         }
-        let mut dims: SmallVec<[i64; 2 * MAX_INLINE_DIMS]> = SmallVec::new();
+        let mut dims = Buf::new();
         dims.try_reserve_exact(2 * nd).map_err(|_| layout_oom())?;
         dims.resize(2 * nd, 0);
         Ok(Layout { dims, offset })
