@@ -6,7 +6,6 @@
 //! caller's (a storage); while cached it belongs to the cache that holds it (the global
 //! big-block cache under its mutex, or one thread's small-block cache); the system gets it
 //! back through exactly one `system_free`.
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use crate::error::{Error, Result, Status};
 use std::ffi::c_void;

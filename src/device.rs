@@ -1,6 +1,5 @@
 //! Devices, with DLPack's `DLDeviceType` codes. Metadata works on every device; element
 //! access needs memory the host can read.
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 /// A DLPack device type code and ordinal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

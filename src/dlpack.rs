@@ -24,6 +24,7 @@
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
+use crate::layout::Layout;
 use crate::shape::{self, fmt_dims, Dims};
 use crate::storage::{DeleterFn, StorageImpl};
 use crate::tensor_impl::{Tensor, VersionOf};
@@ -232,10 +233,11 @@ pub fn import(src: Import<'_>, release: DeleterFn, ctx: *mut c_void) -> Result<T
     if read_only {
         storage.mark_read_only();
     }
-    Tensor::from_parts(&storage, sizes, strides, offset, dtype, VersionOf::Storage).inspect_err(
-        |_| {
+    // Validated above (dims, signs, numel, extent); the storage is exactly the extent.
+    Layout::new(sizes, strides, offset)
+        .and_then(|layout| Tensor::from_valid(&storage, layout, numel, dtype, VersionOf::Storage))
+        .inspect_err(|_| {
             // We hold the only reference: the producer keeps ownership.
             storage.disarm();
-        },
-    )
+        })
 }

@@ -4,7 +4,6 @@
 //! imaginary parts of complex values, `True`/`False`, a `dtype=torch.X` suffix for
 //! non-default dtypes (moved to its own line when it would pass 80 columns), rows wrapped
 //! at 80 columns, and summarisation (3 edge items per dim, `...`) beyond 1000 elements.
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use crate::dtype::{read_scalar, DType, Scalar};
 use crate::tensor_impl::TensorImpl;

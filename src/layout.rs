@@ -1,45 +1,165 @@
-//! The geometry of a tensor: sizes and strides in one inline buffer (no heap for <= 5
-//! dims), and the contiguity bits PyTorch caches, computed in ONE function
+//! The geometry of a tensor: sizes and strides in one inline buffer (no heap for up to
+//! [`MAX_INLINE_DIMS`] dims), and the contiguity bits PyTorch caches, computed in ONE function
 //! ([`Flags::compute`]) that every TensorImpl constructor calls.
 
 use crate::error::{Error, Result, Status};
-use crate::shape::{CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER, MAX_DIMS};
+use crate::shape::{
+    fmt_dims, CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER, MAX_DIMS, MAX_INLINE_DIMS,
+};
 use smallvec::SmallVec;
 
-/// Sizes followed by strides: `[n0 .. nD-1, st0 .. stD-1]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SizesAndStrides(SmallVec<[i64; 10]>);
+/// Sizes then strides: inline up to [`MAX_INLINE_DIMS`] dims.
+type Buf = SmallVec<[i64; 2 * MAX_INLINE_DIMS]>;
 
-impl SizesAndStrides {
-    /// Fails only when the heap allocation for > 5 dims fails.
+/// A strided layout as a TensorImpl stores it: sizes followed by strides in one buffer,
+/// `[n0 .. nD-1, st0 .. stD-1]`, inline up to [`MAX_INLINE_DIMS`] dims (c10's
+/// `SizesAndStrides`), and the storage offset. The view rules build this value and the
+/// TensorImpl takes it by move: one buffer from the rule to the tensor, no copy between.
+///
+/// Invariant: the buffer has even length (as many strides as sizes). Validity against a
+/// storage is not a property of this type: [`Tensor::from_parts`] and
+/// `TensorImpl::make_view_layout` check it (see `tensor_impl`).
+///
+/// [`Tensor::from_parts`]: crate::tensor_impl::Tensor::from_parts
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    dims: Buf,
+    /// Storage offset, in elements.
+    pub offset: i64,
+}
+
+/// A borrowed layout: what the view rules read (a tensor's, via [`Layout::as_ref`], or
+/// any pair of equal-length slices in tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayoutRef<'a> {
+    pub sizes: &'a [i64],
+    pub strides: &'a [i64],
+    pub offset: i64,
+}
+
+impl<'a> LayoutRef<'a> {
     #[inline]
-    pub fn new(sizes: &[i64], strides: &[i64]) -> Result<Self> {
+    pub fn new(sizes: &'a [i64], strides: &'a [i64], offset: i64) -> Self {
+        debug_assert_eq!(sizes.len(), strides.len());
+        LayoutRef {
+            sizes,
+            strides,
+            offset,
+        }
+    }
+}
+
+impl LayoutRef<'_> {
+    /// The storage-bounds check of every layout, with c10's `setStorage` message: `needed`
+    /// bytes (this layout's extent at `itemsize`, from `shape::validate_layout` or
+    /// `shape::storage_nbytes_needed`) within a storage of `storage_nbytes` bytes.
+    #[inline]
+    pub fn check_fits(self, itemsize: usize, needed: i64, storage_nbytes: usize) -> Result<()> {
+        if needed as u64 <= storage_nbytes as u64 {
+            return Ok(());
+        }
+        Err(self.out_of_bounds(itemsize, needed, storage_nbytes))
+    }
+
+    // Out of line and cold: the hot path does not materialise the layout for the message.
+    #[cold]
+    #[inline(never)]
+    fn out_of_bounds(self, itemsize: usize, needed: i64, storage_nbytes: usize) -> Error {
+        Error::from_fmt(
+            Status::OutOfBounds,
+            format_args!(
+                "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {itemsize} requiring a storage size of {needed} are out of bounds for storage of size {storage_nbytes}",
+                fmt_dims(self.sizes),
+                fmt_dims(self.strides),
+                self.offset
+            ),
+        )
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn layout_oom() -> Error {
+    Error::new(Status::OutOfMemory, "failed to allocate sizes and strides")
+}
+
+impl Layout {
+    /// A copy of `sizes` and `strides` (equal lengths). Fails only when the heap block for
+    /// more than [`MAX_INLINE_DIMS`] dims cannot be allocated.
+    // Always inlined: its callers (the view rules, from_parts) then build the layout in
+    // place instead of returning it through memory and copying it (measured by
+    // benches/c/count.sh: about 60 instructions per view otherwise).
+    #[inline(always)]
+    pub fn new(sizes: &[i64], strides: &[i64], offset: i64) -> Result<Self> {
         debug_assert_eq!(sizes.len(), strides.len());
         let nd = sizes.len();
-        if nd <= 5 {
-            let mut buf = [0i64; 10];
+        if nd <= MAX_INLINE_DIMS {
+            let mut buf = [0i64; 2 * MAX_INLINE_DIMS];
             buf[..nd].copy_from_slice(sizes);
             buf[nd..2 * nd].copy_from_slice(strides);
-            return Ok(SizesAndStrides(SmallVec::from_buf_and_len(buf, 2 * nd)));
+            return Ok(Layout {
+                dims: SmallVec::from_buf_and_len(buf, 2 * nd),
+                offset,
+            });
         }
-        let mut v: SmallVec<[i64; 10]> = SmallVec::new();
-        v.try_reserve_exact(sizes.len() * 2)
-            .map_err(|_| Error::new(Status::OutOfMemory, "failed to allocate sizes and strides"))?;
-        v.extend_from_slice(sizes);
-        v.extend_from_slice(strides);
-        Ok(SizesAndStrides(v))
+        let mut dims = Buf::new();
+        dims.try_reserve_exact(2 * nd).map_err(|_| layout_oom())?;
+        dims.extend_from_slice(sizes);
+        dims.extend_from_slice(strides);
+        Ok(Layout { dims, offset })
     }
+
+    /// `nd` dims, all sizes and strides 0, to be filled through [`dims_mut`](Self::dims_mut).
+    // Always inlined, as `new`.
+    #[inline(always)]
+    pub fn zeros(nd: usize, offset: i64) -> Result<Self> {
+        if nd <= MAX_INLINE_DIMS {
+            return Ok(Layout {
+                dims: SmallVec::from_buf_and_len([0i64; 2 * MAX_INLINE_DIMS], 2 * nd),
+                offset,
+            });
+        }
+        let mut dims = Buf::new();
+        dims.try_reserve_exact(2 * nd).map_err(|_| layout_oom())?;
+        dims.resize(2 * nd, 0);
+        Ok(Layout { dims, offset })
+    }
+
+    // Each accessor derefs the SmallVec once (`as_slice`: one inline-or-heap test) and
+    // splits the result: these run several times per view.
     #[inline]
     pub fn ndim(&self) -> usize {
-        self.0.len() / 2
+        self.dims.len() / 2
     }
     #[inline]
     pub fn sizes(&self) -> &[i64] {
-        &self.0[..self.ndim()]
+        self.as_ref().sizes
     }
     #[inline]
     pub fn strides(&self) -> &[i64] {
-        &self.0[self.ndim()..]
+        self.as_ref().strides
+    }
+    /// (sizes, strides), mutable.
+    #[inline]
+    pub fn dims_mut(&mut self) -> (&mut [i64], &mut [i64]) {
+        let all = self.dims.as_mut_slice();
+        let nd = all.len() / 2;
+        all.split_at_mut(nd)
+    }
+    #[inline]
+    pub fn as_ref(&self) -> LayoutRef<'_> {
+        let all = self.dims.as_slice();
+        let (sizes, strides) = all.split_at(all.len() / 2);
+        LayoutRef {
+            sizes,
+            strides,
+            offset: self.offset,
+        }
+    }
+    /// Heap-allocated (more than [`MAX_INLINE_DIMS`] dims)?
+    #[cfg(test)]
+    pub(crate) fn spilled(&self) -> bool {
+        self.dims.spilled()
     }
 }
 
@@ -61,6 +181,8 @@ impl Flags {
     }
 
     /// The refresh: the combination rules of c10's `TensorImpl::_refresh_contiguous`.
+    // Always inlined into the constructors: the sizes and strides are then read where the
+    // constructor holds them (with #[inline]: from_storage +27 instructions, count.sh).
     #[inline(always)]
     pub fn compute(sizes: &[i64], strides: &[i64], numel: i64) -> Flags {
         let contiguous = is_contiguous(sizes, strides, numel);
@@ -144,7 +266,8 @@ fn strides_like_order<const D: usize>(n: &[i64; D], st: &[i64; D], order: &[usiz
     true
 }
 
-/// Sorting networks (compare-exchanges of slots `a < b`) for 2..=5 keys: sorting by a
+/// Sorting networks (compare-exchanges of slots `a < b`) for 2..=5 keys (ranks up to
+/// NCDHW; more dims take the bit-mask walk of `non_overlapping_and_dense`): sorting by a
 /// fixed sequence of branch-free compare-exchanges is cheaper than any data-dependent
 /// sort at these lengths. Checked exhaustively on 0/1 inputs by the tests.
 const NETWORK_2: [(usize, usize); 1] = [(0, 1)];
@@ -167,6 +290,8 @@ const NETWORK_5: [(usize, usize); 9] = [
 /// stride, so those dims sort last and end the walk. Equal strides may land in either
 /// order: the walk fails on them either way (the requirement grows past a repeated
 /// stride), unless it has saturated at i64::MAX, when every remaining stride must equal it.
+// Always inlined: one copy per D, with the network's (a, b) pairs as constants (the
+// compare-exchanges then compile to branch-free selects on registers).
 #[inline(always)]
 fn dense_by_network<const D: usize>(
     sizes: &[i64; D],
@@ -233,24 +358,8 @@ pub fn non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
     small!(3, NETWORK_3);
     small!(4, NETWORK_4);
     small!(5, NETWORK_5);
-    if d > MAX_DIMS {
-        // Not a tensor layout (at most 64 dims): c10's formulation, sort then walk.
-        let mut pairs: Vec<(i64, i64)> = sizes
-            .iter()
-            .zip(strides)
-            .filter(|(&n, _)| n >= 2)
-            .map(|(&n, &s)| (s, n))
-            .collect();
-        pairs.sort_by_key(|&(s, _)| s);
-        let mut req = 1i64;
-        for (s, n) in pairs {
-            if s != req {
-                return false;
-            }
-            req = req.saturating_mul(n);
-        }
-        return true;
-    }
+    // A TensorImpl has at most MAX_DIMS (64) dims (validate refuses more): one bit each.
+    debug_assert!(d <= MAX_DIMS && MAX_DIMS <= 64);
     // 6..=64 dims: the same walk without sorting. Each step matches one unmatched
     // dim of size >= 2 whose stride equals the requirement (1, then req·n). It agrees with
     // the sorted walk: a match is the next dim in stride order; two dims sharing a stride
@@ -291,13 +400,26 @@ mod tests {
 
     #[test]
     fn inline_storage() {
-        let s = SizesAndStrides::new(&[2, 3], &[3, 1]).unwrap();
+        let s = Layout::new(&[2, 3], &[3, 1], 7).unwrap();
         assert_eq!(s.ndim(), 2);
         assert_eq!(s.sizes(), &[2, 3]);
         assert_eq!(s.strides(), &[3, 1]);
-        assert!(!s.0.spilled());
-        let big = SizesAndStrides::new(&[1; 6], &[1; 6]).unwrap();
-        assert!(big.0.spilled());
+        assert_eq!(s.as_ref(), LayoutRef::new(&[2, 3], &[3, 1], 7));
+        assert!(!s.spilled());
+        let inline = [1; MAX_INLINE_DIMS];
+        assert!(!Layout::new(&inline, &inline, 0).unwrap().spilled());
+        assert!(!Layout::zeros(MAX_INLINE_DIMS, 0).unwrap().spilled());
+        let big = [1; MAX_INLINE_DIMS + 1];
+        let l = Layout::new(&big, &big, 0).unwrap();
+        assert!(l.spilled());
+        assert_eq!((l.sizes(), l.strides()), (&big[..], &big[..]));
+        let mut z = Layout::zeros(MAX_INLINE_DIMS + 1, 3).unwrap();
+        assert!(z.spilled());
+        z.dims_mut().1[0] = 5;
+        assert_eq!(
+            (z.sizes(), z.strides()[0], z.offset),
+            (&[0; MAX_INLINE_DIMS + 1][..], 5, 3)
+        );
     }
 
     #[test]
@@ -482,9 +604,8 @@ mod tests {
                 "sizes {sizes:?} strides {strides:?}"
             );
         }
-        // Up to 64 dims (the bit mask) and beyond (the sorting fallback): 2^k sizes,
-        // dense when ordered.
-        for d in [9usize, 64, 70] {
+        // Up to 64 dims (the bit mask; a tensor has no more): 2^k sizes, dense when ordered.
+        for d in [9usize, 64] {
             let sizes = vec![2i64; d];
             let mut strides: Vec<i64> = (0..d).map(|i| 1i64 << (i % 62)).collect();
             strides.reverse();

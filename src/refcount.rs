@@ -13,7 +13,6 @@
 //! This module is the only place that juggles raw lifetimes: every handle the C API hands
 //! out is a pointer to an [`RcBox`] produced here. The invariants of the count word are
 //! stated on [`RcBox::refcount`]; every unsafe operation below relies on them.
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::marker::PhantomData;

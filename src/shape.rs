@@ -9,11 +9,13 @@ use smallvec::SmallVec;
 /// Maximum number of dims (`TENSOR_MAX_DIMS`).
 pub const MAX_DIMS: usize = 64;
 
-/// How many dims [`Dims`] holds inline.
-pub const INLINE_DIMS: usize = 5;
+/// How many dims are held without a heap block: by [`Dims`], and by the sizes-and-strides
+/// buffer of a layout (`layout::Layout`, twice this many values). The one constant every
+/// inline size derives from, as c10's `C10_SIZES_AND_STRIDES_MAX_INLINE_SIZE`.
+pub(crate) const MAX_INLINE_DIMS: usize = 5;
 
-/// A list of sizes or strides; inline for the common <= 5 dims.
-pub type Dims = SmallVec<[i64; INLINE_DIMS]>;
+/// A list of sizes or strides; inline for the common <= [`MAX_INLINE_DIMS`] dims.
+pub type Dims = SmallVec<[i64; MAX_INLINE_DIMS]>;
 
 /// `[3, 5]`, the way PyTorch prints an `IntArrayRef` (formatted where it is written: an
 /// error message formats without allocating anything but the message itself).
@@ -173,8 +175,13 @@ pub fn channels_last_3d_strides(sizes: &[i64]) -> Result<Dims> {
 /// another dim, so expanded dims keep their place. Then the strides are laid out densely.
 pub fn infer_dense_strides(sizes: &[i64], strides: &[i64]) -> Result<Dims> {
     let nd = sizes.len();
-    // perm[0] is the innermost dim; start from row-major order.
-    let mut perm: SmallVec<[usize; 8]> = (0..nd).rev().collect();
+    // perm[0] is the innermost dim; start from row-major order. Inline like `Dims`; the
+    // heap block for more dims is allocated fallibly, as every dims list.
+    let mut perm: SmallVec<[usize; MAX_INLINE_DIMS]> = SmallVec::new();
+    if nd > MAX_INLINE_DIMS {
+        perm.try_reserve_exact(nd).map_err(|_| dims_oom())?;
+    }
+    perm.extend((0..nd).rev());
     // > 0: `b` belongs inside `a` (swap); < 0: already ordered; 0: not comparable.
     let should_swap = |a: usize, b: usize| -> i32 {
         let (sa, sb) = (strides[a], strides[b]);
@@ -243,6 +250,8 @@ pub fn storage_nbytes_needed(
 /// Validates a strided layout in one pass (the hot path of every view): ndim <= 64,
 /// sizes >= 0, strides >= 0, offset >= 0, numel and extent free of int64 overflow.
 /// Returns `(numel, bytes of storage needed)`. Errors carry the offending values.
+// Always inlined into the one validation (tensor_impl's validate, itself inlined into each
+// constructor): with #[inline], 20 to 40 more instructions per view (count.sh).
 #[inline(always)]
 pub fn validate_layout(
     sizes: &[i64],
@@ -295,13 +304,13 @@ pub fn validate_layout(
     Ok((numel, needed))
 }
 
-/// `len` copies of `v` (inline without a loop for <= 5). More than 5 dims take one heap
+/// `len` copies of `v` (inline without a loop for <= [`MAX_INLINE_DIMS`]). More dims take one heap
 /// block, allocated fallibly: OUT_OF_MEMORY instead of Rust's abort on allocation failure
 /// (as every [`Dims`] the library builds: [`dims_with_capacity`], [`dims_from_slice`]).
 #[inline]
 pub fn filled(v: i64, len: usize) -> Result<Dims> {
-    if len <= INLINE_DIMS {
-        Ok(SmallVec::from_buf_and_len([v; INLINE_DIMS], len))
+    if len <= MAX_INLINE_DIMS {
+        Ok(SmallVec::from_buf_and_len([v; MAX_INLINE_DIMS], len))
     } else {
         let mut d = dims_with_capacity(len)?;
         d.resize(len, v);
@@ -316,7 +325,7 @@ pub fn zeros(len: usize) -> Result<Dims> {
 }
 
 /// An empty [`Dims`] that holds `len` values without reallocating (the heap block, for more
-/// than 5, allocated fallibly).
+/// than [`MAX_INLINE_DIMS`], allocated fallibly).
 #[inline]
 pub fn dims_with_capacity(len: usize) -> Result<Dims> {
     let mut d = Dims::new();
@@ -336,18 +345,22 @@ pub fn reserve(d: &mut Dims, additional: usize) -> Result<()> {
 #[cold]
 #[inline(never)]
 fn reserve_dims(d: &mut Dims, additional: usize) -> Result<()> {
-    d.try_reserve_exact(additional).map_err(|_| {
-        Error::new(
-            Status::OutOfMemory,
-            "failed to allocate a list of sizes or strides",
-        )
-    })
+    d.try_reserve_exact(additional).map_err(|_| dims_oom())
+}
+
+#[cold]
+#[inline(never)]
+fn dims_oom() -> Error {
+    Error::new(
+        Status::OutOfMemory,
+        "failed to allocate a list of sizes or strides",
+    )
 }
 
 /// A copy of `s` as [`Dims`] (see [`filled`]).
 #[inline]
 pub fn dims_from_slice(s: &[i64]) -> Result<Dims> {
-    if s.len() <= INLINE_DIMS {
+    if s.len() <= MAX_INLINE_DIMS {
         return Ok(SmallVec::from_slice(s));
     }
     let mut d = dims_with_capacity(s.len())?;
@@ -355,10 +368,12 @@ pub fn dims_from_slice(s: &[i64]) -> Result<Dims> {
     Ok(d)
 }
 
-/// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`).
-#[inline(always)]
-pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
-    check_ndim(shape.len())?;
+/// Resolves one `-1` in `shape` against `numel` (PyTorch's `infer_size`), writing the
+/// sizes to `out` (`shape.len()` values: `view` passes the layout the new tensor stores;
+/// the caller checked `shape.len()` with [`check_ndim`] before allocating it).
+#[inline]
+pub fn infer_size(shape: &[i64], numel: i64, out: &mut [i64]) -> Result<()> {
+    debug_assert!(shape.len() == out.len() && shape.len() <= MAX_DIMS);
     let mut infer: Option<usize> = None;
     let mut p = 1i64;
     let mut overflow = false;
@@ -396,7 +411,7 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     if overflow {
         p = 0;
     }
-    let mut out = dims_from_slice(shape)?;
+    out.copy_from_slice(shape);
     if numel == p {
         if let Some(i) = infer {
             // p == numel with a -1 present: -1 becomes 1 unless numel is 0 (ambiguous).
@@ -409,17 +424,17 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
             }
             out[i] = 1;
         }
-        return Ok(out);
+        return Ok(());
     }
     if let Some(i) = infer {
         // view(-1) and friends: nothing else to divide by.
         if p == 1 {
             out[i] = numel;
-            return Ok(out);
+            return Ok(());
         }
         if p > 0 && numel % p == 0 {
             out[i] = numel / p;
-            return Ok(out);
+            return Ok(());
         }
     }
     bail!(
@@ -429,27 +444,38 @@ pub fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
     )
 }
 
-/// Strides that let `new_n` view memory laid out as (`old_n`, `old_st`), or `None` when some
-/// group of new dims would span two non-contiguous chunks of old dims (PyTorch's
-/// `computeStride`). `new_n` must already have the same numel as `old_n`.
-#[inline(always)]
-pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Option<Dims>> {
+/// Strides that let `new_n` view memory laid out as (`old_n`, `old_st`), written to `out`
+/// (`new_n.len()` values); `false` when some group of new dims would span two
+/// non-contiguous chunks of old dims (PyTorch's `computeStride`). `new_n` must already have
+/// the same numel as `old_n`. Writing into the caller's buffer lets `view` fill the layout
+/// the new tensor stores, without a list in between.
+#[inline]
+pub fn compute_stride(
+    old_n: &[i64],
+    old_st: &[i64],
+    new_n: &[i64],
+    out: &mut [i64],
+) -> Result<bool> {
+    debug_assert_eq!(new_n.len(), out.len());
     if old_n.is_empty() {
-        return filled(1, new_n.len()).map(Some);
+        out.fill(1);
+        return Ok(true);
     }
     // No elements (a size-0 dim; no multiply chain to find out).
     if old_n.contains(&0) {
-        return if old_n == new_n {
-            dims_from_slice(old_st).map(Some)
-        } else {
-            match contiguous_strides(new_n) {
-                Ok(st) => Ok(Some(st)),
-                Err(e) if e.status == Status::OutOfMemory => Err(e),
-                Err(_) => Ok(None),
+        if old_n == new_n {
+            out.copy_from_slice(old_st);
+            return Ok(true);
+        }
+        return match contiguous_strides(new_n) {
+            Ok(st) => {
+                out.copy_from_slice(&st);
+                Ok(true)
             }
+            Err(e) if e.status == Status::OutOfMemory => Err(e),
+            Err(_) => Ok(false),
         };
     }
-    let mut out: Dims = zeros(new_n.len())?;
     // Same lengths, told to the optimiser (no bounds checks on old_st below).
     let old_st = &old_st[..old_n.len()];
     let mut vd = new_n.len() as isize - 1;
@@ -467,14 +493,14 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Op
         if chunk_end {
             while vd >= 0 && (vn < tn || new_n[vd as usize] == 1) {
                 let Some(st) = vn.checked_mul(base) else {
-                    return Ok(None);
+                    return Ok(false);
                 };
                 out[vd as usize] = st;
                 vn *= new_n[vd as usize];
                 vd -= 1;
             }
             if vn != tn {
-                return Ok(None);
+                return Ok(false);
             }
             if td > 0 {
                 base = old_st[td - 1];
@@ -483,7 +509,7 @@ pub fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Op
             }
         }
     }
-    Ok((vd == -1).then_some(out))
+    Ok(vd == -1)
 }
 
 /// Broadcast shape of `a` and `b` (numpy rules), or a Shape error naming the rightmost
@@ -699,6 +725,13 @@ mod tests {
         );
     }
 
+    /// `infer_size` into a fresh list.
+    fn infer_size(shape: &[i64], numel: i64) -> Result<Dims> {
+        let mut out = zeros(shape.len())?;
+        super::infer_size(shape, numel, &mut out)?;
+        Ok(out)
+    }
+
     #[test]
     fn infer_size_rules() {
         assert_eq!(&infer_size(&[-1, 4], 12).unwrap()[..], &[3, 4]);
@@ -725,6 +758,12 @@ mod tests {
             infer_size(&[i64::MAX, 4], 12).unwrap_err().status,
             Status::Shape
         );
+    }
+
+    /// `compute_stride` into a fresh list: `None` when not viewable.
+    fn compute_stride(old_n: &[i64], old_st: &[i64], new_n: &[i64]) -> Result<Option<Dims>> {
+        let mut out = zeros(new_n.len())?;
+        Ok(super::compute_stride(old_n, old_st, new_n, &mut out)?.then_some(out))
     }
 
     #[test]

@@ -10,7 +10,6 @@
 //! each, removed by the tensor's `release_resources` at strong count 0). Making a tensor
 //! tests one flag of its storage (`StorageImpl::is_tracked`); releasing an untracked
 //! tensor is unchanged (no weak reference, so the one-step fast path).
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use crate::error::{Error, Result, Status};
 use crate::refcount::{box_of, try_upgrade, WeakIntrusivePtr};

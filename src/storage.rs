@@ -5,7 +5,6 @@
 //!
 //! The invariants every user of the data pointer relies on are stated on the fields of
 //! [`StorageImpl`] and [`Data`].
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use crate::allocator::{stats_storage_born, stats_storage_died, Allocator};
 use crate::device::Device;

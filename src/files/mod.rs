@@ -2,7 +2,6 @@
 //! processes, and the two file formats loaded over a mapping without copying
 //! (`.safetensors` and NumPy's `.npy`). Every storage made here is an ordinary external
 //! storage of kind [`Mapped`](crate::storage::StorageKind::Mapped).
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod mmap;
 pub mod npy;
