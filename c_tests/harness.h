@@ -32,6 +32,15 @@ static void harness_result(int ok, const char *file, int line, const char *what)
 #define CHECK_ERROR_HAS(sub) \
   harness_result(strstr(tensor_last_error(), (sub)) != NULL, __FILE__, __LINE__, "last error contains \"" sub "\"")
 
+/* The library's memory statistics now (every field of this header's struct). */
+static inline tensor_memory_stats_t harness_memory_stats(void) {
+  tensor_memory_stats_t s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  CHECK_OK(tensor_memory_stats(&s));
+  return s;
+}
+
 static int harness_finish(const char *name) {
   printf("%s: %d passed, %d failed\n", name, harness_passed, harness_failed);
   return harness_failed == 0 && harness_passed > 0 ? 0 : 1;

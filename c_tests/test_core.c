@@ -28,14 +28,6 @@ static void free_deleter(void *data, void *ctx) {
   free(data);
 }
 
-static tensor_memory_stats_t stats(void) {
-  tensor_memory_stats_t s;
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
-  CHECK_OK(tensor_memory_stats(&s));
-  return s;
-}
-
 /* ---- 1. lifetime ------------------------------------------------------------------- */
 
 static void test_from_blob_lifetime(void) {
@@ -702,29 +694,29 @@ static void test_memory_stats(void) {
   tensor_t *t = NULL, *big = NULL, *ext = NULL, *z = NULL;
   char blob[16];
 
-  s0 = stats();
+  s0 = harness_memory_stats();
   CHECK(s0.struct_size == sizeof s0);
   CHECK(s0.peak_bytes >= s0.live_bytes);
   CHECK_OK(tensor_empty(ten, 1, TENSOR_FLOAT32, &t));
-  s1 = stats();
+  s1 = harness_memory_stats();
   CHECK(s1.live_storages == s0.live_storages + 1);
   CHECK(s1.live_bytes == s0.live_bytes + 40);
   CHECK(s1.total_allocations == s0.total_allocations + 1);
   CHECK(s1.live_external_storages == s0.live_external_storages);
 
   CHECK_OK(tensor_from_blob(blob, ten, NULL, 1, TENSOR_UINT8, CPU, NULL, NULL, &ext));
-  s2 = stats();
+  s2 = harness_memory_stats();
   CHECK(s2.live_storages == s1.live_storages + 1);
   CHECK(s2.live_external_storages == s1.live_external_storages + 1);
   CHECK(s2.live_bytes == s1.live_bytes);                 /* wrapped memory is not ours */
   CHECK(s2.total_allocations == s1.total_allocations);
   tensor_release(ext);
-  s2 = stats();
+  s2 = harness_memory_stats();
   CHECK(s2.live_external_storages == s1.live_external_storages);
   CHECK(s2.live_storages == s1.live_storages);
 
   CHECK_OK(tensor_zeros(zero, 1, TENSOR_FLOAT32, &z)); /* 0 bytes: a storage, no allocation */
-  s2 = stats();
+  s2 = harness_memory_stats();
   CHECK(s2.live_storages == s1.live_storages + 1);
   CHECK(s2.total_allocations == s1.total_allocations);
   tensor_release(z);
@@ -732,7 +724,7 @@ static void test_memory_stats(void) {
   CHECK_OK(tensor_empty(mib, 1, TENSOR_FLOAT32, &big)); /* 4 MiB */
   tensor_release(big);
   tensor_release(t);
-  s2 = stats();
+  s2 = harness_memory_stats();
   CHECK(s2.live_storages == s0.live_storages);
   CHECK(s2.live_bytes == s0.live_bytes);
   CHECK(s2.total_allocations == s0.total_allocations + 2);
@@ -970,10 +962,10 @@ static void test_empty_cache(void) {
   tensor_memory_stats_t s0, s1;
   (void)tensor_empty_cache();
   CHECK(tensor_empty_cache() == 0); /* nothing cached any more */
-  s0 = stats();
+  s0 = harness_memory_stats();
   CHECK_OK(tensor_empty(four_mib, 1, TENSOR_FLOAT32, &t));
   tensor_release(t);
-  s1 = stats();
+  s1 = harness_memory_stats();
   CHECK(s1.live_bytes == s0.live_bytes); /* a cached block is not live */
   CHECK_OK(tensor_empty(four_mib, 1, TENSOR_FLOAT32, &u)); /* reuses the cached block */
   tensor_release(u);
@@ -984,7 +976,7 @@ static void test_empty_cache(void) {
 int main(void) {
   tensor_memory_stats_t before, after;
   CHECK(strcmp(tensor_last_error(), "") == 0); /* no failed call yet */
-  before = stats();
+  before = harness_memory_stats();
   test_from_blob_lifetime();
   test_storage_from_blob_lifetime();
   test_failed_calls_do_not_take_ownership();
@@ -1000,7 +992,7 @@ int main(void) {
   test_allocators();
   test_format();
   test_empty_cache();
-  after = stats();
+  after = harness_memory_stats();
   /* everything created above was released */
   CHECK(after.live_storages == before.live_storages);
   CHECK(after.live_bytes == before.live_bytes);

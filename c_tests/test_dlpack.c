@@ -4,14 +4,6 @@
 
 #include "harness.h"
 
-static tensor_memory_stats_t stats(void) {
-  tensor_memory_stats_t s;
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
-  CHECK_OK(tensor_memory_stats(&s));
-  return s;
-}
-
 static double get2(const tensor_t *t, int64_t i, int64_t j) {
   int64_t ix[2];
   double v = -12345.0;
@@ -90,7 +82,7 @@ static void test_export_versioned(void) {
   tensor_t *base = NULL, *t = NULL;
   DLManagedTensorVersioned *m = NULL;
   int64_t sizes[2] = {3, 4}, strides[2] = {1, 3};
-  tensor_memory_stats_t before = stats(), during;
+  tensor_memory_stats_t before = harness_memory_stats(), during;
   const float *p;
   uint64_t uses;
 
@@ -119,11 +111,11 @@ static void test_export_versioned(void) {
   p = (const float *)m->dl_tensor.data;
   CHECK(p[0] == 2.0f);                                       /* [0][0] */
   CHECK(p[2 * m->dl_tensor.strides[0] + 3 * m->dl_tensor.strides[1]] == 13.0f); /* [2][3] */
-  during = stats();
+  during = harness_memory_stats();
   CHECK(during.live_storages == before.live_storages + 1);
   m->deleter(m);
-  CHECK(stats().live_storages == before.live_storages); /* exactly the reference it took */
-  CHECK(stats().live_bytes == before.live_bytes);
+  CHECK(harness_memory_stats().live_storages == before.live_storages); /* exactly the reference it took */
+  CHECK(harness_memory_stats().live_bytes == before.live_bytes);
 }
 
 static void test_export_dtypes(void) {
@@ -185,21 +177,21 @@ static void test_import_versioned_deleter_once(void) {
   counter c = {0};
   producer_v *p = make_producer_v(&c, 0);
   tensor_t *t = NULL, *tt = NULL;
-  tensor_memory_stats_t before = stats();
+  tensor_memory_stats_t before = harness_memory_stats();
   CHECK_OK(tensor_from_dlpack(&p->m, &t));
   CHECK(tensor_data_ptr(t) == p->data);
   CHECK(tensor_ndim(t) == 2 && tensor_strides(t)[0] == 3 && tensor_strides(t)[1] == 1);
   CHECK(get2(t, 1, 2) == 5.0);
   CHECK(storage_nbytes(tensor_storage(t)) == 48);
   CHECK(!storage_is_read_only(tensor_storage(t)));
-  CHECK(stats().live_external_storages == before.live_external_storages + 1);
+  CHECK(harness_memory_stats().live_external_storages == before.live_external_storages + 1);
   CHECK_OK(tensor_transpose_2d(t, &tt));
   tensor_release(t);
   CHECK(c.calls == 0); /* the view keeps the storage */
   CHECK(get2(tt, 2, 1) == 5.0);
   tensor_release(tt);
   CHECK(c.calls == 1); /* once, at the last reference */
-  CHECK(stats().live_external_storages == before.live_external_storages);
+  CHECK(harness_memory_stats().live_external_storages == before.live_external_storages);
 }
 
 static void test_import_read_only_and_null_strides(void) {
@@ -346,7 +338,7 @@ static void test_round_trip_shares_bytes(void) {
 }
 
 int main(void) {
-  tensor_memory_stats_t start = stats();
+  tensor_memory_stats_t start = harness_memory_stats();
   test_export_versioned();
   test_export_dtypes();
   test_export_read_only_and_nulls();
@@ -355,7 +347,7 @@ int main(void) {
   test_import_unversioned_byte_offset();
   test_import_refusals();
   test_round_trip_shares_bytes();
-  CHECK(stats().live_storages == start.live_storages);
-  CHECK(stats().live_external_storages == start.live_external_storages);
+  CHECK(harness_memory_stats().live_storages == start.live_storages);
+  CHECK(harness_memory_stats().live_external_storages == start.live_external_storages);
   return harness_finish("c_dlpack");
 }

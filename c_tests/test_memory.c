@@ -13,14 +13,6 @@
 
 #define MIB ((uint64_t)1 << 20)
 
-static tensor_memory_stats_t stats(void) {
-  tensor_memory_stats_t s;
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
-  CHECK_OK(tensor_memory_stats(&s));
-  return s;
-}
-
 /* A float32 tensor of 3 MiB + 4 bytes: a big block of capacity 4 MiB. */
 static tensor_t *big3(void) {
   int64_t n[1] = {(3 << 18) + 1};
@@ -31,40 +23,40 @@ static tensor_t *big3(void) {
 
 static void test_environment_limit(void) {
   /* main() set TENSOR_CACHE_LIMIT=6M before the first call into the library. */
-  tensor_memory_stats_t s = stats();
+  tensor_memory_stats_t s = harness_memory_stats();
   CHECK(s.cache_limit_bytes == 6 * MIB);
   /* Read once: changing the environment later has no effect. */
   setenv("TENSOR_CACHE_LIMIT", "1M", 1);
-  CHECK(stats().cache_limit_bytes == 6 * MIB);
+  CHECK(harness_memory_stats().cache_limit_bytes == 6 * MIB);
 }
 
 static void test_reserved_allocated_cached(void) {
   tensor_memory_stats_t s0, s1, s2, s3;
   tensor_t *a, *b;
   (void)tensor_empty_cache();
-  s0 = stats();
+  s0 = harness_memory_stats();
   CHECK(s0.cached_bytes == 0);
 
   a = big3();
-  s1 = stats();
+  s1 = harness_memory_stats();
   CHECK(s1.live_bytes == s0.live_bytes + 3 * MIB + 4); /* allocated: what was asked */
   CHECK(s1.reserved_bytes == s0.reserved_bytes + 4 * MIB); /* reserved: whole 2 MiB pages */
   CHECK(s1.cached_bytes == 0);
 
   tensor_release(a);
-  s2 = stats();
+  s2 = harness_memory_stats();
   CHECK(s2.live_bytes == s0.live_bytes);
   CHECK(s2.cached_bytes == 4 * MIB); /* kept for reuse ... */
   CHECK(s2.reserved_bytes == s0.reserved_bytes + 4 * MIB); /* ... so still reserved */
 
   b = big3(); /* reuses the cached block */
-  s3 = stats();
+  s3 = harness_memory_stats();
   CHECK(s3.cached_bytes == 0);
   CHECK(s3.reserved_bytes == s0.reserved_bytes + 4 * MIB);
   tensor_release(b);
 
   CHECK(tensor_empty_cache() == 4 * MIB);
-  s3 = stats();
+  s3 = harness_memory_stats();
   CHECK(s3.cached_bytes == 0);
   CHECK(s3.reserved_bytes == s0.reserved_bytes); /* back to the system */
   CHECK(s3.live_bytes == s0.live_bytes);
@@ -74,7 +66,7 @@ static void test_cache_limit(void) {
   tensor_memory_stats_t s0, s;
   tensor_t *a, *b, *c;
   (void)tensor_empty_cache();
-  s0 = stats();
+  s0 = harness_memory_stats();
 
   /* Limit 6 MiB (from the environment): two freed 4 MiB blocks do not both fit; the
    * older one is evicted and returned. */
@@ -82,15 +74,15 @@ static void test_cache_limit(void) {
   b = big3();
   tensor_release(a);
   tensor_release(b);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cached_bytes == 4 * MIB);
   CHECK(s.reserved_bytes == s0.reserved_bytes + 4 * MIB);
 
   /* Lowering the limit frees what no longer fits at once. */
   CHECK(tensor_set_cache_limit(5 * MIB) == 6 * MIB);
-  CHECK(stats().cached_bytes == 4 * MIB);
+  CHECK(harness_memory_stats().cached_bytes == 4 * MIB);
   CHECK(tensor_set_cache_limit(3 * MIB) == 5 * MIB);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cache_limit_bytes == 3 * MIB);
   CHECK(s.cached_bytes == 0);
   CHECK(s.reserved_bytes == s0.reserved_bytes);
@@ -98,15 +90,15 @@ static void test_cache_limit(void) {
   /* A block bigger than the limit is never cached. */
   c = big3();
   tensor_release(c);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
 
   /* The off switch: limit 0. */
   CHECK(tensor_set_cache_limit(0) == 3 * MIB);
   a = big3();
-  CHECK(stats().reserved_bytes == s0.reserved_bytes + 4 * MIB);
+  CHECK(harness_memory_stats().reserved_bytes == s0.reserved_bytes + 4 * MIB);
   tensor_release(a);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cache_limit_bytes == 0);
   CHECK(s.cached_bytes == 0);
   CHECK(s.reserved_bytes == s0.reserved_bytes);
@@ -116,7 +108,7 @@ static void test_cache_limit(void) {
   CHECK(tensor_set_cache_limit(256 * MIB) == 0);
   a = big3();
   tensor_release(a);
-  CHECK(stats().cached_bytes == 4 * MIB);
+  CHECK(harness_memory_stats().cached_bytes == 4 * MIB);
   CHECK(tensor_empty_cache() == 4 * MIB);
 }
 
@@ -127,36 +119,36 @@ static void test_small_block_cache(void) {
   tensor_memory_stats_t s0, s;
   void *pa;
   (void)tensor_empty_cache(); /* also empties this thread's small-block cache */
-  s0 = stats();
+  s0 = harness_memory_stats();
   CHECK(s0.cached_bytes == 0);
   CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a));
   pa = tensor_data_ptr(a);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.live_bytes == s0.live_bytes + 200);
   CHECK(s.reserved_bytes == s0.reserved_bytes + 256);
   tensor_release(a);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.live_bytes == s0.live_bytes);
   CHECK(s.cached_bytes == 256);
   CHECK(s.reserved_bytes == s0.reserved_bytes + 256);
   CHECK_OK(tensor_empty(n, 1, TENSOR_UINT8, &b)); /* 50 bytes: another class */
-  CHECK(stats().reserved_bytes == s0.reserved_bytes + 256 + 64);
+  CHECK(harness_memory_stats().reserved_bytes == s0.reserved_bytes + 256 + 64);
   tensor_release(b);
-  CHECK(stats().cached_bytes == 256 + 64);
+  CHECK(harness_memory_stats().cached_bytes == 256 + 64);
   CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a)); /* reuses the 256-byte block */
   CHECK(tensor_data_ptr(a) == pa);
   CHECK(((uintptr_t)tensor_data_ptr(a) & 63) == 0);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cached_bytes == 64 && s.reserved_bytes == s0.reserved_bytes + 256 + 64);
   tensor_release(a);
   CHECK(tensor_empty_cache() == 256 + 64);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
   /* Off switch: nothing is kept. */
   (void)tensor_set_cache_limit(0);
   CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a));
   tensor_release(a);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
   (void)tensor_set_cache_limit(256 * MIB);
 }
@@ -177,10 +169,10 @@ static void test_small_cache_thread_exit(void) {
   pthread_t th;
   tensor_memory_stats_t s0, s;
   (void)tensor_empty_cache();
-  s0 = stats();
+  s0 = harness_memory_stats();
   CHECK(pthread_create(&th, NULL, small_worker, NULL) == 0);
   CHECK(pthread_join(th, NULL) == 0);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cached_bytes == s0.cached_bytes);
   CHECK(s.reserved_bytes == s0.reserved_bytes);
   CHECK(s.live_bytes == s0.live_bytes);

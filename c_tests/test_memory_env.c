@@ -9,14 +9,6 @@
 
 #define MIB ((uint64_t)1 << 20)
 
-static tensor_memory_stats_t stats(void) {
-  tensor_memory_stats_t s;
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
-  CHECK_OK(tensor_memory_stats(&s));
-  return s;
-}
-
 int main(void) {
   int64_t n[1] = {(3 << 18) + 1}; /* 3 MiB + 4 bytes of float32: a 4 MiB block */
   tensor_t *t = NULL;
@@ -36,10 +28,10 @@ int main(void) {
   CHECK(tensor_memory_tracking_enabled());
 
   /* No caching: the freed block goes straight back to the system. */
-  s0 = stats();
+  s0 = harness_memory_stats();
   CHECK(s0.cache_limit_bytes == 0);
   tensor_release(t);
-  s = stats();
+  s = harness_memory_stats();
   CHECK(s.cached_bytes == 0);
   CHECK(s.reserved_bytes == s0.reserved_bytes - 4 * MIB);
   CHECK(tensor_empty_cache() == 0);
@@ -50,7 +42,7 @@ int main(void) {
   CHECK(tensor_set_cache_limit(8 * MIB) == 0);
   CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &t));
   tensor_release(t);
-  CHECK(stats().cached_bytes == 4 * MIB);
+  CHECK(harness_memory_stats().cached_bytes == 4 * MIB);
   CHECK(tensor_empty_cache() == 4 * MIB);
   CHECK(tensor_set_memory_tracking(false) == true);
   CHECK(!tensor_memory_tracking_enabled());
