@@ -709,7 +709,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
         "tensor_dtype_itemsize" => plain!(tensor_dtype_itemsize(c.dtype())),
         "tensor_dtype_name" => plain!(tensor_dtype_name(c.dtype())),
         "tensor_memory_stats" => {
-            let mut st: tensor_memory_stats_t = unsafe { std::mem::zeroed() };
+            let mut st = tensor_memory_stats_t::default();
             st.struct_size = c
                 .rng
                 .pick(&[0usize, 4, 8, 16, std::mem::size_of_val(&st), 4096]);
