@@ -19,19 +19,31 @@ use crate::layout::{Layout, LayoutRef};
 use crate::shape::{self, fmt_dims, wrap_dim};
 use crate::tensor_impl::{Tensor, TensorImpl, VersionOf};
 
-/// The layout of `src` without dim `d` (< its ndim): written once, without copying all
-/// dims and then shifting.
+/// A layout of `nd` dims (offset `offset`) whose first dims are `src`'s dims `k` with
+/// `keep(k)`, in order; any slots after them stay 0 for the caller to fill. Written once,
+/// without copying all dims and then shifting (select, squeeze, diagonal).
 #[inline]
-fn without(src: LayoutRef, d: usize) -> Result<Layout> {
+fn kept_dims(
+    src: LayoutRef,
+    nd: usize,
+    offset: i64,
+    keep: impl Fn(usize) -> bool,
+) -> Result<Layout> {
     let (n, st) = (src.sizes, src.strides);
-    let mut g = Layout::zeros(n.len() - 1, src.offset)?;
+    let mut g = Layout::zeros(nd, offset)?;
     let (sizes, strides) = g.dims_mut();
-    let kept = (0..n.len()).filter(|&k| k != d);
+    let kept = (0..n.len()).filter(|&k| keep(k));
     for ((size, stride), k) in sizes.iter_mut().zip(strides.iter_mut()).zip(kept) {
         *size = n[k];
         *stride = st[k];
     }
     Ok(g)
+}
+
+/// The layout of `src` without dim `d` (< its ndim).
+#[inline]
+fn without(src: LayoutRef, d: usize) -> Result<Layout> {
+    kept_dims(src, src.sizes.len() - 1, src.offset, |k| k != d)
 }
 
 fn not_viewable() -> Error {
@@ -360,16 +372,9 @@ pub fn select(src: LayoutRef, dim: i64, index: i64) -> Result<Layout> {
 
 /// `squeeze()`: drops every size-1 dim.
 pub fn squeeze(src: LayoutRef) -> Result<Layout> {
-    let (n, st) = (src.sizes, src.strides);
+    let n = src.sizes;
     let kept = n.iter().filter(|&&size| size != 1).count();
-    let mut g = Layout::zeros(kept, src.offset)?;
-    let (sizes, strides) = g.dims_mut();
-    let dims = n.iter().zip(st).filter(|&(&size, _)| size != 1);
-    for ((size, stride), (&n, &s)) in sizes.iter_mut().zip(strides.iter_mut()).zip(dims) {
-        *size = n;
-        *stride = s;
-    }
-    Ok(g)
+    kept_dims(src, kept, src.offset, |k| n[k] != 1)
 }
 
 /// `squeeze(dim)`: drops `dim` if its size is 1, else the same geometry. Errors: Index.
@@ -544,13 +549,8 @@ pub fn diagonal(src: LayoutRef, offset: i64, dim1: i64, dim2: i64) -> Result<Lay
         new_off = shape::add(off, step, "diagonal offset")?;
     }
     let stride = shape::add(st[a], st[b], "diagonal stride")?;
-    let mut g = Layout::zeros(n.len() - 1, new_off)?;
+    let mut g = kept_dims(src, n.len() - 1, new_off, |k| k != a && k != b)?;
     let (sizes, strides) = g.dims_mut();
-    let kept = (0..n.len()).filter(|&k| k != a && k != b);
-    for ((size, s), k) in sizes.iter_mut().zip(strides.iter_mut()).zip(kept) {
-        *size = n[k];
-        *s = st[k];
-    }
     let last = n.len() - 2;
     sizes[last] = len;
     strides[last] = stride;
