@@ -51,11 +51,6 @@ impl DType {
         DType::ALL.iter().copied().find(|d| *d as i32 == code)
     }
 
-    #[cfg(test)]
-    pub fn code(self) -> i32 {
-        self as i32
-    }
-
     pub fn itemsize(self) -> usize {
         match self {
             DType::U8 | DType::I8 | DType::Bool => 1,
@@ -509,7 +504,7 @@ mod tests {
     #[test]
     fn codes_sizes_names() {
         for d in DType::ALL {
-            assert_eq!(DType::from_code(d.code()), Some(d));
+            assert_eq!(DType::from_code(d as i32), Some(d));
             assert!(!d.name().is_empty());
             with_dtype!(d, T => assert_eq!(std::mem::size_of::<T>(), d.itemsize()));
             with_dtype!(d, T => assert_eq!(T::DTYPE, d));
@@ -517,7 +512,7 @@ mod tests {
         assert_eq!(DType::from_code(8), None);
         assert_eq!(DType::from_code(-1), None);
         assert_eq!(DType::F32.name(), "float32");
-        assert_eq!(DType::BF16.code(), 15);
+        assert_eq!(DType::BF16 as i32, 15);
     }
 
     #[test]
