@@ -29,6 +29,7 @@ use tensor::ffi::dlpack::{
     DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
 };
 use tensor::ffi::files::*;
+use tensor::ffi::memory::*;
 use tensor::ffi::storage::*;
 use tensor::ffi::tensor::*;
 use tensor::ffi::view::*;

@@ -20,6 +20,7 @@ use ::tensor::ffi::copy::*;
 use ::tensor::ffi::core::*;
 use ::tensor::ffi::dlpack as dl;
 use ::tensor::ffi::dlpack::*;
+use ::tensor::ffi::memory::*;
 use ::tensor::ffi::storage::*;
 use ::tensor::ffi::tensor::*;
 use ::tensor::ffi::view::*;

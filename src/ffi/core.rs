@@ -1,7 +1,6 @@
 //! Library-wide calls: tensor refcounts, errors, dtypes, identity (the memory calls are in
-//! `memory`, re-exported here for Rust callers of their old path).
+//! `memory`).
 
-pub use super::memory::*;
 use super::*;
 use std::ffi::{c_char, CStr};
 
