@@ -14,7 +14,7 @@ use crate::allocator::Allocator;
 use crate::device::Device;
 use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::layout::{Flags, Layout, LayoutRef};
+use crate::layout::{CachedFlags, Flags, Layout, LayoutRef};
 use crate::refcount::{Intrusive, IntrusivePtr};
 use crate::shape::{self, fmt_dims, Dims};
 use crate::storage::{DeleterFn, Storage, StorageImpl};
@@ -75,7 +75,8 @@ pub enum VersionOf<'a> {
 }
 
 /// One strided view of a storage. Every field is set once, by [`Tensor::from_valid`], and
-/// never changed: a TensorImpl is immutable (in-place ops change element data, not these).
+/// never changed: a TensorImpl is immutable (in-place ops change element data, not these);
+/// `flags` is a cache of what the layout already determines.
 pub struct TensorImpl {
     /// The bytes. Shared with every view; may be resized later by its owner, so data access
     /// re-checks the bounds ([`TensorImpl::check_in_bounds`]).
@@ -94,8 +95,9 @@ pub struct TensorImpl {
     /// Element type: the itemsize in the extent above is `dtype.itemsize()`.
     dtype: DType,
     /// The cached contiguity bits of exactly `layout`'s sizes and strides, computed by the
-    /// one refresh, [`Flags::compute`], when the TensorImpl is made.
-    flags: Flags,
+    /// one refresh, [`Flags::compute`], when they are first read ([`TensorImpl::flags`]).
+    /// The only field that changes after construction, and only from unknown to known.
+    flags: CachedFlags,
 }
 
 impl Intrusive for TensorImpl {
@@ -175,19 +177,17 @@ impl Tensor {
             offset: storage_offset,
         };
         let numel = validate(unchecked, dtype.itemsize(), storage.nbytes())?;
-        // As from_valid, but the flags read the caller's slices and the layout is built
-        // last, right before it moves into the TensorImpl (built earlier and then read,
-        // it is copied once more: benches/c/count.sh, from_storage).
-        let flags = Flags::compute(sizes, strides, numel);
+        // As from_valid, but the layout is built last, right before it moves into the
+        // TensorImpl (built earlier, it is copied once more: benches/c/count.sh,
+        // from_storage).
         let version = version.resolve()?;
         let layout = Layout::new(sizes, strides, storage_offset)?;
-        Tensor::assemble(storage, layout, numel, dtype, version, flags)
+        Tensor::assemble(storage, layout, numel, dtype, version)
     }
 
     /// The constructor for a layout already validated against `storage` (by [`validate`],
     /// or by a caller that checked the same: `numel` is its checked product of sizes).
-    /// Computes the cached flags, picks the version counter and moves `layout` into the
-    /// new TensorImpl.
+    /// Picks the version counter and moves `layout` into the new TensorImpl.
     #[inline(always)] // as validate
     pub(crate) fn from_valid(
         storage: &Storage,
@@ -200,14 +200,12 @@ impl Tensor {
             validate(layout.as_ref(), dtype.itemsize(), storage.nbytes()).ok(),
             Some(numel)
         );
-        let l = layout.as_ref();
-        let flags = Flags::compute(l.sizes, l.strides, numel);
         let version = version.resolve()?;
-        Tensor::assemble(storage, layout, numel, dtype, version, flags)
+        Tensor::assemble(storage, layout, numel, dtype, version)
     }
 
-    /// Allocates the TensorImpl of a validated `layout` and its `flags` (what every
-    /// constructor ends with).
+    /// Allocates the TensorImpl of a validated `layout` (what every constructor ends
+    /// with); its flags are computed when first read.
     #[inline(always)] // as validate
     fn assemble(
         storage: &Storage,
@@ -215,7 +213,6 @@ impl Tensor {
         numel: i64,
         dtype: DType,
         version: Option<VersionPtr>,
-        flags: Flags,
     ) -> Result<Tensor> {
         // Built in place once the block exists: no copy of the TensorImpl, and nothing to
         // undo when the allocation fails.
@@ -225,7 +222,7 @@ impl Tensor {
             numel,
             version,
             dtype,
-            flags,
+            flags: CachedFlags::new(),
         })
         .map(Tensor)
         .ok_or_else(|| oom("tensor"));
@@ -564,24 +561,32 @@ impl TensorImpl {
         base.wrapping_add((self.layout.offset as usize).wrapping_mul(self.itemsize()))
     }
 
+    /// The cached contiguity bits (computed on the first call).
+    #[inline]
+    fn flags(&self) -> Flags {
+        self.flags.get(self.layout(), self.numel)
+    }
+
     pub fn is_contiguous(&self, fmt: MemoryFormat) -> bool {
+        let f = self.flags();
         match fmt {
-            MemoryFormat::Contiguous => self.flags.has(Flags::CONTIGUOUS),
-            MemoryFormat::ChannelsLast => self.flags.has(Flags::CHANNELS_LAST_CONTIGUOUS),
-            MemoryFormat::ChannelsLast3d => self.flags.has(Flags::CHANNELS_LAST_3D_CONTIGUOUS),
+            MemoryFormat::Contiguous => f.has(Flags::CONTIGUOUS),
+            MemoryFormat::ChannelsLast => f.has(Flags::CHANNELS_LAST_CONTIGUOUS),
+            MemoryFormat::ChannelsLast3d => f.has(Flags::CHANNELS_LAST_3D_CONTIGUOUS),
             MemoryFormat::Preserve => false,
         }
     }
 
     pub fn is_non_overlapping_and_dense(&self) -> bool {
-        self.flags.has(Flags::NON_OVERLAPPING_AND_DENSE)
+        self.flags().has(Flags::NON_OVERLAPPING_AND_DENSE)
     }
 
     /// The layout an op producing a tensor "like this one" should use.
     pub fn suggest_memory_format(&self) -> MemoryFormat {
-        if self.flags.has(Flags::CHANNELS_LAST_STRIDES) {
+        let f = self.flags();
+        if f.has(Flags::CHANNELS_LAST_STRIDES) {
             MemoryFormat::ChannelsLast
-        } else if self.flags.has(Flags::CHANNELS_LAST_3D_STRIDES) {
+        } else if f.has(Flags::CHANNELS_LAST_3D_STRIDES) {
             MemoryFormat::ChannelsLast3d
         } else {
             MemoryFormat::Contiguous

@@ -3,9 +3,9 @@
 //! very value the new TensorImpl stores — or PyTorch's error; then one `TensorImpl` method
 //! per operation moves that layout into [`TensorImpl::make_view_layout`] (or
 //! `make_view_layout_dtype`), which validates it once, builds the TensorImpl over the same
-//! storage, shares the version counter and computes the cached flags. No view touches
-//! element data, and for <= `MAX_INLINE_DIMS` dims the only heap allocation is the
-//! TensorImpl itself (the layout is inline).
+//! storage and shares the version counter (the cached flags wait for their first reader:
+//! `layout::CachedFlags`). No view touches element data, and for <= `MAX_INLINE_DIMS` dims
+//! the only heap allocation is the TensorImpl itself (the layout is inline).
 //!
 //! Status codes: a dim or element index out of range is `Index`; a size rule between the
 //! tensor and the request (expand, view(dtype), t() on > 2 dims, unfold size) is `Shape`;
