@@ -157,7 +157,16 @@ unsafe fn copy_part(
         // SAFETY: our contract is run_engine's; S and D are the layouts' dtypes.
         unsafe {
             crate::with_dtype!(src_dtype, S => crate::with_dtype!(dst_dtype, D => {
-                run_engine(sizes, dst, dst_st, i0, src, src_st, i1, &mut Convert::<S, D>::new());
+                run_engine(
+                    sizes,
+                    dst,
+                    dst_st,
+                    i0,
+                    src,
+                    src_st,
+                    i1,
+                    &mut Convert::<S, D>::new(out_bytes),
+                );
             }));
         }
     }
