@@ -1,7 +1,7 @@
 //! float -> integer conversion of contiguous runs, vectorised, with exactly the dtype.rs
 //! rule (Rust's `as`: truncate toward zero, saturate at the integer's bounds, NaN -> 0).
 //! f32 and f64 sources convert directly; f16 and bf16 sources are widened to f32 (exact)
-//! in cache-sized chunks first, except on AVX2 + F16C CPUs for 8- and 16-bit integers,
+//! in cache-sized chunks first, except on AVX2 + F16C CPUs for 8- to 32-bit integers,
 //! which a direct kernel ([`narrow`]) widens, converts and packs in registers. The loops
 //! are compiled twice (baseline x86-64, AVX2 + F16C) and picked at run time; tests
 //! compare every pair with the scalar rule.
@@ -235,10 +235,10 @@ where
     }
 }
 
-/// The direct AVX2 + F16C kernel for f16 / bf16 -> i8 / u8 / i16 / u16: 16 items per step
-/// are widened in registers, saturated, converted and packed, with no pass through an f32
-/// buffer. (For 16-bit -> 16-bit that pass made the conversion slower than a memcpy of
-/// the same bytes: 0.77-0.93x before this kernel.)
+/// The direct AVX2 + F16C kernel for f16 / bf16 -> i8 / u8 / i16 / u16 / i32 / u32: 32
+/// bytes of output per step are widened in registers, saturated, converted and packed,
+/// with no pass through an f32 buffer. (For 16-bit -> 16-bit that pass made the
+/// conversion slower than a memcpy of the same bytes: 0.77-0.93x before this kernel.)
 #[cfg(target_arch = "x86_64")]
 mod narrow {
     use super::{is, SatCast};
@@ -248,14 +248,19 @@ mod narrow {
 
     /// Whether [`run`] converts to `I`.
     pub(super) fn handles<I: 'static>() -> bool {
-        is::<I, i8>() || is::<I, u8>() || is::<I, i16>() || is::<I, u16>()
+        is::<I, i8>() || is::<I, u8>() || is::<I, i16>() || is::<I, u16>() || wide::<I>()
     }
 
     fn signed<I: 'static>() -> bool {
-        is::<I, i8>() || is::<I, i16>()
+        is::<I, i8>() || is::<I, i16>() || is::<I, i32>()
     }
 
-    /// `(I::MIN, I::MAX)` as f32 (exact) for [`handles`]'s types.
+    /// i32 and u32: their MAX is not an f32, so they saturate by a mask, not a clamp.
+    fn wide<I: 'static>() -> bool {
+        is::<I, i32>() || is::<I, u32>()
+    }
+
+    /// `(I::MIN, I::MAX)` as f32 (exact) for [`handles`]'s 8- and 16-bit types.
     fn bounds<I: 'static>() -> (f32, f32) {
         if is::<I, i8>() {
             (i8::MIN as f32, i8::MAX as f32)
@@ -297,6 +302,56 @@ mod narrow {
                 x
             };
             _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(x, lo), hi))
+        }
+    }
+
+    /// The dtype rule for i32 / u32 on eight f32 lanes (as [`sat`], but I::MAX is not an
+    /// f32: lanes at or above 2^bits saturate by a mask).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[inline(always)]
+    unsafe fn sat32<I: 'static>(x: __m256) -> __m256i {
+        const TWO31: f32 = 2147483648.0;
+        // SAFETY: register-only AVX / AVX2 intrinsics; the CPU has AVX2 (the contract).
+        unsafe {
+            if signed::<I>() {
+                let x = _mm256_and_ps(x, _mm256_cmp_ps::<_CMP_ORD_Q>(x, x));
+                let big =
+                    _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_set1_ps(TWO31)));
+                let r = _mm256_cvttps_epi32(_mm256_max_ps(x, _mm256_set1_ps(-TWO31)));
+                // `cvttps` gives 0x8000_0000 for lanes >= 2^31: all bits flipped, i32::MAX.
+                _mm256_xor_si256(r, big)
+            } else {
+                // NaN -> 0 as in sat.
+                let x = _mm256_max_ps(x, _mm256_setzero_ps());
+                let big = _mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_set1_ps(2.0 * TWO31));
+                let top = _mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_set1_ps(TWO31));
+                // Lanes in [2^31, 2^32) lose 2^31 (exact: both are multiples of their ulp,
+                // 256), convert, and get it back as the sign bit; lanes >= 2^32 (their
+                // conversion gives 0x8000_0000, cleared by that xor) become all ones.
+                let y = _mm256_sub_ps(x, _mm256_and_ps(top, _mm256_set1_ps(TWO31)));
+                let sign = _mm256_and_si256(_mm256_castps_si256(top), _mm256_set1_epi32(i32::MIN));
+                let r = _mm256_xor_si256(_mm256_cvttps_epi32(y), sign);
+                _mm256_or_si256(r, _mm256_castps_si256(big))
+            }
+        }
+    }
+
+    /// Items `p[0..8]` as f32.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and F16C; 8 u16 readable at `p`.
+    #[inline(always)]
+    unsafe fn widen8<const F16: bool>(p: *const u16) -> __m256 {
+        // SAFETY: the contract: 16 bytes read at p (unaligned load), AVX2 and F16C.
+        unsafe {
+            let x = _mm_loadu_si128(p as *const __m128i);
+            if F16 {
+                _mm256_cvtph_ps(x)
+            } else {
+                _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(x)))
+            }
         }
     }
 
@@ -357,8 +412,12 @@ mod narrow {
     /// As [`widen16`], with `32 / size_of::<I>()` u16 readable at `p`.
     #[inline(always)]
     unsafe fn block<I: 'static, const F16: bool>(p: *const u16, lo: __m256, hi: __m256) -> __m256i {
-        // SAFETY: the contract: words reads p[0..16] and, for 8-bit I, p[16..32].
+        // SAFETY: the contract: widen8 reads p[0..8] for 32-bit I, words p[0..16] and, for
+        // 8-bit I, p[16..32].
         unsafe {
+            if wide::<I>() {
+                return sat32::<I>(widen8::<F16>(p));
+            }
             if size_of::<I>() == 2 {
                 return words::<I, F16>(p, lo, hi);
             }
