@@ -545,6 +545,7 @@ where
         // SAFETY: our contract; level 2 means the CPU has AVX2 and F16C.
         return unsafe { from_half_avx2(d, s, n) };
     }
+    // Only the direct kernel streams.
     let _ = stream;
     // SAFETY: the same contract as ours.
     unsafe { from_half_base(d, s, n) }
