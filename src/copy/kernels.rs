@@ -523,11 +523,19 @@ mod simd {
 /// Converting copy `S -> D` through dtype.rs's rule (`D::from_scalar(s.to_scalar())`),
 /// with vectorised slice paths for f32 <-> f16 / bf16 that tests check bit-for-bit against
 /// the rule.
-pub(crate) struct Convert<S, D>(std::marker::PhantomData<(S, D)>);
+pub(crate) struct Convert<S, D> {
+    /// The output is far bigger than the caches: contiguous kernels may stream their stores.
+    stream: bool,
+    _t: std::marker::PhantomData<(S, D)>,
+}
 
 impl<S, D> Convert<S, D> {
-    pub fn new() -> Self {
-        Convert(std::marker::PhantomData)
+    /// `out_bytes`: the size of the whole destination (picks streaming stores).
+    pub fn new(out_bytes: usize) -> Self {
+        Convert {
+            stream: out_bytes >= STREAM_BYTES,
+            _t: std::marker::PhantomData,
+        }
     }
 }
 
@@ -562,8 +570,13 @@ pub(crate) fn f32_to_bf16_bits(f: f32) -> u16 {
 /// # Safety
 /// `n` contiguous `S` items at `s` are readable, `n` contiguous `D` items at `d` writable,
 /// and the two runs do not overlap (`Kernel::run`'s contract for a contiguous run of a
-/// converting copy).
-unsafe fn fast_contiguous<S: Element, D: Element>(d: *mut u8, s: *const u8, n: usize) -> bool {
+/// converting copy). `stream`: the whole output is at least [`STREAM_BYTES`].
+unsafe fn fast_contiguous<S: Element, D: Element>(
+    d: *mut u8,
+    s: *const u8,
+    n: usize,
+    stream: bool,
+) -> bool {
     use half::slice::HalfFloatSliceExt;
     let aligned = (d as usize) % std::mem::align_of::<D>() == 0
         && (s as usize) % std::mem::align_of::<S>() == 0;
@@ -621,7 +634,7 @@ unsafe fn fast_contiguous<S: Element, D: Element>(d: *mut u8, s: *const u8, n: u
         true
     } else {
         // SAFETY: this function's contract, which is float_to_int's.
-        unsafe { super::float_int::float_to_int::<S, D>(d, s, n) }
+        unsafe { super::float_int::float_to_int::<S, D>(d, s, n, stream) }
     }
 }
 
@@ -632,7 +645,7 @@ impl<S: Element, D: Element> Kernel for Convert<S, D> {
         if ds == szd && ss == szs {
             // SAFETY: both runs are n contiguous items (run's contract), not overlapping
             // (the op's guarantee): fast_contiguous's contract.
-            if unsafe { fast_contiguous::<S, D>(d, s, n) } {
+            if unsafe { fast_contiguous::<S, D>(d, s, n, self.stream) } {
                 return true;
             }
             // SAFETY: item i < n is d + i·szd and s + i·szs (run's contract).
@@ -768,7 +781,7 @@ mod tests {
 
     fn run_fast<S: Element, D: Element + Default>(src: &[S]) -> Vec<D> {
         let mut out = vec![D::default(); src.len()];
-        let mut k = Convert::<S, D>::new();
+        let mut k = Convert::<S, D>::new(0);
         // SAFETY: out and src are distinct buffers of src.len() contiguous items each.
         unsafe {
             k.run(

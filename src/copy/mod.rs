@@ -124,22 +124,19 @@ unsafe fn copy_part(
     out_bytes: usize,
 ) {
     let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
+    // The engine over the two layouts with kernel `$k` (a `&mut` to it).
+    macro_rules! engine {
+        ($k:expr) => {
+            run_engine(sizes, dst, dst_st, i0, src, src_st, i1, $k)
+        };
+    }
     // bool -> bool converts too: a bool byte other than 0 / 1 (foreign memory, a
     // view_dtype) is written as 1, as PyTorch's copies do.
     if dst_dtype == src_dtype && dst_dtype != DType::Bool {
         // Same dtype: only the item width matters.
         macro_rules! same {
             ($word:ty) => {
-                run_engine(
-                    sizes,
-                    dst,
-                    dst_st,
-                    i0,
-                    src,
-                    src_st,
-                    i1,
-                    &mut CopySame::<$word>::new(out_bytes),
-                )
+                engine!(&mut CopySame::<$word>::new(out_bytes))
             };
         }
         // SAFETY: our contract is run_engine's; the word moved is the item size i0
@@ -157,7 +154,7 @@ unsafe fn copy_part(
         // SAFETY: our contract is run_engine's; S and D are the layouts' dtypes.
         unsafe {
             crate::with_dtype!(src_dtype, S => crate::with_dtype!(dst_dtype, D => {
-                run_engine(sizes, dst, dst_st, i0, src, src_st, i1, &mut Convert::<S, D>::new());
+                engine!(&mut Convert::<S, D>::new(out_bytes));
             }));
         }
     }
