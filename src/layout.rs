@@ -231,9 +231,9 @@ impl Flags {
 /// The [`Flags`] of one immutable layout, computed by [`Flags::compute`] the first time
 /// they are read, then kept. c10 refreshes its bits whenever a TensorImpl's sizes change;
 /// our layouts never change after construction, so the refresh can wait for the first
-/// question: a view that is never asked (most views: they are read, copied from, or
-/// released) never pays for it (benches/c/count.sh: 100 to 160 instructions per view,
-/// a fifth of a transpose).
+/// question. A tensor that is asked pays once, as before; one that is never asked (a view
+/// only indexed, or passed on and released) never pays (benches/c/count.sh: 100 to 160
+/// instructions per view, a fifth of a transpose).
 ///
 /// Threads may race to fill it: each computes the same bits from the same immutable
 /// layout and stores the same byte, so `Relaxed` is enough (the byte publishes nothing

@@ -75,8 +75,8 @@ pub enum VersionOf<'a> {
 }
 
 /// One strided view of a storage. Every field is set once, by [`Tensor::from_valid`], and
-/// never changed: a TensorImpl is immutable (in-place ops change element data, not these);
-/// `flags` is a cache of what the layout already determines.
+/// never changed: a TensorImpl is immutable (in-place ops change element data, not these).
+/// The one exception is `flags`, a cache of what the layout already determines.
 pub struct TensorImpl {
     /// The bytes. Shared with every view; may be resized later by its owner, so data access
     /// re-checks the bounds ([`TensorImpl::check_in_bounds`]).
