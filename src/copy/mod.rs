@@ -211,6 +211,23 @@ fn may_overlap(dst: &TensorImpl, src: &TensorImpl) -> bool {
 /// stays in L2 while every index of `dim` reads it).
 const AFFINE_BLOCK: usize = 128 << 10;
 
+/// What [`TensorImpl::like_strides`] gives: `self`'s own strides, borrowed (no copy on a
+/// small clone's path), or new ones.
+enum LikeStrides<'a> {
+    Same(&'a [i64]),
+    New(Dims),
+}
+
+impl std::ops::Deref for LikeStrides<'_> {
+    type Target = [i64];
+    #[inline]
+    fn deref(&self) -> &[i64] {
+        match self {
+            LikeStrides::Same(s) => s,
+            LikeStrides::New(d) => d,
+        }
+    }
+}
 impl TensorImpl {
     /// `dst.copy_(src)`: broadcasts `src` to `self`'s shape and converts its dtype; when
     /// the two share memory the result is that of copying from a snapshot of `src`.
@@ -440,14 +457,16 @@ impl TensorImpl {
     /// The strides `empty_like` / `clone` give a tensor like `self` in `fmt`: Preserve
     /// keeps the exact strides of a non-overlapping-and-dense tensor, else dense strides
     /// in `self`'s dim order (PyTorch's infer_dense_strides).
-    fn like_strides(&self, fmt: MemoryFormat) -> Result<Dims> {
-        match fmt {
+    fn like_strides(&self, fmt: MemoryFormat) -> Result<LikeStrides<'_>> {
+        Ok(match fmt {
             MemoryFormat::Preserve if self.is_non_overlapping_and_dense() => {
-                shape::dims_from_slice(self.strides())
+                LikeStrides::Same(self.strides())
             }
-            MemoryFormat::Preserve => shape::infer_dense_strides(self.sizes(), self.strides()),
-            f => f.strides_for(self.sizes()),
-        }
+            MemoryFormat::Preserve => {
+                LikeStrides::New(shape::infer_dense_strides(self.sizes(), self.strides())?)
+            }
+            f => LikeStrides::New(f.strides_for(self.sizes())?),
+        })
     }
 
     /// An uninitialised tensor with `self`'s sizes, dtype and the layout of `fmt` (see
