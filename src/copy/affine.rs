@@ -303,7 +303,7 @@ mod simd {
         let d = d as *mut f32;
         // Streaming stores need 32-byte aligned outputs: scalar items up to there (only
         // when the output is 4-byte aligned, i.e. a whole number of items away).
-        let head = if stream && (d as usize) % 4 == 0 {
+        let head = if stream && (d as usize).is_multiple_of(4) {
             ((32 - (d as usize) % 32) % 32 / 4).min(n)
         } else {
             0
@@ -315,7 +315,7 @@ mod simd {
             }
             (d.add(head), s.add(head * ss), n - head)
         };
-        let aligned = stream && (d2 as usize) % 32 == 0;
+        let aligned = stream && (d2 as usize).is_multiple_of(32);
         // SAFETY: the rest of the runs, items head..n, with ss 1 (dense) or 3 (stride3),
         // as each requires; the CPU has AVX2 (checked above); streaming stores only when
         // d2 is 32-byte aligned (then every 8-item store of dense / stride3 is).

@@ -115,7 +115,7 @@ impl<T: Copy> Kernel for CopySame<T> {
         #[cfg(target_arch = "x86_64")]
         if simd::has_avx2() {
             // Streaming stores need 32-byte aligned rows.
-            let stream = self.stream && (d as usize) % 32 == 0 && dr % 32 == 0;
+            let stream = self.stream && (d as usize).is_multiple_of(32) && dr % 32 == 0;
             // The SIMD calls below rely on: the CPU has AVX2 (checked just above); the tile
             // is tile's contract's tile with dc == sr == size_of::<T>() (asserted above: the
             // engine tiles only then, and CopySame's T is the dtype's item size); `stream`
@@ -578,8 +578,8 @@ unsafe fn fast_contiguous<S: Element, D: Element>(
     stream: bool,
 ) -> bool {
     use half::slice::HalfFloatSliceExt;
-    let aligned = (d as usize) % std::mem::align_of::<D>() == 0
-        && (s as usize) % std::mem::align_of::<S>() == 0;
+    let aligned = (d as usize).is_multiple_of(std::mem::align_of::<D>())
+        && (s as usize).is_multiple_of(std::mem::align_of::<S>());
     if !aligned {
         return false;
     }

@@ -80,7 +80,7 @@ pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t 
 pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
     guard_or("storage_weak_expired", true, || {
         // SAFETY: as in storage_weak_lock.
-        unsafe { storage_weak_t::borrow(w) }.map_or(true, |weak| weak.expired())
+        unsafe { storage_weak_t::borrow(w) }.is_none_or(|weak| weak.expired())
     })
 }
 

@@ -352,7 +352,7 @@ pub fn tensor_from_storage(storage: &Storage) -> Result<Tensor> {
     let h = parse_header(bytes)?;
     let strides = strides_of(&h)?;
     let isz = h.dtype.itemsize();
-    let aligned = h.data_offset % isz == 0 && ptr as usize % isz == 0;
+    let aligned = h.data_offset % isz == 0 && (ptr as usize).is_multiple_of(isz);
     if !h.swap_bytes && aligned {
         return Tensor::from_storage(
             storage,

@@ -130,7 +130,7 @@ pub fn tensors_from_storage(storage: &Storage) -> Result<Vec<(String, Tensor)>> 
     let mut out = Vec::with_capacity(entries.len());
     for e in entries {
         let isz = e.dtype.itemsize();
-        let t = if e.begin % isz == 0 && ptr as usize % isz == 0 {
+        let t = if e.begin % isz == 0 && (ptr as usize).is_multiple_of(isz) {
             Tensor::from_storage(storage, (e.begin / isz) as i64, &e.shape, None, e.dtype)?
         } else {
             let t = Tensor::empty(&e.shape, e.dtype)?;
