@@ -41,6 +41,11 @@ pub trait Intrusive {
     fn reachable_by_address(&self) -> bool {
         false
     }
+
+    /// The per-thread object-block slot (`allocator::OBJ_SLOTS`) that recycles this type's
+    /// boxes, if any. One type per slot (a slot keeps blocks of one layout only; another
+    /// type's blocks would be freed instead of kept).
+    const BLOCK_SLOT: Option<usize> = None;
 }
 
 /// The heap block behind every handle: the counter first, then the value.
@@ -142,8 +147,14 @@ impl<T: Intrusive> IntrusivePtr<T> {
     #[inline(always)]
     pub fn try_new_with(make: impl FnOnce() -> T) -> Option<Self> {
         let layout = Layout::new::<RcBox<T>>();
-        // SAFETY: RcBox<T> has non-zero size (it holds the counter).
-        let ptr = NonNull::new(unsafe { alloc(layout) } as *mut RcBox<T>)?;
+        let cached = T::BLOCK_SLOT.and_then(|slot| crate::allocator::obj_take(slot, layout));
+        let raw = match cached {
+            // A block that destroy gave back, allocated with this same layout.
+            Some(p) => p,
+            // SAFETY: RcBox<T> has non-zero size (it holds the counter).
+            None => unsafe { alloc(layout) },
+        };
+        let ptr = NonNull::new(raw as *mut RcBox<T>)?;
         // SAFETY: freshly allocated, properly aligned for RcBox<T>; fields written in place.
         unsafe {
             let p = ptr.as_ptr();
@@ -237,7 +248,7 @@ impl<T: Intrusive> Deref for IntrusivePtr<T> {
 /// # Safety
 /// `p` came from `try_new_with` and no reference of either kind remains (the count word
 /// is, or just became, 0 strong and 0 weak): nobody can reach the box any more.
-unsafe fn destroy<T>(p: NonNull<RcBox<T>>) {
+unsafe fn destroy<T: Intrusive>(p: NonNull<RcBox<T>>) {
     // SAFETY: the box is initialised (try_new_with wrote both fields), allocated with this
     // layout, and ours alone (contract); the value is dropped once and the box then freed.
     // Only the value is dropped (the counter has no drop glue): `drop_in_place` of the
@@ -245,7 +256,14 @@ unsafe fn destroy<T>(p: NonNull<RcBox<T>>) {
     // may still be loading while the value's Drop waits for the registry lock.
     unsafe {
         std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p.as_ptr()).value));
-        dealloc(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
+        let (block, layout) = (p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
+        // Recycled through its type's slot (which holds only this layout), else freed.
+        if let Some(slot) = T::BLOCK_SLOT {
+            if crate::allocator::obj_put(slot, block, layout) {
+                return;
+            }
+        }
+        dealloc(block, layout);
     }
 }
 
@@ -254,7 +272,7 @@ unsafe fn destroy<T>(p: NonNull<RcBox<T>>) {
 /// # Safety
 /// The caller owns one weak unit of the live box `p` (a weak reference, or the unit the
 /// strong references shared) and gives it up.
-unsafe fn release_weak<T>(p: NonNull<RcBox<T>>) {
+unsafe fn release_weak<T: Intrusive>(p: NonNull<RcBox<T>>) {
     // SAFETY: our weak unit keeps the box allocated until the decrement.
     let old = unsafe { p.as_ref() }
         .refcount

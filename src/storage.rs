@@ -389,6 +389,8 @@ impl StorageImpl {
 }
 
 impl Intrusive for StorageImpl {
+    const BLOCK_SLOT: Option<usize> = Some(crate::allocator::OBJ_STORAGE);
+
     fn release_resources(&self) {
         self.release_data();
     }

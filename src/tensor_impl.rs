@@ -101,6 +101,8 @@ pub struct TensorImpl {
 }
 
 impl Intrusive for TensorImpl {
+    const BLOCK_SLOT: Option<usize> = Some(crate::allocator::OBJ_TENSOR);
+
     /// Called at strong count 0 only while weak references exist, and the only weak
     /// reference to a tensor is the memory snapshot's registration: so this unregisters
     /// it, and an untracked tensor's release path stays the one-step fast path.
@@ -374,7 +376,7 @@ impl Tensor {
         let isz = dtype.itemsize() as i64;
         let align = crate::with_dtype!(dtype, T => std::mem::align_of::<T>());
         ensure!(
-            (data as usize) % align == 0,
+            (data as usize).is_multiple_of(align),
             InvalidArgument,
             "data pointer {data:p} is not aligned for {} (needs a multiple of {align} bytes)",
             dtype.name().trim_end_matches('\0')

@@ -4,7 +4,9 @@
 //! allocation it makes, failing that one allocation:
 //!
 //! * `rust`: the Nth allocation through the Rust global allocator (a counting
-//!   `#[global_allocator]` below, armed on this thread only);
+//!   `#[global_allocator]` below, armed on this thread only), once with the library's
+//!   caches on and once with them off (cache limit 0: every TensorImpl and StorageImpl box
+//!   is then allocated, not reused from the per-thread object-block cache);
 //! * `library`: the Nth call of the library's storage allocator (a counting allocator set
 //!   with `tensor_set_default_allocator`).
 //!
@@ -333,7 +335,7 @@ fn script() -> Script {
         tensors: Vec::with_capacity(64),
         wrapped: Vec::with_capacity(16),
     });
-    let one = 1 as *mut tensor_t; // "no input needed"
+    let one = std::ptr::dangling_mut::<tensor_t>(); // "no input needed"
     let s23 = [2i64, 3];
     let a = sc.make("tensor_zeros", one, |o| {
         tensor_zeros(s23.as_ptr(), 2, TENSOR_FLOAT32, o)
@@ -567,18 +569,32 @@ fn every_allocation_of_a_call_sequence_may_fail() {
     verbose();
     // Warm-up: thread-locals and the error slot exist before counting starts.
     release(script());
-    let (runs, allocs) = sweep(
-        "rust",
-        |n| {
-            SEEN.with(|s| s.set(0));
-            FIRED.with(|f| f.set(false));
-            FAIL_AT.with(|f| f.set(n));
-            ARMED.with(|a| a.set(true));
-        },
-        || FIRED.with(|f| f.get()),
-        || ARMED.with(|a| a.set(false)),
-    );
+    let rust_sweep = |kind: &str| {
+        sweep(
+            kind,
+            |n| {
+                SEEN.with(|s| s.set(0));
+                FIRED.with(|f| f.set(false));
+                FAIL_AT.with(|f| f.set(n));
+                ARMED.with(|a| a.set(true));
+            },
+            || FIRED.with(|f| f.get()),
+            || ARMED.with(|a| a.set(false)),
+        )
+    };
+    let (runs, allocs) = rust_sweep("rust");
     eprintln!("rust global allocator: {allocs} allocations per script, {runs} runs");
+    // Again with caching off (limit 0): every TensorImpl and StorageImpl box then comes from
+    // the global allocator, so each of those allocations is failed in turn too (with the
+    // per-thread object-block cache on, most of them reuse a block and never reach it).
+    let limit = tensor_set_cache_limit(0);
+    let (runs0, allocs0) = rust_sweep("rust, cache off");
+    tensor_set_cache_limit(limit);
+    eprintln!("rust global allocator, cache off: {allocs0} allocations per script, {runs0} runs");
+    assert!(
+        allocs0 > allocs,
+        "with the cache off, the object boxes are allocated"
+    );
     let (runs2, allocs2) = sweep(
         "library",
         |n| {

@@ -92,6 +92,12 @@ pub extern "C" fn tensor_memory_stats(out: *mut tensor_memory_stats_t) -> tensor
 /// the limit, or this call. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
 /// size. Cached blocks are never counted in `live_bytes`. Safe to call at any time, from
 /// any thread (small blocks: the calling thread's only).
+///
+/// The library's own objects (each tensor's TensorImpl and each storage's StorageImpl, a
+/// few hundred bytes, no tensor data) are kept the same way for reuse: up to 16 of each per
+/// thread, returned at thread exit or by this call on that thread, never kept under limit
+/// 0; they are not tensor memory, so neither the statistics nor the bytes returned here
+/// count them.
 #[no_mangle]
 pub extern "C" fn tensor_empty_cache() -> u64 {
     guard("tensor_empty_cache", crate::allocator::empty_cache)
