@@ -235,15 +235,108 @@ where
     }
 }
 
+/// The loop of every AVX2 kernel here: 32 bytes of output per step, and, for big outputs,
+/// streaming stores after a scalar head up to 32-byte alignment; a scalar tail.
+#[cfg(target_arch = "x86_64")]
+mod steps {
+    use std::arch::x86_64::__m256i;
+    use std::arch::x86_64::{_mm256_storeu_si256, _mm256_stream_si256, _mm_sfence};
+    use std::mem::size_of;
+
+    /// One conversion, item by item and 32 bytes of output at a time.
+    pub(super) trait Step {
+        /// The source item.
+        type S;
+        /// The output item.
+        type D;
+        /// Item `*s` by the dtype rule.
+        ///
+        /// # Safety
+        /// One `S` readable at `s`; the CPU supports AVX2 and F16C.
+        unsafe fn one(s: *const Self::S) -> Self::D;
+        /// Items `s[0..32 / size_of::<D>()]` by the dtype rule, as 32 bytes of `D`.
+        ///
+        /// # Safety
+        /// `32 / size_of::<D>()` `S` readable at `s`; the CPU supports AVX2 and F16C.
+        unsafe fn block(s: *const Self::S) -> __m256i;
+    }
+
+    /// Runs with fewer output bytes keep plain stores even when the whole output is big
+    /// (the engine converts one contiguous run per call): each streamed run ends with an
+    /// `sfence` and writes its partial first and last lines both ways. Measured, f16 ->
+    /// i16 into 24 MiB in runs of n items: n = 24 streamed 9x slower than plain, n = 1000
+    /// 2x, n = 2000 even, n >= 8000 5-10% faster.
+    const MIN_STREAM_RUN: usize = 16 << 10;
+
+    /// Whether a run of `n` `D` items streams: `stream` (the whole output is far bigger
+    /// than the caches) and the run is at least [`MIN_STREAM_RUN`] bytes. Streaming
+    /// stores skip reading the output's lines in before writing them, as a large memcpy
+    /// does.
+    pub(super) fn streams<D>(stream: bool, n: usize) -> bool {
+        stream && n * size_of::<D>() >= MIN_STREAM_RUN
+    }
+
+    /// Converts `n` items with `K`, streaming when `STREAM`.
+    ///
+    /// # Safety
+    /// `n` aligned `K::S` readable at `s`, `n` aligned `K::D` writable at `d`, not
+    /// overlapping; the CPU supports AVX2 and F16C (the caller is compiled for them: this
+    /// is inlined into it).
+    #[inline(always)]
+    pub(super) unsafe fn drive<K: Step, const STREAM: bool>(
+        d: *mut K::D,
+        s: *const K::S,
+        n: usize,
+    ) {
+        let per = 32 / size_of::<K::D>();
+        // Streaming stores need a 32-byte aligned destination: scalar items up to there
+        // (d is D-aligned, so that is a whole number of items).
+        let head = if STREAM {
+            ((32 - d as usize % 32) % 32 / size_of::<K::D>()).min(n)
+        } else {
+            0
+        };
+        // SAFETY: every access is item j < n of the contract's runs: the head j < head <=
+        // n, the blocks i..i + per with i + per <= n (d + i is 32-byte aligned when
+        // streaming: head and per are multiples of 32 bytes away), the tail i..n; the CPU
+        // has AVX2 and F16C (the contract).
+        unsafe {
+            for j in 0..head {
+                d.add(j).write(K::one(s.add(j)));
+            }
+            let mut i = head;
+            while i + per <= n {
+                let v = K::block(s.add(i));
+                let q = d.add(i) as *mut __m256i;
+                if STREAM {
+                    _mm256_stream_si256(q, v);
+                } else {
+                    _mm256_storeu_si256(q, v);
+                }
+                i += per;
+            }
+            for j in i..n {
+                d.add(j).write(K::one(s.add(j)));
+            }
+            if STREAM {
+                // Streaming stores are weakly ordered: make them visible before we return.
+                _mm_sfence();
+            }
+        }
+    }
+}
+
 /// The direct AVX2 + F16C kernel for f16 / bf16 -> i8 / u8 / i16 / u16 / i32 / u32: 32
 /// bytes of output per step are widened in registers, saturated, converted and packed,
 /// with no pass through an f32 buffer. (For 16-bit -> 16-bit that pass made the
 /// conversion slower than a memcpy of the same bytes: 0.77-0.93x before this kernel.)
 #[cfg(target_arch = "x86_64")]
 mod narrow {
+    use super::steps::{drive, streams, Step};
     use super::{is, SatCast};
     use half::f16;
     use std::arch::x86_64::*;
+    use std::marker::PhantomData;
     use std::mem::size_of;
 
     /// Whether [`run`] converts to `I`.
@@ -435,6 +528,29 @@ mod narrow {
         }
     }
 
+    /// f16 (`F16`) or bf16 bits -> `I`, as [`steps::Step`]s.
+    struct Halves<I, const F16: bool>(PhantomData<I>);
+
+    impl<I: 'static, const F16: bool> Step for Halves<I, F16>
+    where
+        f32: SatCast<I>,
+    {
+        type S = u16;
+        type D = I;
+        #[inline(always)]
+        unsafe fn one(s: *const u16) -> I {
+            // SAFETY: the contract: one u16 at s.
+            widen1::<F16>(unsafe { *s }).sat()
+        }
+        #[inline(always)]
+        unsafe fn block(s: *const u16) -> __m256i {
+            let (lo, hi) = bounds::<I>();
+            // SAFETY: the contract, which is block's (AVX2 and F16C, 32 bytes of output's
+            // items at s).
+            unsafe { block::<I, F16>(s, _mm256_set1_ps(lo), _mm256_set1_ps(hi)) }
+        }
+    }
+
     /// [`run`] for one source type and store kind.
     ///
     /// # Safety
@@ -447,57 +563,13 @@ mod narrow {
     ) where
         f32: SatCast<I>,
     {
-        let per = 32 / size_of::<I>();
-        // Streaming stores need a 32-byte aligned destination: scalar items up to there
-        // (d is I-aligned, so that is a whole number of items).
-        let head = if STREAM {
-            ((32 - d as usize % 32) % 32 / size_of::<I>()).min(n)
-        } else {
-            0
-        };
-        // SAFETY: every access is item j < n of the contract's runs: the head j < head <=
-        // n, the blocks i..i + per with i + per <= n (d + i is 32-byte aligned when
-        // streaming: head and per are multiples of 32 bytes away), the tail i..n; AVX2 and
-        // F16C are enabled here (the caller checked the CPU).
-        unsafe {
-            let one = |j: usize| d.add(j).write(widen1::<F16>(*s.add(j)).sat());
-            for j in 0..head {
-                one(j);
-            }
-            let (lo, hi) = bounds::<I>();
-            let (lo, hi) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
-            let mut i = head;
-            while i + per <= n {
-                let v = block::<I, F16>(s.add(i), lo, hi);
-                let q = d.add(i) as *mut __m256i;
-                if STREAM {
-                    _mm256_stream_si256(q, v);
-                } else {
-                    _mm256_storeu_si256(q, v);
-                }
-                i += per;
-            }
-            for j in i..n {
-                one(j);
-            }
-            if STREAM {
-                // Streaming stores are weakly ordered: make them visible before we return.
-                _mm_sfence();
-            }
-        }
+        // SAFETY: the contract, which is drive's; AVX2 and F16C are enabled here.
+        unsafe { drive::<Halves<I, F16>, STREAM>(d, s, n) }
     }
 
-    /// Runs with fewer output bytes keep plain stores even when the whole output is big
-    /// (the engine calls [`run`] once per contiguous run): each streamed run ends with an
-    /// `sfence` and writes its partial first and last lines both ways. Measured, f16 ->
-    /// i16 into 24 MiB in runs of n items: n = 24 streamed 9x slower than plain, n = 1000
-    /// 2x, n = 2000 even, n >= 8000 5-10% faster.
-    const MIN_STREAM_RUN: usize = 16 << 10;
-
     /// Converts `n` f16 (when `f16`, else bf16) items, as their bits at `s`, to `I` at
-    /// `d` by the dtype rule. `stream`: the whole output is far bigger than the caches;
-    /// a run of at least [`MIN_STREAM_RUN`] bytes then uses streaming stores (they skip
-    /// reading the output's lines in before writing them, as a large memcpy does).
+    /// `d` by the dtype rule. `stream`: the whole output is far bigger than the caches
+    /// (see [`steps::streams`]).
     ///
     /// # Safety
     /// `n` aligned u16 readable at `s`, `n` aligned `I` writable at `d`, not overlapping;
@@ -512,10 +584,9 @@ mod narrow {
         f32: SatCast<I>,
     {
         debug_assert!(handles::<I>());
-        let stream = stream && n * size_of::<I>() >= MIN_STREAM_RUN;
         // SAFETY: the contract, with the const parameters matching f16 and stream.
         unsafe {
-            match (f16, stream) {
+            match (f16, streams::<I>(stream, n)) {
                 (true, true) => go::<I, true, true>(d, s, n),
                 (true, false) => go::<I, true, false>(d, s, n),
                 (false, true) => go::<I, false, true>(d, s, n),
