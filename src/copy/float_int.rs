@@ -1131,6 +1131,28 @@ mod tests {
     }
 
     #[test]
+    fn baseline_float_loops_equal_the_dtype_rule() {
+        // This CPU runs the 64-bit kernel for f32 / f64 -> i64 / u64; the loop other CPUs
+        // run (and, compiled for AVX2, this one for the narrower types) is cast_loop.
+        fn base<F, I>(src: &[F])
+        where
+            F: Element + Copy + SatCast<I>,
+            I: Element + Default + PartialEq + std::fmt::Debug,
+        {
+            let mut out = vec![I::default(); src.len()];
+            // SAFETY: two distinct buffers of src.len() items, aligned for their types.
+            unsafe { cast_loop(out.as_mut_ptr(), src.as_ptr(), src.len()) };
+            assert_rule(src, &out);
+        }
+        let v = interesting_f64();
+        let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        base::<f64, i64>(&v);
+        base::<f64, u64>(&v);
+        base::<f32, i64>(&f);
+        base::<f32, u64>(&f);
+    }
+
+    #[test]
     fn baseline_half_loops_equal_the_dtype_rule() {
         // This CPU may run the AVX2 + F16C loops above; these are the ones other CPUs run.
         fn base<H: Element + Copy + 'static, I: Element + Default + PartialEq + std::fmt::Debug>(
