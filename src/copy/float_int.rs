@@ -1,10 +1,12 @@
 //! float -> integer conversion of contiguous runs, vectorised, with exactly the dtype.rs
 //! rule (Rust's `as`: truncate toward zero, saturate at the integer's bounds, NaN -> 0).
 //! f32 and f64 sources convert directly; f16 and bf16 sources are widened to f32 (exact)
-//! in cache-sized chunks first, except on AVX2 + F16C CPUs for 8- to 32-bit integers,
-//! which a direct kernel ([`narrow`]) widens, converts and packs in registers. The loops
-//! are compiled twice (baseline x86-64, AVX2 + F16C) and picked at run time; tests
-//! compare every pair with the scalar rule.
+//! in cache-sized chunks first, except on AVX2 + F16C CPUs: there a direct kernel
+//! ([`narrow`]) widens, converts and packs in registers for 8- to 32-bit integers, and
+//! every source goes to i64 / u64 through another ([`long`]: AVX2 has no packed float ->
+//! 64-bit conversion, so it converts by integer operations on f64 bits). The loops are
+//! compiled twice (baseline x86-64, AVX2 + F16C) and picked at run time; tests compare
+//! every pair with the scalar rule.
 
 use super::kernels::is;
 use crate::dtype::Element;
@@ -235,15 +237,108 @@ where
     }
 }
 
+/// The loop of every AVX2 kernel here: 32 bytes of output per step, and, for big outputs,
+/// streaming stores after a scalar head up to 32-byte alignment; a scalar tail.
+#[cfg(target_arch = "x86_64")]
+mod steps {
+    use std::arch::x86_64::__m256i;
+    use std::arch::x86_64::{_mm256_storeu_si256, _mm256_stream_si256, _mm_sfence};
+    use std::mem::size_of;
+
+    /// One conversion, item by item and 32 bytes of output at a time.
+    pub(super) trait Step {
+        /// The source item.
+        type S;
+        /// The output item.
+        type D;
+        /// Item `*s` by the dtype rule.
+        ///
+        /// # Safety
+        /// One `S` readable at `s`; the CPU supports AVX2 and F16C.
+        unsafe fn one(s: *const Self::S) -> Self::D;
+        /// Items `s[0..32 / size_of::<D>()]` by the dtype rule, as 32 bytes of `D`.
+        ///
+        /// # Safety
+        /// `32 / size_of::<D>()` `S` readable at `s`; the CPU supports AVX2 and F16C.
+        unsafe fn block(s: *const Self::S) -> __m256i;
+    }
+
+    /// Runs with fewer output bytes keep plain stores even when the whole output is big
+    /// (the engine converts one contiguous run per call): each streamed run ends with an
+    /// `sfence` and writes its partial first and last lines both ways. Measured, f16 ->
+    /// i16 into 24 MiB in runs of n items: n = 24 streamed 9x slower than plain, n = 1000
+    /// 2x, n = 2000 even, n >= 8000 5-10% faster.
+    const MIN_STREAM_RUN: usize = 16 << 10;
+
+    /// Whether a run of `n` `D` items streams: `stream` (the whole output is far bigger
+    /// than the caches) and the run is at least [`MIN_STREAM_RUN`] bytes. Streaming
+    /// stores skip reading the output's lines in before writing them, as a large memcpy
+    /// does.
+    pub(super) fn streams<D>(stream: bool, n: usize) -> bool {
+        stream && n * size_of::<D>() >= MIN_STREAM_RUN
+    }
+
+    /// Converts `n` items with `K`, streaming when `STREAM`.
+    ///
+    /// # Safety
+    /// `n` aligned `K::S` readable at `s`, `n` aligned `K::D` writable at `d`, not
+    /// overlapping; the CPU supports AVX2 and F16C (the caller is compiled for them: this
+    /// is inlined into it).
+    #[inline(always)]
+    pub(super) unsafe fn drive<K: Step, const STREAM: bool>(
+        d: *mut K::D,
+        s: *const K::S,
+        n: usize,
+    ) {
+        let per = 32 / size_of::<K::D>();
+        // Streaming stores need a 32-byte aligned destination: scalar items up to there
+        // (d is D-aligned, so that is a whole number of items).
+        let head = if STREAM {
+            ((32 - d as usize % 32) % 32 / size_of::<K::D>()).min(n)
+        } else {
+            0
+        };
+        // SAFETY: every access is item j < n of the contract's runs: the head j < head <=
+        // n, the blocks i..i + per with i + per <= n (d + i is 32-byte aligned when
+        // streaming: head and per are multiples of 32 bytes away), the tail i..n; the CPU
+        // has AVX2 and F16C (the contract).
+        unsafe {
+            for j in 0..head {
+                d.add(j).write(K::one(s.add(j)));
+            }
+            let mut i = head;
+            while i + per <= n {
+                let v = K::block(s.add(i));
+                let q = d.add(i) as *mut __m256i;
+                if STREAM {
+                    _mm256_stream_si256(q, v);
+                } else {
+                    _mm256_storeu_si256(q, v);
+                }
+                i += per;
+            }
+            for j in i..n {
+                d.add(j).write(K::one(s.add(j)));
+            }
+            if STREAM {
+                // Streaming stores are weakly ordered: make them visible before we return.
+                _mm_sfence();
+            }
+        }
+    }
+}
+
 /// The direct AVX2 + F16C kernel for f16 / bf16 -> i8 / u8 / i16 / u16 / i32 / u32: 32
 /// bytes of output per step are widened in registers, saturated, converted and packed,
 /// with no pass through an f32 buffer. (For 16-bit -> 16-bit that pass made the
 /// conversion slower than a memcpy of the same bytes: 0.77-0.93x before this kernel.)
 #[cfg(target_arch = "x86_64")]
 mod narrow {
+    use super::steps::{drive, streams, Step};
     use super::{is, SatCast};
     use half::f16;
     use std::arch::x86_64::*;
+    use std::marker::PhantomData;
     use std::mem::size_of;
 
     /// Whether [`run`] converts to `I`.
@@ -435,6 +530,29 @@ mod narrow {
         }
     }
 
+    /// f16 (`F16`) or bf16 bits -> `I`, as [`Step`]s.
+    struct Halves<I, const F16: bool>(PhantomData<I>);
+
+    impl<I: 'static, const F16: bool> Step for Halves<I, F16>
+    where
+        f32: SatCast<I>,
+    {
+        type S = u16;
+        type D = I;
+        #[inline(always)]
+        unsafe fn one(s: *const u16) -> I {
+            // SAFETY: the contract: one u16 at s.
+            widen1::<F16>(unsafe { *s }).sat()
+        }
+        #[inline(always)]
+        unsafe fn block(s: *const u16) -> __m256i {
+            let (lo, hi) = bounds::<I>();
+            // SAFETY: the contract, which is block's (AVX2 and F16C, 32 bytes of output's
+            // items at s).
+            unsafe { block::<I, F16>(s, _mm256_set1_ps(lo), _mm256_set1_ps(hi)) }
+        }
+    }
+
     /// [`run`] for one source type and store kind.
     ///
     /// # Safety
@@ -447,57 +565,13 @@ mod narrow {
     ) where
         f32: SatCast<I>,
     {
-        let per = 32 / size_of::<I>();
-        // Streaming stores need a 32-byte aligned destination: scalar items up to there
-        // (d is I-aligned, so that is a whole number of items).
-        let head = if STREAM {
-            ((32 - d as usize % 32) % 32 / size_of::<I>()).min(n)
-        } else {
-            0
-        };
-        // SAFETY: every access is item j < n of the contract's runs: the head j < head <=
-        // n, the blocks i..i + per with i + per <= n (d + i is 32-byte aligned when
-        // streaming: head and per are multiples of 32 bytes away), the tail i..n; AVX2 and
-        // F16C are enabled here (the caller checked the CPU).
-        unsafe {
-            let one = |j: usize| d.add(j).write(widen1::<F16>(*s.add(j)).sat());
-            for j in 0..head {
-                one(j);
-            }
-            let (lo, hi) = bounds::<I>();
-            let (lo, hi) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
-            let mut i = head;
-            while i + per <= n {
-                let v = block::<I, F16>(s.add(i), lo, hi);
-                let q = d.add(i) as *mut __m256i;
-                if STREAM {
-                    _mm256_stream_si256(q, v);
-                } else {
-                    _mm256_storeu_si256(q, v);
-                }
-                i += per;
-            }
-            for j in i..n {
-                one(j);
-            }
-            if STREAM {
-                // Streaming stores are weakly ordered: make them visible before we return.
-                _mm_sfence();
-            }
-        }
+        // SAFETY: the contract, which is drive's; AVX2 and F16C are enabled here.
+        unsafe { drive::<Halves<I, F16>, STREAM>(d, s, n) }
     }
 
-    /// Runs with fewer output bytes keep plain stores even when the whole output is big
-    /// (the engine calls [`run`] once per contiguous run): each streamed run ends with an
-    /// `sfence` and writes its partial first and last lines both ways. Measured, f16 ->
-    /// i16 into 24 MiB in runs of n items: n = 24 streamed 9x slower than plain, n = 1000
-    /// 2x, n = 2000 even, n >= 8000 5-10% faster.
-    const MIN_STREAM_RUN: usize = 16 << 10;
-
     /// Converts `n` f16 (when `f16`, else bf16) items, as their bits at `s`, to `I` at
-    /// `d` by the dtype rule. `stream`: the whole output is far bigger than the caches;
-    /// a run of at least [`MIN_STREAM_RUN`] bytes then uses streaming stores (they skip
-    /// reading the output's lines in before writing them, as a large memcpy does).
+    /// `d` by the dtype rule. `stream`: the whole output is far bigger than the caches
+    /// (see [`streams`]).
     ///
     /// # Safety
     /// `n` aligned u16 readable at `s`, `n` aligned `I` writable at `d`, not overlapping;
@@ -512,14 +586,195 @@ mod narrow {
         f32: SatCast<I>,
     {
         debug_assert!(handles::<I>());
-        let stream = stream && n * size_of::<I>() >= MIN_STREAM_RUN;
         // SAFETY: the contract, with the const parameters matching f16 and stream.
         unsafe {
-            match (f16, stream) {
+            match (f16, streams::<I>(stream, n)) {
                 (true, true) => go::<I, true, true>(d, s, n),
                 (true, false) => go::<I, true, false>(d, s, n),
                 (false, true) => go::<I, false, true>(d, s, n),
                 (false, false) => go::<I, false, false>(d, s, n),
+            }
+        }
+    }
+}
+
+/// The AVX2 kernel for f32 / f64 / f16 / bf16 -> i64 / u64. AVX2 has no packed float ->
+/// 64-bit integer conversion (AVX-512's `vcvttpd2qq` is not in the baseline), so four
+/// items at a time are widened to f64 (exact) and converted by integer operations on
+/// their bits: the mantissa with its implicit one, shifted by the exponent, then
+/// saturated by masks. No pass through a buffer; streaming stores for big outputs.
+#[cfg(target_arch = "x86_64")]
+mod long {
+    use super::steps::{drive, streams, Step};
+    use super::{is, SatCast};
+    use half::{bf16, f16};
+    use std::arch::x86_64::*;
+    use std::marker::PhantomData;
+
+    /// Whether [`run`] converts to `I`.
+    pub(super) fn handles<I: 'static>() -> bool {
+        is::<I, i64>() || is::<I, u64>()
+    }
+
+    /// A source float type, read four items at a time as f64.
+    pub(super) trait Src: Copy + 'static {
+        /// The item as f64 (exact).
+        fn wide(self) -> f64;
+        /// Items `p[0..4]` as f64 (exact).
+        ///
+        /// # Safety
+        /// 4 items readable at `p`; the CPU supports AVX2 and F16C.
+        unsafe fn load4(p: *const Self) -> __m256d;
+    }
+
+    // SAFETY (the four load4s): the contract: 4 items (32, 16, 8, 8 bytes) read at p by
+    // unaligned loads; AVX2 and F16C.
+    impl Src for f64 {
+        #[inline(always)]
+        fn wide(self) -> f64 {
+            self
+        }
+        #[inline(always)]
+        unsafe fn load4(p: *const f64) -> __m256d {
+            // SAFETY: above.
+            unsafe { _mm256_loadu_pd(p) }
+        }
+    }
+    impl Src for f32 {
+        #[inline(always)]
+        fn wide(self) -> f64 {
+            self as f64
+        }
+        #[inline(always)]
+        unsafe fn load4(p: *const f32) -> __m256d {
+            // SAFETY: above.
+            unsafe { _mm256_cvtps_pd(_mm_loadu_ps(p)) }
+        }
+    }
+    impl Src for f16 {
+        #[inline(always)]
+        fn wide(self) -> f64 {
+            self.to_f64()
+        }
+        #[inline(always)]
+        unsafe fn load4(p: *const f16) -> __m256d {
+            // SAFETY: above.
+            unsafe { _mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64(p as *const __m128i))) }
+        }
+    }
+    impl Src for bf16 {
+        #[inline(always)]
+        fn wide(self) -> f64 {
+            self.to_f64()
+        }
+        #[inline(always)]
+        unsafe fn load4(p: *const bf16) -> __m256d {
+            // SAFETY: above. A bf16 is the top half of an f32.
+            unsafe {
+                let w = _mm_cvtepu16_epi32(_mm_loadl_epi64(p as *const __m128i));
+                _mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32::<16>(w)))
+            }
+        }
+    }
+
+    /// The dtype rule for four f64 lanes to i64 (`SIGNED`) or u64.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[inline(always)]
+    unsafe fn sat64<const SIGNED: bool>(x: __m256d) -> __m256i {
+        const INF: i64 = 0x7FF0_0000_0000_0000;
+        const TWO63: i64 = (1023 + 63) << 52;
+        const TWO64: i64 = (1023 + 64) << 52;
+        // SAFETY: register-only AVX2 intrinsics; the CPU has AVX2 (the contract).
+        unsafe {
+            let set = _mm256_set1_epi64x;
+            let b = _mm256_castpd_si256(x);
+            // |x|'s bits, so the signed 64-bit compares below order them as numbers.
+            let a = _mm256_and_si256(b, set(i64::MAX));
+            let e = _mm256_srli_epi64::<52>(a);
+            let m = _mm256_or_si256(_mm256_and_si256(a, set((1 << 52) - 1)), set(1 << 52));
+            // |x| = m * 2^(e - 1075), truncated: m << (e - 1075) or m >> (1075 - e). The
+            // other count is negative, a huge u64: `vpsllvq` / `vpsrlvq` give 0 for counts
+            // >= 64, so the OR is the one that applies, and |x| < 1 (including zeros and
+            // subnormals, whose missing implicit one does not matter) gives 0. Shifts left
+            // by more than 10 (|x| >= 2^63) are saturated below.
+            let mag = _mm256_or_si256(
+                _mm256_sllv_epi64(m, _mm256_sub_epi64(e, set(1075))),
+                _mm256_srlv_epi64(m, _mm256_sub_epi64(set(1075), e)),
+            );
+            let nan = _mm256_cmpgt_epi64(a, set(INF));
+            let neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), b);
+            if SIGNED {
+                // |x| >= 2^63 (inf included): MAX, or MIN (MAX ^ all ones) when negative.
+                let big = _mm256_cmpgt_epi64(a, set(TWO63 - 1));
+                let r = _mm256_sub_epi64(_mm256_xor_si256(mag, neg), neg);
+                let r = _mm256_blendv_epi8(r, _mm256_xor_si256(set(i64::MAX), neg), big);
+                _mm256_andnot_si256(nan, r)
+            } else {
+                // x >= 2^64 (inf included): all ones; negatives (which truncate to 0 or
+                // saturate to it) and NaN: 0.
+                let big = _mm256_cmpgt_epi64(a, set(TWO64 - 1));
+                _mm256_andnot_si256(_mm256_or_si256(nan, neg), _mm256_or_si256(mag, big))
+            }
+        }
+    }
+
+    /// `F` -> i64 (`SIGNED`) or u64 (`I`), as [`Step`]s.
+    struct Long<F, I, const SIGNED: bool>(PhantomData<(F, I)>);
+
+    impl<F: Src, I, const SIGNED: bool> Step for Long<F, I, SIGNED>
+    where
+        f64: SatCast<I>,
+    {
+        type S = F;
+        type D = I;
+        #[inline(always)]
+        unsafe fn one(s: *const F) -> I {
+            // SAFETY: the contract: one F at s.
+            unsafe { *s }.wide().sat()
+        }
+        #[inline(always)]
+        unsafe fn block(s: *const F) -> __m256i {
+            // SAFETY: the contract: 4 items at s (32 bytes of I), AVX2 and F16C.
+            unsafe { sat64::<SIGNED>(F::load4(s)) }
+        }
+    }
+
+    /// [`run`] for one output type and store kind.
+    ///
+    /// # Safety
+    /// As [`run`], with `SIGNED` when `I` is i64 and `STREAM` for streaming stores.
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn go<F: Src, I, const SIGNED: bool, const STREAM: bool>(
+        d: *mut I,
+        s: *const F,
+        n: usize,
+    ) where
+        f64: SatCast<I>,
+    {
+        // SAFETY: the contract, which is drive's; AVX2 and F16C are enabled here.
+        unsafe { drive::<Long<F, I, SIGNED>, STREAM>(d, s, n) }
+    }
+
+    /// Converts `n` `F` items at `s` to `I` at `d` by the dtype rule. `stream`: the whole
+    /// output is far bigger than the caches (see [`streams`]).
+    ///
+    /// # Safety
+    /// `n` aligned `F` readable at `s`, `n` aligned `I` writable at `d`, not overlapping;
+    /// `I` is i64 or u64 ([`handles`]); the CPU supports AVX2 and F16C.
+    pub(super) unsafe fn run<F: Src, I: 'static>(stream: bool, d: *mut I, s: *const F, n: usize)
+    where
+        f64: SatCast<I>,
+    {
+        debug_assert!(handles::<I>());
+        // SAFETY: the contract, with SIGNED exactly when I is i64 (else it is u64).
+        unsafe {
+            match (is::<I, i64>(), streams::<I>(stream, n)) {
+                (true, true) => go::<F, I, true, true>(d, s, n),
+                (true, false) => go::<F, I, true, false>(d, s, n),
+                (false, true) => go::<F, I, false, true>(d, s, n),
+                (false, false) => go::<F, I, false, false>(d, s, n),
             }
         }
     }
@@ -533,9 +788,21 @@ mod narrow {
 unsafe fn from_half<H: 'static, I: 'static>(d: *mut I, s: *const H, n: usize, stream: bool)
 where
     f32: SatCast<I>,
+    f64: SatCast<I>,
 {
     #[cfg(target_arch = "x86_64")]
     if level() == 2 {
+        if long::handles::<I>() {
+            // SAFETY: our contract, H being f16 exactly when is_f16 (else bf16); level 2
+            // means the CPU has AVX2 and F16C; I is i64 or u64 (handles).
+            return unsafe {
+                if is_f16::<H>() {
+                    long::run(stream, d, s as *const f16, n)
+                } else {
+                    long::run(stream, d, s as *const bf16, n)
+                }
+            };
+        }
         if narrow::handles::<I>() {
             // SAFETY: our contract (H's items are 16-bit words; f16 exactly when
             // is_f16); level 2 means the CPU has AVX2 and F16C; I is one of narrow's
@@ -587,25 +854,55 @@ trait CastTo<F> {
         f64: SatCast<I>;
 }
 
+/// f32 / f64 -> integer with the best loop this CPU runs; `stream` as [`from_half`]'s
+/// (only the 64-bit kernel streams).
+///
+/// # Safety
+/// As [`cast_loop`]; `F` is f32 or f64.
+unsafe fn direct<F: SatCast<I> + 'static, I: 'static>(
+    d: *mut I,
+    s: *const F,
+    n: usize,
+    stream: bool,
+) where
+    f64: SatCast<I>,
+{
+    #[cfg(target_arch = "x86_64")]
+    if level() == 2 && long::handles::<I>() {
+        // SAFETY: our contract, F being f32 exactly when tested (else f64); level 2 means
+        // the CPU has AVX2 and F16C; I is i64 or u64 (handles).
+        return unsafe {
+            if is::<F, f32>() {
+                long::run(stream, d, s as *const f32, n)
+            } else {
+                long::run(stream, d, s as *const f64, n)
+            }
+        };
+    }
+    let _ = stream;
+    // SAFETY: the same contract as ours.
+    unsafe { cast(d, s, n) }
+}
+
 struct Direct;
 impl CastTo<f32> for Direct {
-    unsafe fn run<I: 'static>(&self, d: *mut I, s: *const f32, n: usize, _: bool)
+    unsafe fn run<I: 'static>(&self, d: *mut I, s: *const f32, n: usize, stream: bool)
     where
         f32: SatCast<I>,
         f64: SatCast<I>,
     {
-        // SAFETY: the trait's contract, which is cast's.
-        unsafe { cast(d, s, n) }
+        // SAFETY: the trait's contract, which is direct's.
+        unsafe { direct(d, s, n, stream) }
     }
 }
 impl CastTo<f64> for Direct {
-    unsafe fn run<I: 'static>(&self, d: *mut I, s: *const f64, n: usize, _: bool)
+    unsafe fn run<I: 'static>(&self, d: *mut I, s: *const f64, n: usize, stream: bool)
     where
         f32: SatCast<I>,
         f64: SatCast<I>,
     {
-        // SAFETY: the trait's contract, which is cast's.
-        unsafe { cast(d, s, n) }
+        // SAFETY: the trait's contract, which is direct's.
+        unsafe { direct(d, s, n, stream) }
     }
 }
 struct Half;
@@ -700,8 +997,29 @@ mod tests {
             v.push(f32::from_bits((p as f32).to_bits() - 1) as f64);
             v.push(-(f32::from_bits((p as f32).to_bits() - 1) as f64));
         }
+        // The 64-bit kernel's edges: exponents where its shifts change direction (2^52,
+        // 2^53) and where it saturates (2^63, 2^64), each with its neighbours; f64 and f32
+        // subnormals; NaN payloads (signalling, negative, quiet with bits).
+        for e in [52, 53, 62, 63, 64, 65] {
+            let p = 2f64.powi(e);
+            let up = f64::from_bits(p.to_bits() + 1);
+            let down = f64::from_bits(p.to_bits() - 1);
+            v.extend([up, down, -up, -down, down + 0.5, p + 0.5, -(p - 0.5)]);
+        }
+        v.extend([
+            4503599627370495.5,
+            -4503599627370495.5,
+            f64::from_bits(1),
+            -f64::from_bits(1),
+            f64::from_bits(0x000F_FFFF_FFFF_FFFF),
+            f32::from_bits(1) as f64,
+            f64::from_bits(0x7FF0_0000_0000_0001),
+            f64::from_bits(0xFFF0_0000_0000_0001),
+            f64::from_bits(0x7FF8_0000_DEAD_BEEF),
+            f64::from_bits(0xFFFF_FFFF_FFFF_FFFF),
+        ]);
         let mut x = 0x2545F4914F6CDD1Du64;
-        for _ in 0..2000 {
+        for _ in 0..3000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
@@ -769,8 +1087,16 @@ mod tests {
     fn every_float_int_pair_equals_the_dtype_rule() {
         let v = interesting_f64();
         all_ints::<f64>(&v, 0, false);
-        let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        let mut f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        // f32 bit patterns `as f32` does not give: NaN payloads, the largest subnormal.
+        f.extend([0x7F80_0001, 0xFF80_0001, 0x7FC0_BEEF, 0x007F_FFFF].map(f32::from_bits));
         all_ints::<f32>(&f, 0, false);
+        // Sub-runs with tails (the 64-bit kernel converts 4 items per step) and output
+        // offsets, with both store kinds (runs over 16 KiB of output stream).
+        for (start, skew, end, stream) in [(3, 1, 7, true), (1, 3, 2, false), (0, 2, 3, true)] {
+            all_ints::<f64>(&v[start..v.len() - end], skew, stream);
+            all_ints::<f32>(&f[start..f.len() - end], skew, stream);
+        }
         // Every 16-bit pattern, over more than one chunk; then sub-runs with tails (the
         // direct kernel converts 16 or 32 items per step) and output offsets (streaming
         // stores start after a scalar head up to 32-byte alignment), with both store kinds,
@@ -802,6 +1128,28 @@ mod tests {
         assert!(!unsafe {
             float_to_int::<f32, f64>(std::ptr::null_mut(), std::ptr::null(), 0, false)
         });
+    }
+
+    #[test]
+    fn baseline_float_loops_equal_the_dtype_rule() {
+        // This CPU runs the 64-bit kernel for f32 / f64 -> i64 / u64; the loop other CPUs
+        // run (and, compiled for AVX2, this one for the narrower types) is cast_loop.
+        fn base<F, I>(src: &[F])
+        where
+            F: Element + Copy + SatCast<I>,
+            I: Element + Default + PartialEq + std::fmt::Debug,
+        {
+            let mut out = vec![I::default(); src.len()];
+            // SAFETY: two distinct buffers of src.len() items, aligned for their types.
+            unsafe { cast_loop(out.as_mut_ptr(), src.as_ptr(), src.len()) };
+            assert_rule(src, &out);
+        }
+        let v = interesting_f64();
+        let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        base::<f64, i64>(&v);
+        base::<f64, u64>(&v);
+        base::<f32, i64>(&f);
+        base::<f32, u64>(&f);
     }
 
     #[test]
