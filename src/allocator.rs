@@ -396,72 +396,73 @@ fn small_class(nbytes: usize) -> (usize, usize) {
     (c, (c + 1) * ALIGNMENT)
 }
 
+/// Runs `f` on this thread's cache; `None` when it is in use further up this thread's stack
+/// or already torn down (thread exit), when callers fall back to the system.
 #[inline]
-fn small_take(class: usize) -> Option<*mut u8> {
+fn with_small<R>(f: impl FnOnce(&mut SmallCache) -> R) -> Option<R> {
     SMALL
-        .try_with(|s| {
-            let mut s = s.try_borrow_mut().ok()?;
-            let n = s.len[class] as usize;
-            if n == 0 {
-                return None;
-            }
-            s.len[class] = (n - 1) as u8;
-            Some(s.blocks[class][n - 1])
-        })
+        .try_with(|s| s.try_borrow_mut().ok().map(|mut s| f(&mut s)))
         .ok()
         .flatten()
+}
+
+/// Pops the last of `len` blocks of `list`, if any.
+#[inline]
+fn pop(len: &mut u8, list: &[*mut u8]) -> Option<*mut u8> {
+    let n = *len as usize;
+    if n == 0 {
+        return None;
+    }
+    *len = (n - 1) as u8;
+    Some(list[n - 1])
+}
+
+/// Pushes `p` after the `len` blocks of `list`; false when it is full.
+#[inline]
+fn push(len: &mut u8, list: &mut [*mut u8], p: *mut u8) -> bool {
+    let n = *len as usize;
+    if n == list.len() {
+        return false;
+    }
+    list[n] = p;
+    *len = (n + 1) as u8;
+    true
+}
+
+#[inline]
+fn small_take(class: usize) -> Option<*mut u8> {
+    with_small(|s| pop(&mut s.len[class], &s.blocks[class])).flatten()
 }
 
 /// Keeps a freed small block for reuse; false when it must go back to the system.
 #[inline]
 fn small_put(class: usize, p: *mut u8) -> bool {
-    SMALL
-        .try_with(|s| {
-            let Ok(mut s) = s.try_borrow_mut() else {
-                return false;
-            };
-            let n = s.len[class] as usize;
-            if n == SMALL_PER_CLASS {
-                return false;
-            }
-            s.blocks[class][n] = p;
-            s.len[class] = (n + 1) as u8;
-            true
-        })
-        .unwrap_or(false)
+    with_small(|s| push(&mut s.len[class], &mut s.blocks[class], p)).unwrap_or(false)
 }
 
 /// Empties the calling thread's small-block cache and its object blocks; the data bytes
 /// released (object blocks are not tensor data).
 fn small_drain() -> u64 {
-    SMALL
-        .try_with(|s| {
-            s.try_borrow_mut().map_or(0, |mut s| {
-                s.drain_objects();
-                s.drain()
-            })
-        })
-        .unwrap_or(0)
+    with_small(|s| {
+        s.drain_objects();
+        s.drain()
+    })
+    .unwrap_or(0)
 }
 
 /// A cached object block of `slot` with `layout` (from `std::alloc::alloc(layout)`,
 /// uninitialised), if this thread has one (see [`OBJ_SLOTS`]).
 #[inline]
 pub(crate) fn obj_take(slot: usize, layout: std::alloc::Layout) -> Option<*mut u8> {
-    SMALL
-        .try_with(|s| {
-            let mut s = s.try_borrow_mut().ok()?;
-            let n = s.obj_len[slot] as usize;
-            // The layout test makes a slot shared by two types (a wrong BLOCK_SLOT) a miss,
-            // never a block of the wrong size.
-            if n == 0 || s.obj_layout[slot] != layout {
-                return None;
-            }
-            s.obj_len[slot] = (n - 1) as u8;
-            Some(s.obj[slot][n - 1])
-        })
-        .ok()
-        .flatten()
+    with_small(|s| {
+        // The layout test makes a slot shared by two types (a wrong BLOCK_SLOT) a miss,
+        // never a block of the wrong size.
+        if s.obj_layout[slot] != layout {
+            return None;
+        }
+        pop(&mut s.obj_len[slot], &s.obj[slot])
+    })
+    .flatten()
 }
 
 /// Keeps the freed object block `p` of `slot` for reuse on this thread; false when the
@@ -474,21 +475,14 @@ pub(crate) unsafe fn obj_put(slot: usize, p: *mut u8, layout: std::alloc::Layout
     if cache_limit() == 0 {
         return false;
     }
-    SMALL
-        .try_with(|s| {
-            let Ok(mut s) = s.try_borrow_mut() else {
-                return false;
-            };
-            let n = s.obj_len[slot] as usize;
-            if n == OBJ_PER_SLOT || (n > 0 && s.obj_layout[slot] != layout) {
-                return false;
-            }
-            s.obj[slot][n] = p;
-            s.obj_layout[slot] = layout;
-            s.obj_len[slot] = (n + 1) as u8;
-            true
-        })
-        .unwrap_or(false)
+    with_small(|s| {
+        if s.obj_len[slot] > 0 && s.obj_layout[slot] != layout {
+            return false;
+        }
+        s.obj_layout[slot] = layout;
+        push(&mut s.obj_len[slot], &mut s.obj[slot], p)
+    })
+    .unwrap_or(false)
 }
 
 /// Frees a block from [`builtin_alloc`]: big ones go to the reuse cache, small ones to
