@@ -69,6 +69,12 @@ struct Data {
     owner: Owner,
 }
 
+/// Aligned to a cache line, so that the refcount word in front of it (`RcBox`) sits on a
+/// line of its own: two threads taking views of one base both write that word, and every
+/// view reads `nbytes` here for its bounds check; on a shared line each of those reads
+/// would wait for the line to come back from the other core (bench_contention, shared /
+/// separate bases: 1.23-1.43 before, 1.13-1.33 after; 64 more bytes per storage).
+#[repr(align(64))]
 pub struct StorageImpl {
     /// The block. Read through shared references (`data()`) by any thread holding a
     /// strong reference; written only
