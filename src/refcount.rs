@@ -131,11 +131,12 @@ unsafe impl<T: Intrusive + Send + Sync> Sync for IntrusivePtr<T> {}
 impl<T: Intrusive> IntrusivePtr<T> {
     /// Allocates the object with one strong reference. Allocation failure gives the value
     /// back instead of aborting.
+    #[inline]
     pub fn try_new(value: T) -> Result<Self, T> {
-        let mut slot = Some(value);
-        match Self::try_new_with(|| slot.take().unwrap()) {
-            Some(p) => Ok(p),
-            None => Err(slot.take().unwrap()),
+        match Self::alloc_box() {
+            // SAFETY: a fresh block for RcBox<T> (alloc_box), initialised here.
+            Some(ptr) => Ok(unsafe { Self::init(ptr, value) }),
+            None => Err(value),
         }
     }
 
@@ -146,6 +147,15 @@ impl<T: Intrusive> IntrusivePtr<T> {
     // first (benches/c/count.sh: about 20 more instructions per view).
     #[inline(always)]
     pub fn try_new_with(make: impl FnOnce() -> T) -> Option<Self> {
+        let ptr = Self::alloc_box()?;
+        // SAFETY: a fresh block for RcBox<T> (alloc_box), initialised here.
+        Some(unsafe { Self::init(ptr, make()) })
+    }
+
+    /// An uninitialised block for `RcBox<T>`: one this thread's object-block cache kept
+    /// (`Intrusive::BLOCK_SLOT`), else a new one. `None` when out of memory.
+    #[inline(always)]
+    fn alloc_box() -> Option<NonNull<RcBox<T>>> {
         let layout = Layout::new::<RcBox<T>>();
         let cached = T::BLOCK_SLOT.and_then(|slot| crate::allocator::obj_take(slot, layout));
         let raw = match cached {
@@ -154,17 +164,26 @@ impl<T: Intrusive> IntrusivePtr<T> {
             // SAFETY: RcBox<T> has non-zero size (it holds the counter).
             None => unsafe { alloc(layout) },
         };
-        let ptr = NonNull::new(raw as *mut RcBox<T>)?;
-        // SAFETY: freshly allocated, properly aligned for RcBox<T>; fields written in place.
+        NonNull::new(raw as *mut RcBox<T>)
+    }
+
+    /// Writes the count word (one strong reference) and `value` into `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` is an uninitialised block from `alloc_box`, owned by the caller.
+    #[inline(always)]
+    unsafe fn init(ptr: NonNull<RcBox<T>>, value: T) -> Self {
+        // SAFETY: the contract: a block properly aligned for RcBox<T>, ours; both fields
+        // written in place.
         unsafe {
             let p = ptr.as_ptr();
             std::ptr::addr_of_mut!((*p).refcount).write(AtomicU64::new(STRONG_ONE | WEAK_ONE));
-            std::ptr::addr_of_mut!((*p).value).write(make());
+            std::ptr::addr_of_mut!((*p).value).write(value);
         }
-        Some(IntrusivePtr {
+        IntrusivePtr {
             ptr,
             _owns: PhantomData,
-        })
+        }
     }
 
     pub fn rc_box(&self) -> &RcBox<T> {
