@@ -94,23 +94,38 @@ impl Layout {
     #[inline(always)]
     pub fn new(sizes: &[i64], strides: &[i64], offset: i64) -> Result<Self> {
         debug_assert_eq!(sizes.len(), strides.len());
-        let nd = sizes.len();
+        let strides = &strides[..sizes.len()];
+        Self::from_fn(sizes.len(), offset, |i| (sizes[i], strides[i]))
+    }
+
+    /// `nd` dims, dim `i` being `dim(i)` = (size, stride), each item written once. The
+    /// view rules that change a few dims (transpose, slice) build their layout with it
+    /// rather than copying the input's and patching it: loading back an item just stored
+    /// at an index the CPU learns late (the swapped or sliced dim) stalled every such view
+    /// (bench_views: transpose 56-59 -> 47-49 ns, for 40 more instructions). Fails only
+    /// when the heap block for more than [`MAX_INLINE_DIMS`] dims cannot be allocated.
+    // Always inlined, as `new`.
+    #[inline(always)]
+    pub fn from_fn(
+        nd: usize,
+        offset: i64,
+        mut dim: impl FnMut(usize) -> (i64, i64),
+    ) -> Result<Self> {
         if nd <= MAX_INLINE_DIMS {
-            // Item by item up to a fixed bound into an unzeroed buffer, not copy_from_slice
-            // into a zeroed one: no 80-byte memset and no two memcpy calls per view, and
-            // every item is one 8-byte store that the rule's 8-byte loads forward from
-            // (benches/c/count.sh: 20 to 45 fewer instructions per view).
-            let strides = &strides[..nd];
+            // Item by item up to a fixed bound into an unzeroed buffer: no 80-byte memset
+            // and no memcpy calls per view, and every item is one 8-byte store that the
+            // rule's 8-byte loads forward from (benches/c/count.sh: 20 to 45 fewer
+            // instructions per view than copy_from_slice into a zeroed buffer).
             let mut buf = MaybeUninit::<[i64; 2 * MAX_INLINE_DIMS]>::uninit();
             let p = buf.as_mut_ptr() as *mut i64;
-            #[allow(clippy::needless_range_loop)] // the fixed bound is the point
             for i in 0..MAX_INLINE_DIMS {
                 if i < nd {
+                    let (size, stride) = dim(i);
                     // SAFETY: i < nd <= MAX_INLINE_DIMS, so items i and nd + i lie in the
                     // local buffer of 2·MAX_INLINE_DIMS items.
                     unsafe {
-                        p.add(i).write(sizes[i]);
-                        p.add(nd + i).write(strides[i]);
+                        p.add(i).write(size);
+                        p.add(nd + i).write(stride);
                     }
                 }
             }
@@ -120,8 +135,10 @@ impl Layout {
         }
         let mut dims = Buf::new();
         dims.try_reserve_exact(2 * nd).map_err(|_| layout_oom())?;
-        dims.extend_from_slice(sizes);
-        dims.extend_from_slice(strides);
+        dims.resize(2 * nd, 0);
+        for i in 0..nd {
+            (dims[i], dims[nd + i]) = dim(i);
+        }
         Ok(Layout { dims, offset })
     }
 

@@ -203,13 +203,17 @@ pub fn transpose(src: LayoutRef, d0: i64, d1: i64) -> Result<Layout> {
     let n = src.sizes;
     let a = wrap_dim(d0, n.len())?;
     let b = wrap_dim(d1, n.len())?;
-    let mut g = Layout::new(n, src.strides, src.offset)?;
-    if !n.is_empty() {
-        let (sizes, strides) = g.dims_mut();
-        sizes.swap(a, b);
-        strides.swap(a, b);
-    }
-    Ok(g)
+    let st = src.strides;
+    Layout::from_fn(n.len(), src.offset, |i| {
+        let j = if i == a {
+            b
+        } else if i == b {
+            a
+        } else {
+            i
+        };
+        (n[j], st[j])
+    })
 }
 
 /// `t()`: transpose of a <= 2-D tensor (0-D and 1-D are unchanged). Errors: Shape.
@@ -301,16 +305,20 @@ pub fn slice(src: LayoutRef, dim: i64, start: i64, end: i64, step: i64) -> Resul
         end = len;
     }
     let span = end - start;
-    let mut g = Layout::new(n, st, off)?;
-    g.offset = shape::add(
+    let offset = shape::add(
         off,
         shape::mul(start, st[d], "slice offset")?,
         "slice offset",
     )?;
-    let (sizes, strides) = g.dims_mut();
-    sizes[d] = span / step + i64::from(span % step != 0);
-    strides[d] = shape::mul(st[d], step, "slice stride")?;
-    Ok(g)
+    let size = span / step + i64::from(span % step != 0);
+    let stride = shape::mul(st[d], step, "slice stride")?;
+    Layout::from_fn(n.len(), offset, |i| {
+        if i == d {
+            (size, stride)
+        } else {
+            (n[i], st[i])
+        }
+    })
 }
 
 /// `narrow(dim, start, length)`: `slice(dim, start, start + length)` with strict bounds
