@@ -265,8 +265,8 @@ impl<T: Intrusive> Deref for IntrusivePtr<T> {
 /// Drops the value and frees the box.
 ///
 /// # Safety
-/// `p` came from `try_new` / `try_new_with` and no reference of either kind remains (the count word
-/// is, or just became, 0 strong and 0 weak): nobody can reach the box any more.
+/// `p` came from `try_new` / `try_new_with` and no reference of either kind remains (the
+/// count word is, or just became, 0 strong and 0 weak): nobody can reach the box any more.
 unsafe fn destroy<T: Intrusive>(p: NonNull<RcBox<T>>) {
     // SAFETY: the box is initialised (try_new_with wrote both fields), allocated with this
     // layout, and ours alone (contract); the value is dropped once and the box then freed.
