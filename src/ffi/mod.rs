@@ -181,6 +181,8 @@ pub(crate) const fn format_code(f: MemoryFormat) -> tensor_memory_format_t {
 }
 
 /// Every memory format (MemoryFormat has no list of its own).
+// Read by the const assertions below, which rustc 1.87 (the MSRV) does not count as a use.
+#[allow(dead_code)]
 const MEMORY_FORMATS: [MemoryFormat; 4] = [
     MemoryFormat::Contiguous,
     MemoryFormat::Preserve,
