@@ -102,7 +102,7 @@ impl Layout {
     /// view rules that change a few dims (transpose, slice) build their layout with it
     /// rather than copying the input's and patching it: loading back an item just stored
     /// at an index the CPU learns late (the swapped or sliced dim) stalled every such view
-    /// (bench_views: transpose 56-59 -> 47-49 ns, for 40 more instructions). Fails only
+    /// (bench_views: transpose 56-59 -> 42-44 ns, for 8 more instructions). Fails only
     /// when the heap block for more than [`MAX_INLINE_DIMS`] dims cannot be allocated.
     // Always inlined, as `new`.
     #[inline(always)]
