@@ -207,7 +207,12 @@ impl Flags {
     pub const CHANNELS_LAST_STRIDES: u8 = 8;
     pub const CHANNELS_LAST_3D_STRIDES: u8 = 16;
     pub const NON_OVERLAPPING_AND_DENSE: u8 = 32;
-    const ALL: u8 = 63;
+    const ALL: u8 = Self::CONTIGUOUS
+        | Self::CHANNELS_LAST_CONTIGUOUS
+        | Self::CHANNELS_LAST_3D_CONTIGUOUS
+        | Self::CHANNELS_LAST_STRIDES
+        | Self::CHANNELS_LAST_3D_STRIDES
+        | Self::NON_OVERLAPPING_AND_DENSE;
 
     #[inline]
     pub fn has(self, bit: u8) -> bool {

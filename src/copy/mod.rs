@@ -228,6 +228,7 @@ impl std::ops::Deref for LikeStrides<'_> {
         }
     }
 }
+
 impl TensorImpl {
     /// `dst.copy_(src)`: broadcasts `src` to `self`'s shape and converts its dtype; when
     /// the two share memory the result is that of copying from a snapshot of `src`.
