@@ -201,42 +201,6 @@ where
     }
 }
 
-/// [`from_half_base`] with F16C conversions of 8 items at a time, compiled for AVX2.
-///
-/// # Safety
-/// As [`from_half_base`]; the CPU must support AVX2 and F16C.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
-unsafe fn from_half_avx2<H: 'static, I>(d: *mut I, s: *const H, n: usize)
-where
-    f32: SatCast<I>,
-{
-    use std::arch::x86_64::*;
-    // SAFETY: the destination run is chunked's; `widen` reads source items
-    // i..i + buf.len() <= n as 16-bit words (f16 or bf16 bits): the 8-item loads end at
-    // k + 8 <= m = buf.len() and store into buf's first m items; F16C and AVX2 are
-    // enabled here (the caller checked the CPU).
-    unsafe {
-        chunked(d, n, |buf, i| {
-            let p = (s as *const u16).add(i);
-            if is_f16::<H>() {
-                let m = buf.len();
-                let mut k = 0;
-                while k + 8 <= m {
-                    let h = _mm_loadu_si128(p.add(k) as *const __m128i);
-                    _mm256_storeu_ps(buf.as_mut_ptr().add(k), _mm256_cvtph_ps(h));
-                    k += 8;
-                }
-                for (j, o) in buf.iter_mut().enumerate().skip(k) {
-                    *o = f16::from_bits(*p.add(j)).to_f32();
-                }
-            } else {
-                widen_bf16(buf, p);
-            }
-        })
-    }
-}
-
 /// The loop of every AVX2 kernel here: 32 bytes of output per step, and, for big outputs,
 /// streaming stores after a scalar head up to 32-byte alignment; a scalar tail.
 #[cfg(target_arch = "x86_64")]
@@ -809,10 +773,10 @@ where
             // types (handles).
             return unsafe { narrow::run(is_f16::<H>(), stream, d, s as *const u16, n) };
         }
-        // SAFETY: our contract; level 2 means the CPU has AVX2 and F16C.
-        return unsafe { from_half_avx2(d, s, n) };
+        // long and narrow cover every integer type to_int passes: the chunked loop below
+        // is the baseline CPUs' path.
     }
-    // Only the direct kernel streams.
+    // Only the direct kernels stream.
     let _ = stream;
     // SAFETY: the same contract as ours.
     unsafe { from_half_base(d, s, n) }
