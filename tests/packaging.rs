@@ -17,10 +17,18 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// target/<profile>, where cargo put libtensor.a for this run.
-fn profile_dir() -> PathBuf {
+/// target/<profile>/deps, where cargo builds every artifact of this run (the test binary and
+/// the library's libtensor.a). Only `cargo build` also copies libtensor.a up to
+/// target/<profile>/, so a bare `cargo test` on a fresh clone leaves it here alone; the copy
+/// up there can also be older than this run's.
+fn deps_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
+    exe.parent().unwrap().to_path_buf()
+}
+
+/// target/<profile>, for this test's scratch directories.
+fn profile_dir() -> PathBuf {
+    deps_dir().parent().unwrap().to_path_buf()
 }
 
 fn run(cmd: &mut Command) -> String {
@@ -42,7 +50,7 @@ fn stage(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&out);
     run(Command::new("sh")
         .arg(manifest_dir().join("cmake/stage.sh"))
-        .arg(profile_dir().join("libtensor.a"))
+        .arg(deps_dir().join("libtensor.a"))
         .arg(&out)
         .arg(env!("CARGO_PKG_VERSION")));
     out
