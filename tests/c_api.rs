@@ -1,5 +1,6 @@
 //! Builds every C (`c_tests/*.c`, C99) and C++ (`c_tests/*.cpp`, C++17) test program
-//! against `include/tensor.h` (first checked to equal the header build.rs generated) with `-Wall -Wextra -pedantic -Werror`, links it to the real
+//! against the committed `include/tensor.h` (CI's `make check-header` keeps it equal to what
+//! cbindgen generates from src/ffi/) with `-Wall -Wextra -pedantic -Werror`, links it to the real
 //! `libtensor.so` that cargo built for this test run, and runs it. Each program prints
 //! "<name>: N passed, N failed" and exits non-zero on any failure.
 //!
@@ -243,23 +244,9 @@ fn run(exe: &Path, src: &Path) -> Result<String, String> {
     }
 }
 
-/// The programs compile against the committed include/tensor.h (tensor.hpp includes it from
-/// there): it must be the header build.rs just generated from src/ffi/ into OUT_DIR.
-fn assert_header_is_fresh() {
-    let committed = manifest_dir().join("include/tensor.h");
-    let generated = env!("TENSOR_GENERATED_HEADER");
-    assert!(
-        std::fs::read(&committed).ok() == std::fs::read(generated).ok(),
-        "{} differs from the header generated from src/ffi/ ({generated}): \
-         run `make header` (TENSOR_UPDATE_HEADER=1 cargo build) and commit include/tensor.h",
-        committed.display()
-    );
-}
-
 /// Builds and runs every C / C++ program of `dir`; programs whose pkg-config packages are
 /// missing are skipped with a notice.
 fn build_and_run_all(dir: &str, bin_name: &str) {
-    assert_header_is_fresh();
     let lib = library_dir();
     let bin = lib.parent().unwrap().join(bin_name);
     std::fs::create_dir_all(&bin).unwrap();
