@@ -34,9 +34,16 @@ rm -rf "$tmp"
 mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 
-# 1. One relocatable object holding every member; then every defined global symbol but the
-#    public API becomes local (undefined references to libc etc. stay as they are).
-"$LD" -r --whole-archive "$archive" -o "$tmp/tensor.o"
+# 1. One relocatable object holding every member, keeping only what the public API can reach
+#    (--gc-sections rooted at the tensor_* / storage_* functions: Rust's std brings code the
+#    library never calls, such as its networking and home_dir, whose glibc NSS references make
+#    a -static link warn). Then every defined global symbol but the public API becomes local,
+#    and the undefined symbols no remaining relocation uses are dropped (so the consumer's
+#    link does not pull getaddrinfo / getpwuid_r out of libc.a for code that is gone).
+"$READELF" -sW "$archive" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" {print $8}' \
+  | grep -E '^(tensor|storage)_' | sort -u | sed 's/^/--require-defined=/' > "$tmp/roots.txt"
+[ -s "$tmp/roots.txt" ] || { echo "stage.sh: no tensor_*/storage_* symbol in $archive" >&2; exit 1; }
+"$LD" -r --gc-sections @"$tmp/roots.txt" --whole-archive "$archive" -o "$tmp/tensor.o"
 # (readelf, not nm: nm crashes in the LLVM plugin some systems install for binutils)
 "$READELF" -sW "$tmp/tensor.o" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" {print $8}' \
   | sort -u > "$tmp/defined.txt"
@@ -45,10 +52,13 @@ grep -E '^(tensor|storage)_' "$tmp/defined.txt" > "$tmp/public.txt" || true
 # (DW.ref.rust_eh_personality, ...) would otherwise still win the group against the same
 # group in another Rust library, whose references to it would then stay undefined.
 grep -vE '^(tensor|storage)_' "$tmp/defined.txt" | awk '{print $1, "__libtensor_" $1}' > "$tmp/rename.txt"
-[ -s "$tmp/public.txt" ] || { echo "stage.sh: no tensor_*/storage_* symbol in $archive" >&2; exit 1; }
+"$READELF" -sW "$tmp/tensor.o" | awk '$7 == "UND" && $8 != "" {print $8}' | sort -u > "$tmp/undefined.txt"
+"$READELF" -rW "$tmp/tensor.o" | awk 'NF >= 5 && $1 ~ /^[0-9a-f]+$/ {print $5}' | sed 's/@.*//' \
+  | sort -u > "$tmp/referenced.txt"
+comm -23 "$tmp/undefined.txt" "$tmp/referenced.txt" | sed 's/^/--strip-symbol=/' > "$tmp/unused.txt"
 # The .llvmbc/.llvmcmd sections (bitcode Rust embeds for LTO) are dropped: merged by ld -r
 # they are no longer valid bitcode, and LLVM-based tools (the LLVMgold plugin of nm/ar) abort.
-"$OBJCOPY" --redefine-syms="$tmp/rename.txt" --keep-global-symbols="$tmp/public.txt" \
+"$OBJCOPY" @"$tmp/unused.txt" --redefine-syms="$tmp/rename.txt" --keep-global-symbols="$tmp/public.txt" \
   --remove-section=.llvmbc --remove-section=.llvmcmd \
   "$tmp/tensor.o" "$tmp/libtensor.o"
 rm -f "$tmp/libtensor.a"
