@@ -41,9 +41,9 @@ struct DLManagedTensor;
 /** libtensor version of this header (Cargo.toml); tensor_version_string() is the
  * loaded library's. */
 #define TENSOR_VERSION_MAJOR 0
-#define TENSOR_VERSION_MINOR 1
+#define TENSOR_VERSION_MINOR 2
 #define TENSOR_VERSION_PATCH 0
-#define TENSOR_VERSION_STRING "0.1.0"
+#define TENSOR_VERSION_STRING "0.2.0"
 
 
 /* ==============================================================================================
@@ -438,7 +438,7 @@ size_t tensor_dtype_itemsize(tensor_dtype_t d);
 const char *tensor_dtype_name(tensor_dtype_t d);
 
 /**
- * The library version, "0.1.0" (static).
+ * The loaded library's version, e.g. "0.2.0" (`TENSOR_VERSION_STRING` is the header's); static.
  */
 const char *tensor_version_string(void);
 

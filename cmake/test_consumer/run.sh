@@ -21,6 +21,9 @@ trap 'rm -rf "$work"' EXIT
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$root/Cargo.toml" | head -n 1)
 major=${version%%.*}
+minor=${version#*.}
+minor=${minor%%.*}
+next_minor="$major.$((minor + 1))"
 cd "$root"
 
 fail() { echo "FAILED: $*" >&2; exit 1; }
@@ -44,7 +47,7 @@ run_programs() {
 cmake_consumer() {
   local name=$1
   shift
-  cmake -S "$here" -B "$work/$name" "$@" >"$work/$name.log" 2>&1 ||
+  cmake -S "$here" -B "$work/$name" -DTENSOR_REQUIRE_VERSION="$major.$minor" "$@" >"$work/$name.log" 2>&1 ||
     { cat "$work/$name.log"; fail "configuring the consumer ($name)"; }
   cmake --build "$work/$name" -j 2 >>"$work/$name.log" 2>&1 ||
     { cat "$work/$name.log"; fail "building the consumer ($name)"; }
@@ -110,14 +113,14 @@ make --no-print-directory install PREFIX="$work/prefix" >/dev/null
 check_install "$work/prefix" lib include
 say "1a. CMake find_package(tensor) from the prefix: tensor::tensor, tensor::tensor_static"
 cmake_consumer find -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release
-say "1b. CMake: find_package(tensor 0.2) is refused by tensor $version"
+say "1b. CMake: find_package(tensor $next_minor) is refused by tensor $version"
 mkdir -p "$work/vcheck"
-cat >"$work/vcheck/CMakeLists.txt" <<'CM'
+cat >"$work/vcheck/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.16)
 project(vcheck NONE)
-find_package(tensor 0.2 QUIET)
+find_package(tensor $next_minor QUIET)
 if(tensor_FOUND)
-  message(FATAL_ERROR "tensor 0.1.x must not satisfy a request for 0.2")
+  message(FATAL_ERROR "tensor $version must not satisfy a request for $next_minor")
 endif()
 CM
 cmake -S "$work/vcheck" -B "$work/vcheck/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null

@@ -79,7 +79,7 @@ const VERSION: &CStr =
         Err(_) => panic!("the version has no NUL"),
     };
 
-/// The library version, "0.1.0" (static).
+/// The loaded library's version, e.g. "0.2.0" (`TENSOR_VERSION_STRING` is the header's); static.
 #[no_mangle]
 pub extern "C" fn tensor_version_string() -> *const c_char {
     guard_or("tensor_version_string", c"".as_ptr(), || VERSION.as_ptr())
