@@ -20,6 +20,7 @@ pub(crate) mod parallel;
 use crate::dtype::{write_scalar, DType, Scalar};
 use crate::error::Result;
 use crate::shape::{self, fmt_dims, Dims};
+use crate::storage::StorageKind;
 use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
 use engine::{execute, Kernel, Plan};
 use kernels::{Bytes16, Convert, CopySame, Equal};
@@ -197,14 +198,22 @@ fn address_range(t: &TensorImpl) -> (usize, usize) {
 
 /// Whether writing `dst` may change elements `src` still has to read: intersecting
 /// address ranges, whatever the storages (conservative: interleaved layouts over one
-/// range count as overlapping). Disjoint ranges keep the direct copy.
+/// range count as overlapping), or, at different addresses, the same pages of a mapped
+/// object (two mappings of one file or memfd: `files::mmap::same_pages`, which compares
+/// file offsets). Disjoint ranges keep the direct copy. The one overlap rule of every
+/// copying op (`copy_`, `copy_affine_`).
 fn may_overlap(dst: &TensorImpl, src: &TensorImpl) -> bool {
     if dst.numel() == 0 || src.numel() == 0 {
         return false;
     }
-    let (a0, a1) = address_range(dst);
-    let (b0, b1) = address_range(src);
-    a0 < b1 && b0 < a1
+    let (a, b) = (address_range(dst), address_range(src));
+    if a.0 < b.1 && b.0 < a.1 {
+        return true;
+    }
+    let (ds, ss) = (dst.storage(), src.storage());
+    ds.kind() == StorageKind::Mapped
+        && ss.kind() == StorageKind::Mapped
+        && crate::files::mmap::same_pages(ds, a, ss, b)
 }
 
 /// Bytes of output per block and per index in copy_affine_'s blocked walk (the block's src

@@ -126,7 +126,12 @@ pub extern "C" fn tensor_repeat(
 
 /// Copies `src` into `dst` in place: `src` broadcasts to `dst`'s shape and is converted to
 /// `dst`'s dtype (rules as tensor_to_dtype). When the two share memory the result is that
-/// of copying from a snapshot of `src`. Bumps `dst`'s version once. Errors: NULL_POINTER,
+/// of copying from a snapshot of `src`: sharing is decided from the byte ranges the two
+/// span, by address, and, for two mapped storages (`storage_is_mapped`) with `dst` a
+/// shared mapping, by file offset when both map the same file or shared-memory segment
+/// (two mappings of one file, or `storage_from_fd(storage_fd(s))`, are two addresses for
+/// the same pages; a private `src` counts, since its unwritten pages show `dst`'s writes).
+/// Bumps `dst`'s version once. Errors: NULL_POINTER,
 /// SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
 /// READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
 #[no_mangle]
