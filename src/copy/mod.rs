@@ -77,7 +77,12 @@ unsafe fn copy_raw(
         Err(_) => usize::MAX,
     };
     let out_bytes = numel.saturating_mul(i0);
-    let Some((d, n)) = parallel::split(sizes, out_bytes) else {
+    // Only a dst whose elements provably do not share memory is split: the parts of one
+    // that may (PyTorch's TOO_HARD layouts, accepted by copy_) would write the same
+    // element from two threads at once, and a 16-byte element could end up half each.
+    let split =
+        parallel::split(sizes, out_bytes).filter(|_| crate::layout::non_overlapping(sizes, dst_st));
+    let Some((d, n)) = split else {
         // SAFETY: our contract, which is copy_part's.
         return unsafe {
             copy_part(
@@ -85,7 +90,8 @@ unsafe fn copy_raw(
             )
         };
     };
-    // Each part is the sub-box [start, start + len) of dim d: disjoint parts of dst.
+    // Each part is the sub-box [start, start + len) of dim d: disjoint parts of dst (its
+    // elements do not share memory, checked above).
     let (dst_addr, src_addr) = (dst as usize, src as usize);
     parallel::run_parts(sizes[d], n, &|start, len| {
         let mut part: Dims = sizes.into();
