@@ -379,7 +379,7 @@ mod tests {
         let snap = snapshot().unwrap();
         assert!(snap
             .iter()
-            .any(|e| e.data == s.data_ptr() as *const u8 && e.nbytes == 4096 && e.strong == 1));
+            .any(|e| std::ptr::eq(e.data, s.data_ptr()) && e.nbytes == 4096 && e.strong == 1));
         drop(s);
         // (another test's storage may reuse the address, not with this size and no tensor)
         let snap = snapshot().unwrap();
