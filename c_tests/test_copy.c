@@ -383,6 +383,49 @@ static void test_big_layouts(void) {
   tensor_release(tr);
 }
 
+/* What the internal-overlap check of copy_ and copy_affine_ covers, exactly (PyTorch's
+ * has_internal_overlap): a dim of size > 1 with stride 0 is refused; other layouts whose
+ * elements share memory (byte strides {4, 4} over float32: elements (0, 1) and (1, 0) are
+ * one float) are PyTorch's TOO_HARD and accepted, every element written gets one of the
+ * values written to it. */
+static void test_internal_overlap_rule(void) {
+  float buf[3] = {-1, -1, -1};
+  float vals[4] = {10, 11, 12, 13}; /* src (i, j) = 10 + 2i + j */
+  int64_t sizes[2] = {2, 2}, diag_bytes[2] = {4, 4}, zero_bytes[2] = {0, 4};
+  int64_t zsizes[2] = {2, 3};
+  double one = 1.0, zero = 0.0;
+  tensor_t *d = NULL, *src = NULL, *ex = NULL, *src3 = NULL;
+  int affine;
+  CHECK_OK(tensor_from_blob(vals, sizes, NULL, 2, TENSOR_FLOAT32, (tensor_device_t){1, 0}, NULL,
+                            NULL, &src));
+  CHECK_OK(tensor_from_blob_bytes(buf, sizes, diag_bytes, 2, TENSOR_FLOAT32,
+                                  (tensor_device_t){1, 0}, NULL, NULL, &d));
+  CHECK(!tensor_is_non_overlapping_and_dense(d));
+  for (affine = 0; affine < 2; affine++) {
+    buf[0] = buf[1] = buf[2] = -1;
+    if (affine)
+      CHECK_OK(tensor_copy_affine_(d, src, 0, &one, &zero, 1));
+    else
+      CHECK_OK(tensor_copy_(d, src));
+    CHECK(buf[0] == 10 && buf[2] == 13);
+    CHECK(buf[1] == 11 || buf[1] == 12);
+  }
+  CHECK(tensor_version(d) == 2);
+  /* a stride-0 dim of size > 1: refused by both, nothing written, version unchanged */
+  CHECK_OK(tensor_from_blob_bytes(buf, zsizes, zero_bytes, 2, TENSOR_FLOAT32,
+                                  (tensor_device_t){1, 0}, NULL, NULL, &ex));
+  CHECK_OK(tensor_contiguous(ex, TENSOR_CONTIGUOUS_FORMAT, &src3));
+  buf[0] = buf[1] = buf[2] = -1;
+  CHECK_STATUS(tensor_copy_(ex, src3), TENSOR_ERR_OVERLAP);
+  CHECK_ERROR_HAS("more than one element of the written-to tensor");
+  CHECK_STATUS(tensor_copy_affine_(ex, src3, 0, &one, &zero, 1), TENSOR_ERR_OVERLAP);
+  CHECK(buf[0] == -1 && buf[1] == -1 && buf[2] == -1 && tensor_version(ex) == 0);
+  tensor_release(src3);
+  tensor_release(ex);
+  tensor_release(d);
+  tensor_release(src);
+}
+
 int main(void) {
   test_contiguous_and_clone();
   test_empty_like();
@@ -392,5 +435,6 @@ int main(void) {
   test_copy_and_fill();
   test_equal();
   test_big_layouts();
+  test_internal_overlap_rule();
   return harness_finish("c_copy");
 }

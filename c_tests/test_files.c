@@ -1,8 +1,8 @@
 /* Memory beyond the allocator, from C: storages over mapped files (three modes, any
  * offset, every error a user can act on), zero-copy loading of .safetensors and .npy
  * (the data pointer inside the mapping, RSS not growing by the file size), saving both,
- * hostile files, and shared memory between two processes (fork + SCM_RIGHTS) with either
- * side exiting first. */
+ * hostile files, shared memory between two processes (fork + SCM_RIGHTS) with either
+ * side exiting first, and copies between two mappings of the same pages. */
 #define _DEFAULT_SOURCE /* CMSG_SPACE / CMSG_LEN */
 #include <errno.h>
 #include <fcntl.h>
@@ -578,6 +578,87 @@ static void test_shared_memory(int parent_exits_first) {
   }
 }
 
+/* ---- two mappings of the same pages: the copy overlap rule compares file offsets ---- */
+
+#define ALIAS_N 1024
+
+/* Over storages `sa` (whose element k is file element k) and `sb` (file element k + skip),
+ * fills the file with 0, 1, 2, ... through `sa`, then copies, through the two mappings,
+ * a[skip + 1:] = b[:N - skip - 1] (with copy_ or copy_affine_ with scale 1, shift 0): the
+ * same as a[skip + 1:] = a[skip:N - 1], which must give a[i] = i - 1 for i > skip (a
+ * snapshot of src), not values already overwritten. Returns the number of wrong elements. */
+static int shifted_copy_errors(storage_t *sa, storage_t *sb, int skip, int affine) {
+  int64_t n[1] = {ALIAS_N}, nb[1] = {ALIAS_N - skip};
+  tensor_t *a = NULL, *b = NULL, *dst = NULL, *src = NULL;
+  double one = 1.0, zero = 0.0;
+  float *p;
+  int i, wrong = 0;
+  CHECK_OK(tensor_from_storage(sa, 0, n, NULL, 1, TENSOR_FLOAT32, &a));
+  CHECK_OK(tensor_from_storage(sb, 0, nb, NULL, 1, TENSOR_FLOAT32, &b));
+  if (!a || !b) return ALIAS_N;
+  p = (float *)tensor_data_ptr(a);
+  for (i = 0; i < ALIAS_N; i++) p[i] = (float)i;
+  CHECK_OK(tensor_slice(a, 0, skip + 1, ALIAS_N, 1, &dst));
+  CHECK_OK(tensor_slice(b, 0, 0, ALIAS_N - skip - 1, 1, &src));
+  /* really two addresses for one set of pages */
+  CHECK(tensor_data_ptr(a) != tensor_data_ptr(b));
+  CHECK(((float *)tensor_data_ptr(b))[0] == (float)skip);
+  if (affine)
+    CHECK_OK(tensor_copy_affine_(dst, src, 0, &one, &zero, 1));
+  else
+    CHECK_OK(tensor_copy_(dst, src));
+  for (i = 0; i < ALIAS_N; i++)
+    if (p[i] != (float)(i <= skip ? i : i - 1)) wrong++;
+  tensor_release(dst);
+  tensor_release(src);
+  tensor_release(a);
+  tensor_release(b);
+  return wrong;
+}
+
+static void test_two_mappings_alias(void) {
+  char path[128];
+  static float zeros[ALIAS_N];
+  storage_t *sa = NULL, *sb = NULL;
+  int fd = -1, affine, wrong;
+  path_of(path, sizeof path, "alias.bin");
+  write_file(path, zeros, sizeof zeros);
+  for (affine = 0; affine < 2; affine++) {
+    /* a shared-memory segment and its descriptor mapped again in the same process */
+    CHECK_OK(storage_new_shared(sizeof zeros, &sa));
+    CHECK_OK(storage_fd(sa, &fd));
+    CHECK_OK(storage_from_fd(fd, 0, TENSOR_MAP_TO_END, TENSOR_MAP_SHARED, &sb));
+    wrong = shifted_copy_errors(sa, sb, 0, affine);
+    if (wrong) fprintf(stderr, "memfd twice (affine %d): %d elements wrong\n", affine, wrong);
+    CHECK(wrong == 0);
+    storage_release(sb);
+    storage_release(sa);
+    /* two shared maps of one file */
+    CHECK_OK(storage_from_file(path, 0, TENSOR_MAP_TO_END, TENSOR_MAP_SHARED, &sa));
+    CHECK_OK(storage_from_file(path, 0, TENSOR_MAP_TO_END, TENSOR_MAP_SHARED, &sb));
+    wrong = shifted_copy_errors(sa, sb, 0, affine);
+    if (wrong) fprintf(stderr, "file twice (affine %d): %d elements wrong\n", affine, wrong);
+    CHECK(wrong == 0);
+    storage_release(sb);
+    /* the second map at another file offset (one float in, not page-aligned): the file
+     * ranges, not the storage offsets, are compared */
+    CHECK_OK(storage_from_file(path, 4, TENSOR_MAP_TO_END, TENSOR_MAP_SHARED, &sb));
+    wrong = shifted_copy_errors(sa, sb, 1, affine);
+    if (wrong) fprintf(stderr, "file at offset 4 (affine %d): %d elements wrong\n", affine, wrong);
+    CHECK(wrong == 0);
+    storage_release(sb);
+    /* src a private map: its pages not yet written here are the file's, which dst's
+     * writes change */
+    CHECK_OK(storage_from_file(path, 0, TENSOR_MAP_TO_END, TENSOR_MAP_PRIVATE, &sb));
+    wrong = shifted_copy_errors(sa, sb, 0, affine);
+    if (wrong) fprintf(stderr, "private src (affine %d): %d elements wrong\n", affine, wrong);
+    CHECK(wrong == 0);
+    storage_release(sb);
+    storage_release(sa);
+  }
+  unlink(path);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/libtensor-files-%ld", (long)getpid());
   if (mkdir(dir, 0700) != 0 && errno != EEXIST) return 1;
@@ -590,6 +671,7 @@ int main(void) {
   test_hostile_files();
   test_shared_memory(1);
   test_shared_memory(0);
+  test_two_mappings_alias();
   rmdir(dir);
   return harness_finish("test_files");
 }

@@ -1133,7 +1133,17 @@ tensor_status_t tensor_repeat(const struct tensor_t *self_,
 /**
  * Copies `src` into `dst` in place: `src` broadcasts to `dst`'s shape and is converted to
  * `dst`'s dtype (rules as tensor_to_dtype). When the two share memory the result is that
- * of copying from a snapshot of `src`. Bumps `dst`'s version once. Errors: NULL_POINTER,
+ * of copying from a snapshot of `src`: sharing is decided from the byte ranges the two
+ * span, by address, and, for two mapped storages (`storage_is_mapped`) with `dst` a
+ * shared mapping, by file offset when both map the same file or shared-memory segment
+ * (two mappings of one file, or `storage_from_fd(storage_fd(s))`, are two addresses for
+ * the same pages; a private `src` counts, since its unwritten pages show `dst`'s writes).
+ * Bumps `dst`'s version once. Internal overlap of `dst` is checked as PyTorch's
+ * `assert_no_internal_overlap` checks it: a dim of size > 1 with stride 0 (an expanded
+ * view) is refused with OVERLAP; other layouts whose elements share memory (e.g. sizes
+ * {2, 2} with strides {1, 1}, an unfold with step < size: PyTorch's TOO_HARD) are not
+ * detected and are accepted, each element then holding one of the values written to it,
+ * unspecified which. Errors: NULL_POINTER,
  * SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
  * READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
  */
@@ -1150,10 +1160,13 @@ tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
  * add, each rounded to float32). Typical use: a uint8 HWC frame permuted to CHW into a
  * float32 CHW tensor with `scale[c] = 1 / (255 * std[c])`, `shift[c] = -mean[c] / std[c]`.
  * Same rules as `tensor_copy_`: `src` is read as if snapshotted when it overlaps `dst`,
- * `dst` must be writable without internal overlap, and `dst`'s version is bumped once.
+ * `dst` must be writable, with `tensor_copy_`'s internal-overlap check (only a stride-0
+ * dim of size > 1 is refused; other self-overlapping layouts are accepted, as there), and
+ * `dst`'s version is bumped once.
  * Errors: NULL_POINTER, INDEX (dim out of range), INVALID_ARGUMENT (n is neither 1 nor
  * the size of dim), DTYPE (a complex tensor), SHAPE (src does not broadcast to dst),
- * DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst has internal overlap), OUT_OF_MEMORY.
+ * DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst has a stride-0 dim of size > 1),
+ * OUT_OF_MEMORY.
  */
 tensor_status_t tensor_copy_affine_(struct tensor_t *dst,
                                     const struct tensor_t *src,
@@ -1465,6 +1478,10 @@ bool tensor_memory_tracking_enabled(void);
  * Snapshot of every live storage created while tracking was on, biggest first: sets
  * `*count` to their number and writes the first `min(capacity, *count)` of them to
  * `out` (call with capacity 0 to size the array). 0 storages when tracking is off.
+ * Thread-safe, and takes no reference to what it lists: it never runs a deleter, so a
+ * storage's deleter still runs on the thread that releases its last reference even while
+ * another thread takes snapshots (a storage or tensor being released meanwhile is left
+ * out).
  * Errors: NULL_POINTER (count, or out with capacity > 0), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_memory_snapshot(struct tensor_storage_info_t *out,

@@ -411,6 +411,35 @@ fn dense_by_network<const D: usize>(
     true
 }
 
+/// Provably no two elements at one offset (a sufficient test, not an exact one): with the
+/// dims of size >= 2 sorted by stride, each stride exceeds the farthest offset the smaller
+/// ones reach (`Σ stride·(size-1)`), so the dims nest. True for every layout made from a
+/// non-overlapping one by slicing, permuting and striding, and for layouts without
+/// elements; false for every layout with a stride-0 dim of size >= 2, every other
+/// self-overlapping one, and a few exotic non-overlapping ones (sizes {3, 2}, strides
+/// {2, 3}). Strides are those of a validated layout (>= 0, extent within i64).
+pub fn non_overlapping(sizes: &[i64], strides: &[i64]) -> bool {
+    if sizes.contains(&0) {
+        return true;
+    }
+    let mut dims: SmallVec<[(i64, i64); MAX_INLINE_DIMS]> = sizes
+        .iter()
+        .zip(strides)
+        .filter(|&(&n, _)| n >= 2)
+        .map(|(&n, &st)| (st, n))
+        .collect();
+    dims.sort_unstable();
+    let mut reach = 0i64;
+    for (st, n) in dims {
+        if st <= reach {
+            return false;
+        }
+        // A validated layout's extent fits in i64; saturating keeps the answer safe anyway.
+        reach = reach.saturating_add(st.saturating_mul(n - 1));
+    }
+    true
+}
+
 /// Every element at a distinct offset, and together filling a dense block, in some dim
 /// order: c10's rule — dims of size < 2 are ignored; the others, by increasing stride,
 /// must have strides 1, n0, n0·n1, ...
@@ -470,6 +499,28 @@ pub fn non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn non_overlapping_nests_or_refuses() {
+        for (sizes, strides, want) in [
+            (&[][..], &[][..], true),
+            (&[4, 3][..], &[3, 1][..], true),
+            (&[3, 4][..], &[1, 3][..], true),  // a transpose
+            (&[2, 2][..], &[8, 2][..], true),  // a strided slice
+            (&[2, 0][..], &[0, 0][..], true),  // no elements
+            (&[1, 5][..], &[0, 1][..], true),  // size-1 dims do not count
+            (&[2, 3][..], &[0, 1][..], false), // expanded
+            (&[2, 2][..], &[1, 1][..], false), // byte strides {4, 4} over float32
+            (&[2, 2][..], &[2, 2][..], false),
+            (&[3, 2][..], &[2, 3][..], false), // exotic: distinct offsets, not nested
+        ] {
+            assert_eq!(
+                non_overlapping(sizes, strides),
+                want,
+                "{sizes:?} {strides:?}"
+            );
+        }
+    }
     use super::*;
     use crate::shape::{channels_last_3d_strides, channels_last_strides, contiguous_strides};
 

@@ -33,10 +33,12 @@ pub trait Intrusive {
     fn release_resources(&self) {}
 
     /// Whether other threads may reach this object by its address alone, with no
-    /// reference of either kind, and upgrade with [`try_upgrade`] (the memory snapshot's
-    /// registry of tracked storages). Then the last strong reference is always released
-    /// by a decrement, never by the sole-owner shortcut: with the count left at 1 while
-    /// `Drop` runs, a concurrent `try_upgrade` would revive the object being freed.
+    /// reference of either kind, and read its counts ([`counts_of`]) or upgrade
+    /// ([`try_upgrade`]) there (the memory snapshot's registry of tracked storages reads
+    /// the counts). Then the last strong reference is always released by a decrement,
+    /// never by the sole-owner shortcut: with the count left at 1 while `Drop` runs, a
+    /// concurrent `try_upgrade` would revive the object being freed, and `counts_of` would
+    /// report a dying object as alive.
     #[inline(always)]
     fn reachable_by_address(&self) -> bool {
         false
@@ -368,6 +370,20 @@ pub unsafe fn try_upgrade<T: Intrusive>(p: *const RcBox<T>) -> Option<IntrusiveP
     }
 }
 
+/// The strong and weak counts of box `p`, from one load of its count word (the weak count
+/// includes the unit the strong references share while strong > 0). Only the counter is
+/// touched: no reference is taken, so nothing is released by the caller either.
+///
+/// # Safety
+/// The box must stay allocated for the call (a registry entry that the object's `Drop`
+/// removes under a lock the caller holds, as for [`try_upgrade`]).
+pub unsafe fn counts_of<T>(p: *const RcBox<T>) -> (u64, u64) {
+    // SAFETY: the box is allocated (contract); the counter is read through a raw place, not
+    // through `&RcBox`, since a `Drop` waiting for the caller's lock has `&mut` of `value`.
+    let rc = unsafe { &*std::ptr::addr_of!((*p).refcount) }.load(Ordering::Acquire);
+    (strong_of(rc), weak_of(rc))
+}
+
 /// The box holding `value` (the inverse of `&box.value`).
 ///
 /// # Safety
@@ -403,6 +419,19 @@ impl<T: Intrusive> WeakIntrusivePtr<T> {
 
     pub fn expired(&self) -> bool {
         self.rc_box().strong_count() == 0
+    }
+
+    /// The object, without upgrading: a weak reference keeps the value undropped (`Drop`
+    /// runs at weak count 0), but not its resources, which `release_resources` may be
+    /// releasing on another thread at this moment. Unlike `lock`, nothing is retained, so
+    /// the caller can never end up dropping the last strong reference (and releasing the
+    /// object's resources on its own thread).
+    ///
+    /// # Safety
+    /// The caller uses only parts of `T` that `T::release_resources` neither changes nor
+    /// frees.
+    pub unsafe fn peek(&self) -> &T {
+        &self.rc_box().value
     }
 
     pub fn into_raw(self) -> *mut RcBox<T> {

@@ -5,17 +5,26 @@
 //! as "40 MB pinned by views that reach 80 bytes".
 //!
 //! Off by default. When on (`TENSOR_MEMORY_TRACKING=1` at start-up, or [`set_tracking`]),
-//! storages created from then on are registered (their addresses, in a mutex-protected
-//! set; `Drop` unregisters them) and so are the tensors made on them (a weak reference
-//! each, removed by the tensor's `release_resources` at strong count 0). Making a tensor
-//! tests one flag of its storage (`StorageImpl::is_tracked`); releasing an untracked
-//! tensor is unchanged (no weak reference, so the one-step fast path).
+//! storages created from then on are registered (their addresses with a copy of their
+//! data pointer, size and kind, in a mutex-protected map; `Drop` unregisters them) and so
+//! are the tensors made on them (a weak reference each, removed by the tensor's
+//! `release_resources` at strong count 0). Making a tensor tests one flag of its storage
+//! (`StorageImpl::is_tracked`); releasing an untracked tensor is unchanged (no weak
+//! reference, so the one-step fast path).
+//!
+//! A snapshot takes no reference of either kind: it reads everything under the registry
+//! lock, from what a registration guarantees to be there (a registered storage's count
+//! word and the registry's copy of its figures; a registered tensor's layout and storage
+//! address, kept by the registry's weak reference). Holding a reference of its own, even
+//! briefly, would make the snapshot drop the last one whenever the owner released the
+//! object meanwhile, and so run the storage's deleter on the snapshotting thread instead
+//! of the thread that released it (which deleters bound to a thread depend on).
 
 use crate::error::{Error, Result, Status};
-use crate::refcount::{box_of, try_upgrade, WeakIntrusivePtr};
+use crate::refcount::{box_of, counts_of, WeakIntrusivePtr};
 use crate::storage::{Storage, StorageImpl, StorageKind};
 use crate::tensor_impl::{Tensor, TensorImpl};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
@@ -26,9 +35,18 @@ pub const ENV_TRACKING: &str = "TENSOR_MEMORY_TRACKING";
 static TRACKING: AtomicBool = AtomicBool::new(false);
 static ENV: Once = Once::new();
 
+/// What the snapshot reports of a registered storage besides its counts: copied at
+/// registration and by `resize` (under the lock), so that a snapshot never reads the
+/// storage's own data cell, which its release rewrites at strong count 0.
+struct Figures {
+    data: usize,
+    nbytes: usize,
+    kind: StorageKind,
+}
+
 struct Registry {
-    /// Addresses of tracked `StorageImpl`s whose object is alive.
-    storages: HashSet<usize>,
+    /// Tracked `StorageImpl`s whose object is alive, by address.
+    storages: HashMap<usize, Figures>,
     /// Tracked tensors, by address, each through a weak reference: the tensor's
     /// `release_resources` (strong count 0) removes it, so untracked tensors keep the
     /// release fast path and no `Drop` is added to TensorImpl.
@@ -77,7 +95,7 @@ pub fn set_tracking(on: bool) -> bool {
 fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     let mut r = registry();
     f(r.get_or_insert_with(|| Registry {
-        storages: HashSet::new(),
+        storages: HashMap::new(),
         tensors: HashMap::new(),
     }))
 }
@@ -86,11 +104,32 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
 #[cold]
 #[inline(never)]
 pub(crate) fn register_storage(s: &Storage) {
+    let figures = Figures {
+        data: s.data_ptr() as usize,
+        nbytes: s.nbytes(),
+        kind: s.kind(),
+    };
     with_registry(|r| {
         if r.storages.try_reserve(1).is_ok() {
-            r.storages.insert(&**s as *const StorageImpl as usize);
+            r.storages
+                .insert(&**s as *const StorageImpl as usize, figures);
         }
     })
+}
+
+/// Called by `resize` after it replaced a tracked storage's block (by the storage's only
+/// user: the resize contract).
+#[cold]
+#[inline(never)]
+pub(crate) fn storage_resized(s: &StorageImpl) {
+    let (data, nbytes) = (s.data_ptr() as usize, s.nbytes());
+    let mut r = registry();
+    if let Some(f) = r
+        .as_mut()
+        .and_then(|reg| reg.storages.get_mut(&(s as *const StorageImpl as usize)))
+    {
+        (f.data, f.nbytes) = (data, nbytes);
+    }
 }
 
 /// Removes an entry; once nothing tracked is alive, frees the tables (so a process that
@@ -206,71 +245,82 @@ fn union_len(ranges: &mut [(u64, u64)]) -> u64 {
     total + cur.map_or(0, |(s, e)| e - s)
 }
 
-/// Every live tracked storage, biggest first (empty when tracking is off).
+/// Every live tracked storage, biggest first (empty when tracking is off). Takes no
+/// reference (see the module doc): a storage or tensor whose strong count is 0 is being
+/// released and is left out.
 pub fn snapshot() -> Result<Vec<StorageInfo>> {
-    // Take strong references under the lock (an object's Drop unregisters it under the
-    // same lock, so every address in the sets is an allocated object); drop them only
-    // after the lock is released, since a drop may unregister.
-    let mut storages: Vec<Storage> = Vec::new();
-    let mut tensors: Vec<Tensor> = Vec::new();
+    // (address, figures) of each live storage, and (storage address, span) of each live
+    // tensor, all read under the lock.
+    let mut storages: Vec<(usize, StorageInfo)> = Vec::new();
+    let mut spans: Vec<(usize, (u64, u64))> = Vec::new();
     {
         let r = registry();
         if let Some(reg) = r.as_ref() {
             storages
                 .try_reserve_exact(reg.storages.len())
                 .map_err(|_| oom())?;
-            tensors
+            spans
                 .try_reserve_exact(reg.tensors.len())
                 .map_err(|_| oom())?;
-            for &a in &reg.storages {
-                // SAFETY: registered and not yet unregistered (Drop unregisters under the lock
-                // we hold): the box is allocated; and a tracked storage is never freed by
-                // the sole-owner shortcut (`reachable_by_address`), so one whose Drop is
-                // waiting for the lock already has strong count 0 and is not revived.
-                if let Some(s) = unsafe { try_upgrade(box_of(a as *const StorageImpl)) } {
-                    storages.push(s);
+            for (&a, f) in &reg.storages {
+                // SAFETY: registered and not yet unregistered (Drop unregisters under the
+                // lock we hold): the box is allocated; only its counter is read.
+                let (strong, weak) = unsafe { counts_of(box_of(a as *const StorageImpl)) };
+                if strong == 0 {
+                    continue;
                 }
+                storages.push((
+                    a,
+                    StorageInfo {
+                        data: f.data as *const u8,
+                        nbytes: f.nbytes as u64,
+                        kind: f.kind,
+                        strong,
+                        // Minus the weak unit all strong references share.
+                        weak: weak - 1,
+                        tensors: 0,
+                        reachable_bytes: 0,
+                    },
+                ));
             }
             for w in reg.tensors.values() {
-                if let Some(t) = w.lock() {
-                    tensors.push(Tensor(t));
+                if w.expired() {
+                    continue;
                 }
+                // SAFETY: a TensorImpl's release_resources only unregisters it (under the
+                // lock we hold); its layout and storage field stay as made until it is
+                // dropped, which the registry's weak reference prevents. The storage's
+                // address is only compared, never followed.
+                let t = unsafe { w.peek() };
+                spans.push((&**t.storage() as *const StorageImpl as usize, span(t)));
             }
         }
     }
     let mut index: HashMap<usize, usize> = HashMap::new();
     index.try_reserve(storages.len()).map_err(|_| oom())?;
-    for (i, s) in storages.iter().enumerate() {
-        index.insert(&**s as *const StorageImpl as usize, i);
+    for (i, &(a, _)) in storages.iter().enumerate() {
+        index.insert(a, i);
     }
     let mut ranges: Vec<Vec<(u64, u64)>> = Vec::new();
     ranges
         .try_reserve_exact(storages.len())
         .map_err(|_| oom())?;
     ranges.resize_with(storages.len(), Vec::new);
-    for t in &tensors {
-        if let Some(&i) = index.get(&(&**t.storage() as *const StorageImpl as usize)) {
+    for &(a, sp) in &spans {
+        if let Some(&i) = index.get(&a) {
             ranges[i].try_reserve(1).map_err(|_| oom())?;
-            ranges[i].push(span(t));
+            ranges[i].push(sp);
         }
     }
     let mut out: Vec<StorageInfo> = Vec::new();
     out.try_reserve_exact(storages.len()).map_err(|_| oom())?;
-    for (s, r) in storages.iter().zip(ranges.iter_mut()) {
-        let b = s.rc_box();
+    for ((_, info), r) in storages.iter().zip(ranges.iter_mut()) {
         out.push(StorageInfo {
-            data: s.data_ptr(),
-            nbytes: s.nbytes() as u64,
-            kind: s.kind(),
-            // Minus the reference we hold; minus the weak unit all strong refs share.
-            strong: b.strong_count() - 1,
-            weak: b.weak_count() - 1,
             tensors: r.len() as u64,
             reachable_bytes: union_len(r),
+            ..*info
         });
     }
-    drop(tensors);
-    drop(storages);
     out.sort_by(|a, b| b.nbytes.cmp(&a.nbytes).then(a.data.cmp(&b.data)));
     Ok(out)
 }
@@ -322,6 +372,15 @@ mod tests {
         let e = snap.iter().find(|e| e.data as usize == key).unwrap();
         assert_eq!((e.tensors, e.reachable_bytes), (1, 40));
         drop(v);
+        // A resize shows in the next snapshot (the registry's copy of the figures).
+        let s = StorageImpl::allocate(64, crate::allocator::Allocator::Builtin).unwrap();
+        // SAFETY: this test's own storage, used by this thread only.
+        unsafe { s.resize(4096) }.unwrap();
+        let snap = snapshot().unwrap();
+        assert!(snap
+            .iter()
+            .any(|e| std::ptr::eq(e.data, s.data_ptr()) && e.nbytes == 4096 && e.strong == 1));
+        drop(s);
         // (another test's storage may reuse the address, not with this size and no tensor)
         let snap = snapshot().unwrap();
         assert!(!snap

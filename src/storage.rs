@@ -103,8 +103,9 @@ pub struct StorageImpl {
     /// was) `Owner::Allocated`; `Mapped` storages are external with an unmapping deleter.
     kind: StorageKind,
     /// Registered with the memory snapshot (tracking was on when it was made); fixed.
-    /// While set, the snapshot registry holds this object's address, and `Drop` removes
-    /// it (under the registry lock) before the object is freed.
+    /// While set, the snapshot registry holds this object's address (with a copy of its
+    /// data pointer, size and kind, which `resize` updates), and `Drop` removes it (under
+    /// the registry lock) before the object is freed.
     tracked: bool,
     /// The version counter of the tensor made together with this storage and its views
     /// (`tensor_impl::VersionOf::Storage`).
@@ -236,9 +237,8 @@ impl StorageImpl {
 
     /// Forgets the deleter of wrapped memory, so that dropping this storage gives ownership
     /// back to the caller. Used when a call that was to take ownership fails after the
-    /// storage was made. An atomic store rather than a write through the `data` cell: even
-    /// a storage whose only reference the caller holds is reachable from other threads
-    /// when it is tracked (`snapshot::snapshot` reads its data meanwhile).
+    /// storage was made. An atomic store rather than a write through the `data` cell: the
+    /// cell is written only by the two writers its field lists.
     pub fn disarm(&self) {
         // Relaxed: the release path that reads it runs after the last strong reference is
         // dropped, which the reference count's release/acquire orders after this.
@@ -326,8 +326,9 @@ impl StorageImpl {
     /// Nothing else may use this storage during the call (not thread-safe, as PyTorch's
     /// `resize_`): it replaces the data pointer and byte count in place, which any
     /// concurrent reader of them races with: another thread's call on this storage or on a
-    /// tensor over it, or `snapshot::snapshot` while the storage is tracked.
-    /// `storage_resize` passes this rule on to its C callers.
+    /// tensor over it. (Not the memory snapshot: it reads its registry's copy of the two,
+    /// which this updates under the registry lock.) `storage_resize` passes this rule on to
+    /// its C callers.
     pub unsafe fn resize(&self, nbytes: usize) -> Result<()> {
         let Owner::Allocated(alloc) = self.data().owner else {
             bail!(
@@ -366,6 +367,9 @@ impl StorageImpl {
             d.ptr = new_ptr;
             d.nbytes = nbytes;
         }
+        if self.tracked {
+            snapshot::storage_resized(self);
+        }
         Ok(())
     }
 
@@ -401,8 +405,8 @@ impl Intrusive for StorageImpl {
         self.release_data();
     }
 
-    /// A tracked storage is in the snapshot's registry by address (`snapshot()` upgrades
-    /// it with `try_upgrade` under the registry lock).
+    /// A tracked storage is in the snapshot's registry by address (`snapshot()` reads its
+    /// count word there under the registry lock, and leaves out a storage at strong 0).
     #[inline]
     fn reachable_by_address(&self) -> bool {
         self.tracked

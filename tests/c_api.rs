@@ -5,7 +5,8 @@
 //! "<name>: N passed, N failed" and exits non-zero on any failure.
 //!
 //! `TENSOR_VALGRIND=1` runs each program under
-//! `valgrind --error-exitcode=1 --leak-check=full` (zero errors, zero leaks required).
+//! `valgrind --error-exitcode=1 --leak-check=full` (zero errors, zero leaks required), with
+//! `TENSOR_TEST_UNDER_VALGRIND=1` in the program's environment (for fewer rounds).
 //!
 //! `TENSOR_SANITIZE=address,undefined` (any `-fsanitize=` list) compiles each program with
 //! those sanitizers (`-fno-sanitize-recover=all`: the first report fails the program; the
@@ -212,7 +213,9 @@ fn run(exe: &Path, src: &Path) -> Result<String, String> {
             "--errors-for-leak-kinds=definite,indirect,possible",
             "--quiet",
         ])
-        .arg(exe);
+        .arg(exe)
+        // Lets a program scale its rounds down (valgrind runs one thread at a time).
+        .env("TENSOR_TEST_UNDER_VALGRIND", "1");
         c
     } else {
         let mut c = Command::new(exe);

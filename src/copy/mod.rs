@@ -20,6 +20,7 @@ pub(crate) mod parallel;
 use crate::dtype::{write_scalar, DType, Scalar};
 use crate::error::Result;
 use crate::shape::{self, fmt_dims, Dims};
+use crate::storage::StorageKind;
 use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
 use engine::{execute, Kernel, Plan};
 use kernels::{Bytes16, Convert, CopySame, Equal};
@@ -76,7 +77,12 @@ unsafe fn copy_raw(
         Err(_) => usize::MAX,
     };
     let out_bytes = numel.saturating_mul(i0);
-    let Some((d, n)) = parallel::split(sizes, out_bytes) else {
+    // Only a dst whose elements provably do not share memory is split: the parts of one
+    // that may (PyTorch's TOO_HARD layouts, accepted by copy_) would write the same
+    // element from two threads at once, and a 16-byte element could end up half each.
+    let split =
+        parallel::split(sizes, out_bytes).filter(|_| crate::layout::non_overlapping(sizes, dst_st));
+    let Some((d, n)) = split else {
         // SAFETY: our contract, which is copy_part's.
         return unsafe {
             copy_part(
@@ -84,7 +90,8 @@ unsafe fn copy_raw(
             )
         };
     };
-    // Each part is the sub-box [start, start + len) of dim d: disjoint parts of dst.
+    // Each part is the sub-box [start, start + len) of dim d: disjoint parts of dst (its
+    // elements do not share memory, checked above).
     let (dst_addr, src_addr) = (dst as usize, src as usize);
     parallel::run_parts(sizes[d], n, &|start, len| {
         let mut part: Dims = sizes.into();
@@ -197,14 +204,22 @@ fn address_range(t: &TensorImpl) -> (usize, usize) {
 
 /// Whether writing `dst` may change elements `src` still has to read: intersecting
 /// address ranges, whatever the storages (conservative: interleaved layouts over one
-/// range count as overlapping). Disjoint ranges keep the direct copy.
+/// range count as overlapping), or, at different addresses, the same pages of a mapped
+/// object (two mappings of one file or memfd: `files::mmap::same_pages`, which compares
+/// file offsets). Disjoint ranges keep the direct copy. The one overlap rule of every
+/// copying op (`copy_`, `copy_affine_`).
 fn may_overlap(dst: &TensorImpl, src: &TensorImpl) -> bool {
     if dst.numel() == 0 || src.numel() == 0 {
         return false;
     }
-    let (a0, a1) = address_range(dst);
-    let (b0, b1) = address_range(src);
-    a0 < b1 && b0 < a1
+    let (a, b) = (address_range(dst), address_range(src));
+    if a.0 < b.1 && b.0 < a.1 {
+        return true;
+    }
+    let (ds, ss) = (dst.storage(), src.storage());
+    ds.kind() == StorageKind::Mapped
+        && ss.kind() == StorageKind::Mapped
+        && crate::files::mmap::same_pages(ds, a, ss, b)
 }
 
 /// Bytes of output per block and per index in copy_affine_'s blocked walk (the block's src

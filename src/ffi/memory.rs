@@ -194,6 +194,10 @@ pub extern "C" fn tensor_memory_tracking_enabled() -> bool {
 /// Snapshot of every live storage created while tracking was on, biggest first: sets
 /// `*count` to their number and writes the first `min(capacity, *count)` of them to
 /// `out` (call with capacity 0 to size the array). 0 storages when tracking is off.
+/// Thread-safe, and takes no reference to what it lists: it never runs a deleter, so a
+/// storage's deleter still runs on the thread that releases its last reference even while
+/// another thread takes snapshots (a storage or tensor being released meanwhile is left
+/// out).
 /// Errors: NULL_POINTER (count, or out with capacity > 0), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_memory_snapshot(

@@ -45,11 +45,19 @@ impl MapMode {
     }
 }
 
-/// What the deleter needs: the page-aligned mapping and the descriptor kept (or -1).
+/// What the deleter needs: the page-aligned mapping and the descriptor kept (or -1); and
+/// what it maps, for the copy overlap rule ([`same_pages`]).
 struct Mapping {
     base: *mut c_void,
     len: usize,
     fd: RawFd,
+    /// The mapped object (`st_dev`, `st_ino` of the descriptor: a file or a memfd).
+    file: (u64, u64),
+    /// File offset of the storage's first byte (its data pointer).
+    offset: u64,
+    /// `MAP_SHARED` (read-write or read-only): writes through any shared mapping of the
+    /// object show here. False for `MAP_PRIVATE`.
+    shared: bool,
 }
 
 /// The deleter of a mapped storage: unmaps the region and closes the kept descriptor.
@@ -86,6 +94,11 @@ fn page_size() -> u64 {
 
 /// Size of the object behind `fd` (a regular file's length).
 pub(crate) fn fd_size(fd: RawFd, what: &str) -> Result<u64> {
+    fd_stat(fd, what).map(|(size, _)| size)
+}
+
+/// Size of the object behind `fd` and its identity (`st_dev`, `st_ino`).
+fn fd_stat(fd: RawFd, what: &str) -> Result<(u64, (u64, u64))> {
     // SAFETY: libc::stat is plain integers, for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat writes into the struct we pass; an invalid fd gives EBADF.
@@ -100,7 +113,10 @@ pub(crate) fn fd_size(fd: RawFd, what: &str) -> Result<u64> {
         Io,
         "{what} is a directory"
     );
-    Ok(st.st_size.max(0) as u64)
+    Ok((
+        st.st_size.max(0) as u64,
+        (st.st_dev as u64, st.st_ino as u64),
+    ))
 }
 
 /// Maps `nbytes` at byte `offset` of `fd` (`None`: to the end of the file). `what` names
@@ -115,7 +131,7 @@ pub(crate) fn map_fd(
     mode: MapMode,
     keep: Option<OwnedFd>,
 ) -> Result<Storage> {
-    let size = fd_size(fd, what)?;
+    let (size, file) = fd_stat(fd, what)?;
     let nbytes = match nbytes {
         Some(n) => n as u64,
         None => {
@@ -175,6 +191,9 @@ pub(crate) fn map_fd(
         base,
         len: map_len as usize,
         fd: keep_fd,
+        file,
+        offset,
+        shared: flags == libc::MAP_SHARED,
     }));
     // SAFETY: delta < map_len: the data pointer is inside the mapping.
     let data = unsafe { (base as *mut u8).add(delta as usize) } as *mut c_void;
@@ -323,19 +342,59 @@ pub fn new_shared(nbytes: usize) -> Result<Storage> {
     )
 }
 
+/// The mapping behind a mapped storage, `None` for other kinds.
+fn mapping_of(s: &StorageImpl) -> Option<&Mapping> {
+    let ctx = s.external_ctx();
+    if s.kind() != StorageKind::Mapped || ctx.is_null() {
+        return None;
+    }
+    // SAFETY: a live Mapped storage's ctx is its Mapping (map_fd is the only maker of Mapped
+    // storages), freed only by the storage's deleter, which cannot run while `s` is borrowed.
+    Some(unsafe { &*(ctx as *const Mapping) })
+}
+
+/// Whether the bytes `[d0, d1)` of storage `dst` and `[s0, s1)` of storage `src` (addresses
+/// inside each storage's block) are, at different addresses, the same pages: `dst` is a
+/// shared mapping and `src` any mapping of the same object (a file, or a memfd mapped
+/// again through its descriptor) whose file ranges intersect. Then writing `dst` changes
+/// what `src` reads, as for intersecting addresses. A private `src` counts too: its pages
+/// not yet written in this process are the object's pages and show `dst`'s writes (Linux
+/// does not copy them before the first write). A private `dst` does not: its writes go to
+/// pages of its own.
+pub(crate) fn same_pages(
+    dst: &StorageImpl,
+    (d0, d1): (usize, usize),
+    src: &StorageImpl,
+    (s0, s1): (usize, usize),
+) -> bool {
+    let (Some(md), Some(ms)) = (mapping_of(dst), mapping_of(src)) else {
+        return false;
+    };
+    if !md.shared || md.file != ms.file {
+        return false;
+    }
+    // File offsets of the two byte ranges (inside their storages, whose file regions were
+    // checked to end within the file at mapping time: no overflow).
+    let file_range = |m: &Mapping, s: &StorageImpl, a: usize, b: usize| {
+        let base = m.offset + (a - s.data_ptr() as usize) as u64;
+        (base, base + (b - a) as u64)
+    };
+    let (a0, a1) = file_range(md, dst, d0, d1);
+    let (b0, b1) = file_range(ms, src, s0, s1);
+    a0 < b1 && b0 < a1
+}
+
 /// The descriptor a shared-memory storage (or one mapped from a descriptor) keeps: valid
 /// while the storage lives; send it with `SCM_RIGHTS` (which duplicates it).
 pub fn storage_fd(s: &StorageImpl) -> Result<RawFd> {
-    let ctx = s.external_ctx();
-    ensure!(
-        s.kind() == StorageKind::Mapped && !ctx.is_null(),
-        InvalidArgument,
-        "the storage is not a mapping (kind {:?}): only shared-memory storages and storages mapped from a descriptor have one",
-        s.kind()
-    );
-    // SAFETY: a live Mapped storage's ctx is its Mapping (map_fd is the only maker of Mapped
-    // storages), freed only by the storage's deleter, which cannot run while `s` is borrowed.
-    let fd = unsafe { (*(ctx as *const Mapping)).fd };
+    let Some(m) = mapping_of(s) else {
+        bail!(
+            InvalidArgument,
+            "the storage is not a mapping (kind {:?}): only shared-memory storages and storages mapped from a descriptor have one",
+            s.kind()
+        );
+    };
+    let fd = m.fd;
     ensure!(
         fd >= 0,
         InvalidArgument,
