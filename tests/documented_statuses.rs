@@ -555,6 +555,8 @@ struct Files {
     missing: std::ffi::CString,
     dir: std::ffi::CString,
     out: std::ffi::CString,
+    /// A FIFO: loaders must not wait in open() for a writer, saves must not replace it.
+    fifo: std::ffi::CString,
 }
 
 fn files() -> &'static Files {
@@ -572,7 +574,11 @@ fn files() -> &'static Files {
             missing: c("missing.npy"),
             dir: std::ffi::CString::new(dir.to_str().unwrap().to_string()).unwrap(),
             out: c("out.bin"),
+            fifo: c("fifo"),
         };
+        let _ = std::fs::remove_file(dir.join("fifo"));
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(f.fifo.as_ptr(), 0o600) }, 0, "mkfifo");
         std::fs::write(dir.join("garbage.bin"), [0x93u8, b'N', b'U', 0xff, 7, 7, 7]).unwrap();
         let mut a: *mut tensor_t = null_mut();
         let mut b: *mut tensor_t = null_mut();
@@ -596,12 +602,13 @@ fn files() -> &'static Files {
 impl Ctx {
     fn path(&mut self) -> *const std::ffi::c_char {
         let f = files();
-        match self.rng.below(6) {
+        match self.rng.below(7) {
             0 => null(),
             1 => f.npy.as_ptr(),
             2 => f.st.as_ptr(),
             3 => f.garbage.as_ptr(),
             4 => f.missing.as_ptr(),
+            5 => f.fifo.as_ptr(),
             _ => f.dir.as_ptr(),
         }
     }
@@ -612,6 +619,7 @@ impl Ctx {
             f.out.as_ptr(),
             f.out.as_ptr(),
             f.dir.as_ptr(),
+            f.fifo.as_ptr(),
             c"/nonexistent-libtensor-dir/x".as_ptr(),
             null(),
         ])

@@ -99,9 +99,12 @@ fn region_arg(nbytes: u64) -> Result<Option<usize>> {
 /// (the mapping starts at the page boundary below it). Like
 /// `torch.UntypedStorage.from_file` and `numpy.memmap`; truncating the file while it is
 /// mapped makes later reads fault, as with them.
+/// Only a regular file or a block device can be mapped: anything else at `path` is refused
+/// with IO naming it (a FIFO is opened without waiting for a writer, then refused).
 /// Errors: NULL_POINTER (path, out), INVALID_ARGUMENT (unknown mode, zero-length region),
-/// IO (cannot open, stat or map: missing file, permission denied, a directory),
-/// OUT_OF_BOUNDS (region past the end of the file), OVERFLOW, OUT_OF_MEMORY.
+/// IO (cannot open, stat or map: missing file, permission denied; a directory, FIFO,
+/// socket or character device), OUT_OF_BOUNDS (region past the end of the file), OVERFLOW,
+/// OUT_OF_MEMORY (the mapping does not fit: mmap's ENOMEM, e.g. a huge sparse file).
 #[no_mangle]
 pub extern "C" fn storage_from_file(
     path: *const c_char,
@@ -124,8 +127,8 @@ pub extern "C" fn storage_from_file(
 /// (returned by `storage_fd`, so the segment can be passed on). `TENSOR_MAP_SHARED` needs
 /// a descriptor open for writing.
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (negative fd, unknown mode, zero-length region),
-/// IO (bad descriptor, permission denied), OUT_OF_BOUNDS (region past the end),
-/// OVERFLOW, OUT_OF_MEMORY.
+/// IO (bad descriptor, permission denied; not a regular file or block device), OUT_OF_BOUNDS
+/// (region past the end), OVERFLOW, OUT_OF_MEMORY (mmap's ENOMEM).
 #[no_mangle]
 pub extern "C" fn storage_from_fd(
     fd: c_int,
@@ -147,7 +150,9 @@ pub extern "C" fn storage_from_fd(
 /// process over a UNIX socket (`SCM_RIGHTS`); it maps the same pages with
 /// `storage_from_fd`. The segment is sealed against resizing, and lives until every
 /// process's last reference is gone.
-/// Errors: NULL_POINTER, INVALID_ARGUMENT (nbytes 0), OVERFLOW, OUT_OF_MEMORY, IO.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (nbytes 0), OVERFLOW (nbytes > PTRDIFF_MAX),
+/// OUT_OF_MEMORY (ENOMEM or ENOSPC from memfd_create, sizing or mmap: e.g. a segment larger
+/// than the address space), IO (any other failure of those calls).
 #[no_mangle]
 pub extern "C" fn storage_new_shared(nbytes: usize, out: *mut *mut storage_t) -> tensor_status_t {
     call("storage_new_shared", || {
@@ -187,9 +192,10 @@ pub extern "C" fn storage_is_mapped(s: *const storage_t) -> bool {
 /// (converted to native order) and data not aligned to its element size (never the case
 /// for files NumPy writes); `TENSOR_MAP_SHARED` refuses both with DTYPE.
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (cannot
-/// open or map; not a .npy file, truncated, malformed header), DTYPE (unsupported dtype:
-/// structured, datetime, strings, float128...), OVERFLOW (shape), OUT_OF_BOUNDS,
-/// OUT_OF_MEMORY.
+/// open or map; not a regular file or block device, as in storage_from_file; not a .npy
+/// file, truncated, malformed header), DTYPE (unsupported dtype: structured, datetime,
+/// strings, float128...), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY (mmap's ENOMEM, or
+/// the copy of a big-endian or misaligned array).
 #[no_mangle]
 pub extern "C" fn tensor_load_npy(
     path: *const c_char,
@@ -202,11 +208,25 @@ pub extern "C" fn tensor_load_npy(
 }
 
 /// Writes `t` to `path` as a `.npy` file (C order, format 1.0, or 2.0 for very long
-/// headers) that `numpy.load` reads; a non-contiguous `t` is written in C order. The file
-/// is written next to `path` and renamed over it, so existing mappings of `path` stay
-/// valid.
+/// headers) that `numpy.load` reads; a non-contiguous `t` is written in C order.
+///
+/// The save is atomic: the bytes go to a new temporary file in the destination's
+/// directory (`.<name>.tmp-<random>`, created exclusively, never through a symbolic link
+/// planted at that name), which is fsynced, renamed over the destination, and the
+/// directory is fsynced. A reader of `path`, or an existing mapping of it, sees the old
+/// file or the new one, whole; concurrent saves of one path each land whole (the last
+/// rename wins). On failure the temporary file is removed and `path` is untouched.
+/// - `path` a symbolic link (or a chain of them): its final target is replaced and the
+///   link stays a link (a dangling link's target is created), as `numpy.save` writes
+///   through a link.
+/// - An existing file keeps its permission bits (and owner and group, where the process
+///   may set them); a new file gets 0666 less the umask.
+/// - Anything but a regular file at `path` (or at its target): a directory, FIFO, socket,
+///   device, is refused with IO naming it, and nothing is written.
+///
 /// Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
-/// OUT_OF_MEMORY, IO.
+/// OUT_OF_MEMORY, IO (the destination is not a regular file; cannot create, write, fsync
+/// or rename the temporary file; cannot fsync the directory, reported after the rename).
 #[no_mangle]
 pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> tensor_status_t {
     call("tensor_save_npy", || {
@@ -222,10 +242,14 @@ pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> te
 /// read-only mapping of the file, no byte copied. A tensor whose offset is not a multiple
 /// of its element size (never the case for files the reference writers produce) is copied
 /// to an aligned block. The tensors keep the mapping alive after the handle is released.
-/// Errors: NULL_POINTER, INVALID_ARGUMENT (more than 64 dims), IO (cannot open or map;
-/// truncated, bad header length, invalid JSON, offsets overlapping, with gaps or outside
-/// the data, shape not matching the byte length), DTYPE (a dtype libtensor lacks: float8,
-/// float6, float4, named in the message), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY.
+/// Tensor names are C strings: a name holding a NUL byte (JSON's `\u0000`), which no
+/// lookup could reach, makes the file refused (IO naming the file and the tensor's index).
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (more than 64 dims), IO (cannot open or map; not
+/// a regular file or block device, as in storage_from_file; truncated, bad header length,
+/// invalid JSON, offsets overlapping, with gaps or outside the data, shape not matching the
+/// byte length, a name with a NUL byte), DTYPE (a dtype libtensor lacks: float8, float6,
+/// float4, named in the message), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY (mmap's
+/// ENOMEM, or a copy).
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_load(
     path: *const c_char,
@@ -237,12 +261,17 @@ pub extern "C" fn tensor_safetensors_load(
         let mut names = Vec::with_capacity(file.tensors.len());
         let mut tensors = Vec::with_capacity(file.tensors.len());
         for (name, t) in file.tensors {
-            // A JSON name may hold "\u0000": cut there (C strings end at the first NUL).
-            let mut bytes = name.into_bytes();
-            if let Some(i) = bytes.iter().position(|&b| b == 0) {
-                bytes.truncate(i);
-            }
-            names.push(CString::new(bytes).unwrap_or_default());
+            // The parser refused names with a NUL byte.
+            let name = CString::new(name).map_err(|e| {
+                Error::new(
+                    Status::Io,
+                    format!(
+                        "a tensor name holds a NUL byte at byte {}",
+                        e.nul_position()
+                    ),
+                )
+            })?;
+            names.push(name);
             tensors.push(t);
         }
         let mut by_name: Vec<usize> = (0..names.len()).collect();
@@ -348,10 +377,13 @@ pub extern "C" fn tensor_safetensors_get(
 /// Writes `n` tensors named `names[i]` to `path` as a `.safetensors` file that the
 /// format's readers (Python `safetensors.numpy` / `safetensors.torch`) read back; each is
 /// written in C order. Every libtensor dtype but complex128 (the format has none). The
-/// file is written next to `path` and renamed over it.
+/// save is atomic, as tensor_save_npy's (same writer, same rules): a temporary file
+/// fsynced and renamed over the destination; a symbolic link's target is replaced, the
+/// link kept; the old file's permission bits kept; anything but a regular file at `path`
+/// refused with IO; concurrent saves and readers see whole files only.
 /// Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
 /// INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
-/// (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO.
+/// (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
 #[no_mangle]
 pub extern "C" fn tensor_save_safetensors(
     path: *const c_char,

@@ -8,6 +8,7 @@
 //! (SIGBUS), as with `numpy.memmap` and `torch.UntypedStorage.from_file`; shared-memory
 //! segments made here are sealed against shrinking, so their receivers are safe from that.
 
+use super::{file_kind, io_error, io_status};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
 use crate::storage::{Storage, StorageImpl, StorageKind};
@@ -78,10 +79,6 @@ unsafe extern "C" fn unmap(_data: *mut c_void, ctx: *mut c_void) {
     }
 }
 
-fn io_error(what: impl std::fmt::Display, e: std::io::Error) -> Error {
-    Error::new(Status::Io, format!("{what}: {e}"))
-}
-
 fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -92,7 +89,9 @@ fn page_size() -> u64 {
     }
 }
 
-/// Size of the object behind `fd` (a regular file's length).
+/// Size of the object behind `fd`: a regular file's length, or a block device's. Anything
+/// else (a directory, FIFO, socket, character device) is refused with Io naming `what` and
+/// its kind: none is a file of bytes to map.
 pub(crate) fn fd_size(fd: RawFd, what: &str) -> Result<u64> {
     fd_stat(fd, what).map(|(size, _)| size)
 }
@@ -108,15 +107,35 @@ fn fd_stat(fd: RawFd, what: &str) -> Result<(u64, (u64, u64))> {
             std::io::Error::last_os_error(),
         ));
     }
-    ensure!(
-        st.st_mode & libc::S_IFMT != libc::S_IFDIR,
-        Io,
-        "{what} is a directory"
-    );
-    Ok((
-        st.st_size.max(0) as u64,
-        (st.st_dev as u64, st.st_ino as u64),
-    ))
+    let identity = (st.st_dev as u64, st.st_ino as u64);
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => Ok((st.st_size.max(0) as u64, identity)),
+        libc::S_IFBLK => {
+            // A block device's size is where its end is. The offset may be shared with a
+            // caller's descriptor (storage_from_fd duplicates it): it is put back.
+            // SAFETY: lseek on a descriptor we were given; failure is reported.
+            let end = unsafe {
+                let here = libc::lseek(fd, 0, libc::SEEK_CUR);
+                let end = libc::lseek(fd, 0, libc::SEEK_END);
+                if here >= 0 {
+                    libc::lseek(fd, here, libc::SEEK_SET);
+                }
+                end
+            };
+            if end < 0 {
+                return Err(io_error(
+                    format_args!("cannot find the size of the block device {what}"),
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            Ok((end as u64, identity))
+        }
+        _ => bail!(
+            Io,
+            "{what} is {}: only regular files and block devices can be mapped",
+            file_kind(st.st_mode)
+        ),
+    }
 }
 
 /// Maps `nbytes` at byte `offset` of `fd` (`None`: to the end of the file). `what` names
@@ -219,10 +238,16 @@ pub(crate) fn map_fd(
     }
 }
 
+/// Opens `path` for mapping with `mode`: the one place a file is opened for loading.
+/// O_NONBLOCK keeps open() from waiting for a writer when `path` is a FIFO (or for a
+/// device); the file must then be a regular file or a block device ([`fd_size`]), and the
+/// flag is cleared again.
 fn open(path: &Path, mode: MapMode) -> Result<std::fs::File> {
-    std::fs::OpenOptions::new()
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .write(mode == MapMode::Shared)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| {
             let how = if mode == MapMode::Shared {
@@ -234,7 +259,20 @@ fn open(path: &Path, mode: MapMode) -> Result<std::fs::File> {
                 format_args!("cannot open '{}' for {how}", path.display()),
                 e,
             )
-        })
+        })?;
+    fd_size(f.as_raw_fd(), &format!("'{}'", path.display()))?;
+    // SAFETY: fcntl on the descriptor we own; failure is reported.
+    let cleared = unsafe {
+        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        flags >= 0 && libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+    };
+    if !cleared {
+        return Err(io_error(
+            format_args!("cannot set up '{}' for mapping", path.display()),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(f)
 }
 
 /// A storage over `nbytes` at `offset` of the file at `path` (`None`: to its end).
@@ -313,10 +351,11 @@ pub fn new_shared(nbytes: usize) -> Result<Storage> {
     // SAFETY: plain syscalls on our descriptor.
     if unsafe { libc::ftruncate(fd, nbytes as libc::off_t) } != 0 {
         let e = std::io::Error::last_os_error();
+        // A memfd lives in memory: no space there (ENOSPC) is no memory.
         let status = if e.raw_os_error() == Some(libc::ENOSPC) {
             Status::OutOfMemory
         } else {
-            Status::Io
+            io_status(&e)
         };
         return Err(Error::new(
             status,

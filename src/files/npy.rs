@@ -472,8 +472,10 @@ pub(crate) fn contiguous_bytes(t: &Tensor) -> Result<(Tensor, usize)> {
     Ok((c, n))
 }
 
-/// Writes `t` to `path` as a C-order `.npy` file (a temporary file in the same directory,
-/// renamed over `path`, so a mapping of an older `path` never sees a truncated file).
+/// Writes `t` to `path` as a C-order `.npy` file, atomically (see
+/// [`write_atomically`](super::write_atomically): a mapping or reader of an older `path`
+/// never sees a truncated file; symbolic links are written through; the mode is kept;
+/// anything but a regular file at `path` is refused).
 pub fn save(path: &Path, t: &Tensor) -> Result<()> {
     ensure!(
         t.device() == Device::CPU || t.device().is_host_accessible(),

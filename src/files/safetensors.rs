@@ -87,17 +87,27 @@ fn format_error(e: SafeTensorError) -> Error {
 }
 
 /// Parses and validates the safetensors file in `bytes` (the whole file) with the
-/// reference crate; the tensors in data order. Errors: Io (malformed), DType (a dtype
-/// libtensor lacks), Overflow (shape), InvalidArgument (more than 64 dims).
+/// reference crate; the tensors in data order. Errors: Io (malformed, or a tensor name with
+/// a NUL byte), DType (a dtype libtensor lacks), Overflow (shape), InvalidArgument (more than
+/// 64 dims).
 pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
     let (n, meta) = SafeTensors::read_metadata(bytes).map_err(format_error)?;
     // read_metadata checked 8 + n + data length == bytes.len().
     let data_start = 8 + n;
     let mut out = Vec::new();
-    for name in meta.offset_keys() {
+    for (index, name) in meta.offset_keys().into_iter().enumerate() {
         let Some(info) = meta.info(&name) else {
             continue;
         };
+        // JSON allows "\u0000" in a name; a C string ends there, so the tensor could never
+        // be looked up by name (and two names could become one).
+        if let Some(at) = name.bytes().position(|b| b == 0) {
+            bail!(
+                Io,
+                "tensor {index} (in data order) has a name with a NUL byte at byte {at} (\"{}\"): tensor names must be C strings",
+                name.escape_debug()
+            );
+        }
         let dtype = to_ours(info.dtype)
             .map_err(|e| Error::new(e.status, format!("tensor '{name}': {}", e.message)))?;
         shape::check_ndim(info.shape.len())?;
@@ -170,7 +180,8 @@ pub fn load(path: &Path) -> Result<SafetensorsFile> {
 /// Writes the named tensors to `path` (non-contiguous ones are made contiguous first), in
 /// the reference writer's order (decreasing alignment, then name, so every tensor starts
 /// aligned) with the header padded to 8 bytes. The header is the crate's `Metadata`
-/// (validated by it) serialized as JSON; the data is streamed from the tensors.
+/// (validated by it) serialized as JSON; the data is streamed from the tensors into
+/// [`write_atomically`](super::write_atomically).
 /// Errors: InvalidArgument (duplicate or reserved name), DType (complex128), Device,
 /// OutOfBounds, Overflow, OutOfMemory, Io.
 pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
