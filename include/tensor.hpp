@@ -45,6 +45,24 @@
 #define LIBTENSOR_EXCEPTIONS 0
 #endif
 
+// The header needs C++11; these attributes are spelled in the newest form the compiler
+// takes: [[nodiscard]] (C++17) or GCC/Clang's warn_unused_result (which, unlike
+// [[nodiscard]], a (void) cast does not silence), [[deprecated]] (C++14) or GCC/Clang's.
+#if __cplusplus >= 201703L || (defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
+#define LIBTENSOR_NODISCARD [[nodiscard]]
+#elif defined(__GNUC__)
+#define LIBTENSOR_NODISCARD __attribute__((warn_unused_result))
+#else
+#define LIBTENSOR_NODISCARD
+#endif
+#if __cplusplus >= 201402L || (defined(_MSVC_LANG) && _MSVC_LANG >= 201402L)
+#define LIBTENSOR_DEPRECATED(msg) [[deprecated(msg)]]
+#elif defined(__GNUC__)
+#define LIBTENSOR_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define LIBTENSOR_DEPRECATED(msg)
+#endif
+
 namespace tensor {
 
 /// Element type: a scoped enum (no implicit conversion from or to int) whose values are
@@ -319,12 +337,20 @@ class Tensor {
 
   /// The handle (borrowed).
   tensor_t* get() const noexcept { return impl_; }
-  /// Gives up ownership of the handle (+1) to the caller; *this becomes undefined.
-  tensor_t* release() noexcept {
+  /// Hands the owned handle (+1) to the caller, who must pass it to tensor_release() (or
+  /// Tensor::adopt()) later; *this becomes undefined. Nothing is released: discarding the
+  /// result leaks the tensor, hence [[nodiscard]]. The inverse of adopt(), named like
+  /// Rust's Box::into_raw. To drop this reference, assign `tensor::Tensor()` instead.
+  LIBTENSOR_NODISCARD tensor_t* into_raw() noexcept {
     tensor_t* p = impl_;
     impl_ = nullptr;
     return p;
   }
+  /// Deprecated name of into_raw() (std::unique_ptr's; easily misread as tensor_release).
+  LIBTENSOR_DEPRECATED(
+      "Tensor::release() releases nothing: it hands the handle to the caller; use into_raw(), "
+      "or assign tensor::Tensor() to drop the reference")
+  LIBTENSOR_NODISCARD tensor_t* release() noexcept { return into_raw(); }
   bool defined() const noexcept { return impl_ != nullptr; }
   uint64_t use_count() const noexcept { return tensor_use_count(impl_); }
 
@@ -428,6 +454,9 @@ class Tensor {
   tensor_memory_format_t suggest_memory_format() const { return tensor_suggest_memory_format(impl_); }
   bool shares_storage(const Tensor& o) const { return tensor_shares_storage(impl_, o.impl_); }
   uint64_t version() const { return tensor_version(impl_); }
+  /// Whether writes through this tensor are refused: its storage is read-only (a
+  /// .safetensors tensor, a read-only mapping, DLPack's read-only flag). False if undefined.
+  bool is_read_only() const noexcept { return storage_is_read_only(tensor_storage(impl_)); }
   inline Storage storage() const;
 
   // ---- views (no data is copied) --------------------------------------------------------
@@ -654,11 +683,18 @@ class Storage {
   ~Storage() { storage_release(impl_); }
 
   storage_t* get() const noexcept { return impl_; }
-  storage_t* release() noexcept {
+  /// Hands the owned handle (+1) to the caller, who must pass it to storage_release() (or
+  /// Storage::adopt()) later; *this becomes undefined. As Tensor::into_raw().
+  LIBTENSOR_NODISCARD storage_t* into_raw() noexcept {
     storage_t* p = impl_;
     impl_ = nullptr;
     return p;
   }
+  /// Deprecated name of into_raw().
+  LIBTENSOR_DEPRECATED(
+      "Storage::release() releases nothing: it hands the handle to the caller; use into_raw(), "
+      "or assign tensor::Storage() to drop the reference")
+  LIBTENSOR_NODISCARD storage_t* release() noexcept { return into_raw(); }
   bool defined() const noexcept { return impl_ != nullptr; }
   uint64_t use_count() const noexcept { return storage_use_count(impl_); }
   uint64_t weak_count() const noexcept { return storage_weak_count(impl_); }

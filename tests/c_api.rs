@@ -341,3 +341,70 @@ fn cpp_refuses_an_int_as_dtype() {
         );
     }
 }
+
+/// tensor.hpp's handle give-away is `into_raw()`, [[nodiscard]] (discarding it leaks), and
+/// the old name `release()` (which reads like tensor_release but releases nothing) is
+/// deprecated and [[nodiscard]] too, for Tensor and Storage, in every standard the header
+/// supports (C++11's and C++14's spellings are compiler attributes).
+#[test]
+fn cpp_handle_giveaway_is_nodiscard_and_release_is_deprecated() {
+    let dir = library_dir().parent().unwrap().join("compile_fail");
+    std::fs::create_dir_all(&dir).unwrap();
+    let compile = |name: &str, std: &str, body: &str| {
+        let src = dir.join(format!("{name}_{std}.cpp"));
+        std::fs::write(
+            &src,
+            format!(
+                "#include \"tensor.hpp\"\nint main() {{\n  tensor::Tensor t = tensor::Tensor::zeros({{2}});\n  tensor::Storage s = t.storage();\n{body}\n  return 0;\n}}\n"
+            ),
+        )
+        .unwrap();
+        let mut cmd = compiler(true).to_command();
+        // -c, not -fsyntax-only: GCC checks warn_unused_result when it generates code.
+        cmd.arg(format!("-std={std}"))
+            .args(["-Wall", "-Wextra", "-pedantic", "-Werror", "-c", "-I"])
+            .arg(manifest_dir().join("include"))
+            .arg(&src)
+            .arg("-o")
+            .arg(src.with_extension("o"));
+        let o = cmd.output().unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    for std in ["c++11", "c++14", "c++17"] {
+        let (ok, err) = compile(
+            "into_raw_ok",
+            std,
+            "  tensor_t* p = t.into_raw();\n  tensor_release(p);\n  storage_t* q = s.into_raw();\n  storage_release(q);",
+        );
+        assert!(
+            ok,
+            "{std}: into_raw() kept in a variable must compile:\n{err}"
+        );
+        for (what, body) in [
+            ("discarded Tensor::into_raw", "  t.into_raw();"),
+            ("discarded Storage::into_raw", "  s.into_raw();"),
+            ("discarded Tensor::release", "  t.release();"),
+        ] {
+            let (ok, err) = compile("discarded", std, body);
+            assert!(!ok, "{std}: {what} compiled without a warning");
+            assert!(
+                err.contains("ignoring return value"),
+                "{std}: {what}:\n{err}"
+            );
+        }
+        for (what, body) in [
+            ("Tensor::release", "  tensor_release(t.release());"),
+            ("Storage::release", "  storage_release(s.release());"),
+        ] {
+            let (ok, err) = compile("deprecated", std, body);
+            assert!(!ok, "{std}: {what} compiled without a warning");
+            assert!(
+                err.contains("deprecated") && err.contains("use into_raw()"),
+                "{std}: {what}:\n{err}"
+            );
+        }
+    }
+}
