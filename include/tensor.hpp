@@ -104,6 +104,15 @@ inline const char* name(Dtype d) noexcept { return tensor_dtype_name(to_c(d)); }
 inline size_t itemsize(Dtype d) noexcept { return tensor_dtype_itemsize(to_c(d)); }
 inline std::ostream& operator<<(std::ostream& os, Dtype d) { return os << name(d); }
 
+/// The tag by which a caller opts in, by name, to a view of possibly read-only memory
+/// through a type that cannot say so (tensor::to_mat(t, tensor::read_only) in
+/// tensor_opencv.hpp), like std::in_place.
+struct read_only_t {
+  explicit constexpr read_only_t() = default;
+};
+/// See read_only_t.
+constexpr read_only_t read_only{};
+
 /// Thrown on any status != TENSOR_OK (when exceptions are on); what() is
 /// tensor_last_error()'s text.
 class Error : public std::runtime_error {

@@ -408,3 +408,57 @@ fn cpp_handle_giveaway_is_nodiscard_and_release_is_deprecated() {
         }
     }
 }
+
+/// A ReadOnlyMat (to_mat(t, tensor::read_only)) is the source of OpenCV calls, never their
+/// destination: an in-place call on it, or a copy into a (writable) cv::Mat, does not
+/// compile, while reading it does. (A `const cv::Mat` would not do: OpenCV's OutputArray
+/// converts from a const Mat, which the first case checks.)
+#[test]
+fn cpp_read_only_mat_is_not_a_destination() {
+    let Some(cflags) = pkg_config(&["--cflags", "opencv4"]) else {
+        assert!(
+            !std::env::var("TENSOR_C_REQUIRE_PKGS").is_ok_and(|v| v == "1"),
+            "pkg-config cannot find opencv4"
+        );
+        println!("NOTICE: cpp_read_only_mat_is_not_a_destination skipped: no opencv4");
+        return;
+    };
+    let dir = library_dir().parent().unwrap().join("compile_fail");
+    std::fs::create_dir_all(&dir).unwrap();
+    let compile = |name: &str, body: &str| {
+        let src = dir.join(format!("{name}.cpp"));
+        std::fs::write(
+            &src,
+            format!(
+                "#include <opencv2/imgproc.hpp>\n#include \"tensor_opencv.hpp\"\nint main() {{\n  tensor::Tensor t = tensor::Tensor::zeros({{8, 8}}, tensor::kUInt8);\n  const cv::Mat cm = tensor::to_mat(t);\n  tensor::ReadOnlyMat ro = tensor::to_mat(t, tensor::read_only);\n  cv::Mat out;\n{body}\n  return 0;\n}}\n"
+            ),
+        )
+        .unwrap();
+        let mut cmd = compiler(true).to_command();
+        cmd.args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"])
+            .args(&cflags)
+            .arg("-I")
+            .arg(manifest_dir().join("include"))
+            .arg(&src);
+        let o = cmd.output().unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (ok, err) = compile(
+        "ro_source_ok",
+        "  cv::GaussianBlur(ro, out, cv::Size(3, 3), 0);\n  cv::GaussianBlur(cm, cm, cv::Size(3, 3), 0);  // compiles: const is no guard\n  (void)cv::mean(ro);\n  (void)ro.mat().at<uchar>(1, 1);\n  cv::Mat w = ro.clone();",
+    );
+    assert!(ok, "reading a ReadOnlyMat must compile:\n{err}");
+    for body in [
+        "  cv::GaussianBlur(ro, ro, cv::Size(3, 3), 0);",
+        "  cv::add(ro, ro, ro);",
+        "  cv::Mat m = ro;",
+        "  cv::Mat m;\n  m = ro;",
+        "  ro.mat().at<uchar>(1, 1) = 3;",
+    ] {
+        let (ok, _) = compile("ro_destination", body);
+        assert!(!ok, "compiled: {body}");
+    }
+}
