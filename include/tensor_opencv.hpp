@@ -137,7 +137,7 @@ inline Tensor from_mat(const cv::Mat& m) {
   cv::Mat* keep = m.u ? new cv::Mat(m) : nullptr;  // +1 on OpenCV's refcount
   tensor_t* out = nullptr;
   tensor_status_t s = tensor_from_blob_bytes(m.data, sizes.data(), steps.data(), static_cast<int64_t>(sizes.size()),
-                                             to_c(dtype), tensor_device_t{1, 0},
+                                             to_c(dtype), Device().to_c(),
                                              keep ? &detail::release_cv_mat : nullptr, keep, &out);
   if (s != TENSOR_OK) {
     delete keep;  // not taken: the library did not wrap the memory
@@ -185,7 +185,7 @@ inline cv::Mat mat_over(const Tensor& t, const char* fn) {
   if (depth < 0)
     detail::fail(TENSOR_ERR_DTYPE,
                  f + ": dtype " + name(t.dtype()) + " has no OpenCV depth; convert it first with to(...)");
-  if (t.device().device_type != 1) detail::fail(TENSOR_ERR_DEVICE, f + ": the tensor's memory is not on the CPU");
+  if (!t.device().is_cpu()) detail::fail(TENSOR_ERR_DEVICE, f + ": the tensor's memory is not on the CPU");
   const int64_t rows = t.size(0), cols = t.size(1), ch = nd == 3 ? t.size(2) : 1;
   const std::string shape = "[" + std::to_string(rows) + ", " + std::to_string(cols) +
                             (nd == 3 ? ", " + std::to_string(ch) : std::string()) + "]";
