@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Image and video pipeline (issue 12): installs OpenCV and FFmpeg's libavutil (Debian
 # packages, idempotent), then builds and runs, under valgrind (zero errors, zero leaks,
-# no suppressions), the programs that need them: the OpenCV tests (c_tests/test_opencv.cpp)
+# no suppressions), the programs that need them: the OpenCV tests (c_tests/test_opencv*.cpp)
 # and the OpenCV and FFmpeg examples (examples_c/). A missing library is a failure here
 # (TENSOR_C_REQUIRE_PKGS=1), not a skip. (Steps 4 and 6 of .ci/run already ran them too when
 # the libraries were installed before; the other pipeline tests and the view tour need no
@@ -34,7 +34,7 @@ run() {
 # PIPE_RUN_PROGRAMS=1 bash .ci/pipe.sh runs the OpenCV / FFmpeg programs under valgrind.
 if [ "${PIPE_RUN_PROGRAMS:-0}" = 1 ]; then
   export TENSOR_VALGRIND=1 TENSOR_C_REQUIRE_PKGS=1
-  run env TENSOR_C_ONLY=test_opencv cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
+  run env TENSOR_C_ONLY=test_opencv,test_opencv_noexcept cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
   run env TENSOR_C_ONLY=opencv_pipeline,ffmpeg_planes cargo test --test c_api examples_run -- --nocapture
 fi
 

@@ -26,10 +26,17 @@ static void test_raii_and_ownership() {
     CHECK(a.use_count() == 2);
   }
   CHECK(a.use_count() == 1);
-  tensor_t* raw = a.release();
+  tensor_t* raw = a.into_raw();  // the handle, still +1: nothing was released
   CHECK(!a.defined());
+  CHECK(tensor_use_count(raw) == 1);
   tensor::Tensor back = tensor::Tensor::adopt(raw);
   CHECK(back.numel() == 6);
+  tensor::Storage st = back.storage();
+  CHECK(st.use_count() == 2);  // back's impl and st
+  storage_t* sraw = st.into_raw();
+  CHECK(!st.defined() && storage_use_count(sraw) == 2);
+  tensor::Storage st2 = tensor::Storage::adopt(sraw);
+  CHECK(st2.get() == tensor_storage(back.get()));
 }
 
 static void test_from_blob_deleter() {

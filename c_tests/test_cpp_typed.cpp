@@ -15,6 +15,14 @@ static_assert(tensor::dtype_of<const uint8_t>() == tensor::kUInt8, "const uint8_
 static_assert(tensor::dtype_of<tensor::Half>() == tensor::kHalf, "Half");
 static_assert(tensor::dtype_of<int64_t>() == tensor::kLong, "int64_t");
 static_assert(tensor::to_c(tensor::kFloat64) == TENSOR_FLOAT64, "codes are the C API's");
+static_assert(!std::is_convertible<int, tensor::MemoryFormat>::value, "an int must not convert to a MemoryFormat");
+static_assert(!std::is_convertible<int, tensor::MapMode>::value, "an int must not convert to a MapMode");
+static_assert(!std::is_convertible<int, tensor::DeviceType>::value, "an int must not convert to a DeviceType");
+static_assert(!std::is_convertible<int, tensor::Device>::value, "an int must not convert to a Device");
+static_assert(tensor::to_c(tensor::MemoryFormat::ChannelsLast) == TENSOR_CHANNELS_LAST, "C codes");
+static_assert(tensor::to_c(tensor::MemoryFormat::ChannelsLast3d) == TENSOR_CHANNELS_LAST_3D, "C codes");
+static_assert(tensor::to_c(tensor::MapMode::Private) == TENSOR_MAP_PRIVATE, "C codes");
+static_assert(tensor::Device().is_cpu() && tensor::Device().to_c().device_type == 1, "the default is the CPU");
 
 template <class F>
 static tensor_status_t status_of(F&& f) {
@@ -34,6 +42,30 @@ static void test_dtype_and_data_ptr() {
   CHECK(status_of([&] { t.data_ptr<float>(); }) == TENSOR_ERR_DTYPE);
   CHECK(status_of([&] { t.data_ptr<uint32_t>(); }) == TENSOR_ERR_DTYPE);
   CHECK(t.to(tensor::kFloat64).dtype() == tensor::kDouble);
+}
+
+// Memory formats and devices as scoped enums reach the C API with the right codes.
+static void test_formats_and_devices() {
+  tensor::Tensor x = tensor::Tensor::arange(2 * 3 * 4 * 5, tensor::kFloat32).view({2, 3, 4, 5});
+  CHECK(x.suggest_memory_format() == tensor::MemoryFormat::Contiguous);
+  tensor::Tensor cl = x.contiguous(tensor::MemoryFormat::ChannelsLast);
+  CHECK(cl.stride(1) == 1 && cl.stride(3) == 3 && cl.equal(x));  // NHWC strides, same values
+  CHECK(cl.is_contiguous(tensor::MemoryFormat::ChannelsLast) && !cl.is_contiguous());
+  CHECK(cl.suggest_memory_format() == tensor::MemoryFormat::ChannelsLast);
+  CHECK(cl.clone().stride(1) == 1);                                  // Preserve by default
+  CHECK(cl.clone(tensor::MemoryFormat::Contiguous).is_contiguous());
+  CHECK(cl.empty_like().stride(1) == 1);
+  CHECK(status_of([&] { x.contiguous(tensor::MemoryFormat::ChannelsLast3d); }) != TENSOR_OK);  // 4-D
+
+  CHECK(x.device() == tensor::Device(tensor::DeviceType::CPU, 0) && x.device().is_cpu());
+  CHECK(x.storage().device() == tensor::Device());
+  static float fake[4];  // never read: a CUDA tensor's data is not host-accessible
+  tensor::Tensor g = tensor::Tensor::from_blob(fake, {4}, tensor::kFloat32, {}, {},
+                                               tensor::Device(tensor::DeviceType::CUDA, 1));
+  CHECK(g.device().type() == tensor::DeviceType::CUDA && g.device().index() == 1 && !g.device().is_cpu());
+  CHECK(g.device() != tensor::Device(tensor::DeviceType::CUDA, 0));
+  CHECK(tensor_device(g.get()).device_type == 2 && tensor_device(g.get()).device_id == 1);
+  CHECK(status_of([&] { g.get_f64({0}); }) == TENSOR_ERR_DEVICE);
 }
 
 static void test_accessor() {
@@ -98,6 +130,7 @@ static void test_copy_affine() {
 
 int main() {
   test_dtype_and_data_ptr();
+  test_formats_and_devices();
   test_accessor();
   test_from_blob_bytes();
   test_copy_affine();

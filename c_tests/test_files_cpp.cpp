@@ -68,7 +68,7 @@ static void test_npy_and_storages() {
   tensor::Storage whole = tensor::Storage::from_file(path);
   size_t header = whole.nbytes() - 12;  // data starts on a 64-byte boundary
   CHECK(whole.is_mapped() && header > 0 && header % 64 == 0);
-  tensor::Storage tail = tensor::Storage::from_file(path, header, 12, TENSOR_MAP_PRIVATE);
+  tensor::Storage tail = tensor::Storage::from_file(path, header, 12, tensor::MapMode::Private);
   CHECK(tail.tensor({6}, tensor::kInt16).get_i64({1}) == 3);  // C order of the transpose
   std::remove(path.c_str());
 

@@ -11,7 +11,15 @@
 // Dtypes are the scoped enum tensor::Dtype (tensor::kFloat32, ...): an int does not
 // convert to it, so `from_blob(m.data, {r, c}, m.depth())` does not compile (an OpenCV
 // depth is not a dtype; see tensor_opencv.hpp). tensor::dtype_of<T>() maps a C++ type to
-// its Dtype.
+// its Dtype. Memory formats (tensor::MemoryFormat), map modes (tensor::MapMode) and devices
+// (tensor::Device, tensor::DeviceType) are typed the same way; the overloads that still
+// take the C API's integers or tensor_device_t are deprecated, so `t.contiguous(2)` warns.
+//
+// Ownership crosses to the C API explicitly: Tensor::adopt(owned) takes a +1 handle and
+// t.into_raw() hands one out ([[nodiscard]]: discarding it leaks). release(), the
+// std::unique_ptr name, is a deprecated alias: it releases nothing.
+//
+// The header needs C++11 (C++17 gives the attributes their standard spelling).
 //
 // Errors: with C++ exceptions enabled, every failed call throws tensor::Error, whose
 // what() is the library's message and status() its status code. Compiled with
@@ -43,6 +51,24 @@
 #define LIBTENSOR_EXCEPTIONS 1
 #else
 #define LIBTENSOR_EXCEPTIONS 0
+#endif
+
+// The header needs C++11; these attributes are spelled in the newest form the compiler
+// takes: [[nodiscard]] (C++17) or GCC/Clang's warn_unused_result (which, unlike
+// [[nodiscard]], a (void) cast does not silence), [[deprecated]] (C++14) or GCC/Clang's.
+#if __cplusplus >= 201703L || (defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
+#define LIBTENSOR_NODISCARD [[nodiscard]]
+#elif defined(__GNUC__)
+#define LIBTENSOR_NODISCARD __attribute__((warn_unused_result))
+#else
+#define LIBTENSOR_NODISCARD
+#endif
+#if __cplusplus >= 201402L || (defined(_MSVC_LANG) && _MSVC_LANG >= 201402L)
+#define LIBTENSOR_DEPRECATED(msg) [[deprecated(msg)]]
+#elif defined(__GNUC__)
+#define LIBTENSOR_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define LIBTENSOR_DEPRECATED(msg)
 #endif
 
 namespace tensor {
@@ -85,6 +111,76 @@ constexpr Dtype dtype_from_c(tensor_dtype_t d) noexcept { return static_cast<Dty
 inline const char* name(Dtype d) noexcept { return tensor_dtype_name(to_c(d)); }
 inline size_t itemsize(Dtype d) noexcept { return tensor_dtype_itemsize(to_c(d)); }
 inline std::ostream& operator<<(std::ostream& os, Dtype d) { return os << name(d); }
+
+/// Memory format (c10::MemoryFormat): a scoped enum, so `t.contiguous(2)` does not pick
+/// one by accident. Values are the C API's TENSOR_*_FORMAT codes.
+enum class MemoryFormat : int32_t {
+  Contiguous = TENSOR_CONTIGUOUS_FORMAT,
+  Preserve = TENSOR_PRESERVE_FORMAT,
+  ChannelsLast = TENSOR_CHANNELS_LAST,
+  ChannelsLast3d = TENSOR_CHANNELS_LAST_3D,
+};
+constexpr tensor_memory_format_t to_c(MemoryFormat f) noexcept { return static_cast<tensor_memory_format_t>(f); }
+constexpr MemoryFormat memory_format_from_c(tensor_memory_format_t f) noexcept {
+  return static_cast<MemoryFormat>(f);
+}
+
+/// How a file region is mapped (Storage::from_file, Tensor::load_npy); the C API's
+/// TENSOR_MAP_* codes.
+enum class MapMode : int32_t {
+  ReadOnly = TENSOR_MAP_READ_ONLY,  ///< read-only pages and a read-only storage
+  Shared = TENSOR_MAP_SHARED,       ///< read-write, writes reach the file
+  Private = TENSOR_MAP_PRIVATE,     ///< read-write copy-on-write, writes stay in this process
+};
+constexpr tensor_map_mode_t to_c(MapMode m) noexcept { return static_cast<tensor_map_mode_t>(m); }
+
+/// A device type: DLPack's DLDeviceType codes (tensor_device_t::device_type).
+enum class DeviceType : int32_t {
+  CPU = 1,
+  CUDA = 2,
+  CUDAHost = 3,  ///< pinned host memory
+  OpenCL = 4,
+  Vulkan = 7,
+  Metal = 8,
+  VPI = 9,
+  ROCm = 10,
+  ROCmHost = 11,
+  ExtDev = 12,
+  CUDAManaged = 13,
+  OneAPI = 14,
+  WebGPU = 15,
+  Hexagon = 16,
+  MAIA = 17,
+};
+
+/// A device type and ordinal, like c10::Device; tensor_device_t in the C API.
+/// `tensor::Device(tensor::DeviceType::CUDA, 1)`; the default is the CPU.
+class Device {
+ public:
+  constexpr Device(DeviceType type = DeviceType::CPU, int32_t index = 0) noexcept : type_(type), index_(index) {}
+  constexpr DeviceType type() const noexcept { return type_; }
+  constexpr int32_t index() const noexcept { return index_; }
+  constexpr bool is_cpu() const noexcept { return type_ == DeviceType::CPU; }
+  constexpr tensor_device_t to_c() const noexcept { return tensor_device_t{static_cast<int32_t>(type_), index_}; }
+  static constexpr Device from_c(tensor_device_t d) noexcept {
+    return Device(static_cast<DeviceType>(d.device_type), d.device_id);
+  }
+  constexpr bool operator==(const Device& o) const noexcept { return type_ == o.type_ && index_ == o.index_; }
+  constexpr bool operator!=(const Device& o) const noexcept { return !(*this == o); }
+
+ private:
+  DeviceType type_;
+  int32_t index_;
+};
+
+/// The tag by which a caller opts in, by name, to a view of possibly read-only memory
+/// through a type that cannot say so (tensor::to_mat(t, tensor::read_only) in
+/// tensor_opencv.hpp), like std::in_place.
+struct read_only_t {
+  explicit constexpr read_only_t() = default;
+};
+/// See read_only_t.
+constexpr read_only_t read_only{};
 
 /// Thrown on any status != TENSOR_OK (when exceptions are on); what() is
 /// tensor_last_error()'s text.
@@ -319,12 +415,20 @@ class Tensor {
 
   /// The handle (borrowed).
   tensor_t* get() const noexcept { return impl_; }
-  /// Gives up ownership of the handle (+1) to the caller; *this becomes undefined.
-  tensor_t* release() noexcept {
+  /// Hands the owned handle (+1) to the caller, who must pass it to tensor_release() (or
+  /// Tensor::adopt()) later; *this becomes undefined. Nothing is released: discarding the
+  /// result leaks the tensor, hence [[nodiscard]]. The inverse of adopt(), named like
+  /// Rust's Box::into_raw. To drop this reference, assign `tensor::Tensor()` instead.
+  LIBTENSOR_NODISCARD tensor_t* into_raw() noexcept {
     tensor_t* p = impl_;
     impl_ = nullptr;
     return p;
   }
+  /// Deprecated name of into_raw() (std::unique_ptr's; easily misread as tensor_release).
+  LIBTENSOR_DEPRECATED(
+      "Tensor::release() releases nothing: it hands the handle to the caller; use into_raw(), "
+      "or assign tensor::Tensor() to drop the reference")
+  LIBTENSOR_NODISCARD tensor_t* release() noexcept { return into_raw(); }
   bool defined() const noexcept { return impl_ != nullptr; }
   uint64_t use_count() const noexcept { return tensor_use_count(impl_); }
 
@@ -356,25 +460,40 @@ class Tensor {
   /// `strides` are in **elements** (not bytes); empty means contiguous. For byte strides
   /// (cv::Mat::step, AVFrame::linesize) use from_blob_bytes.
   static Tensor from_blob(void* data, IntList sizes, Dtype dtype, std::function<void(void*)> deleter = {},
-                          IntList strides = {}, tensor_device_t device = tensor_device_t{1, 0}) {
+                          IntList strides = {}, Device device = Device()) {
     if (strides.size() != 0) check_same_length(sizes, strides, "from_blob");
-    return wrap(&tensor_from_blob, data, sizes, strides, dtype, std::move(deleter), device);
+    return wrap(&tensor_from_blob, data, sizes, strides, dtype, std::move(deleter), device.to_c());
+  }
+  LIBTENSOR_DEPRECATED("pass a tensor::Device (tensor::Device(tensor::DeviceType::CUDA, 0)), not a tensor_device_t")
+  static Tensor from_blob(void* data, IntList sizes, Dtype dtype, std::function<void(void*)> deleter, IntList strides,
+                          tensor_device_t device) {
+    return from_blob(data, sizes, dtype, std::move(deleter), strides, Device::from_c(device));
   }
   /// from_blob with strides in **bytes**: each a multiple of itemsize(dtype), and `data`
   /// aligned for the dtype (tensor_from_blob_bytes); empty means contiguous.
   static Tensor from_blob_bytes(void* data, IntList sizes, IntList byte_strides, Dtype dtype,
-                                std::function<void(void*)> deleter = {},
-                                tensor_device_t device = tensor_device_t{1, 0}) {
+                                std::function<void(void*)> deleter = {}, Device device = Device()) {
     if (byte_strides.size() != 0) check_same_length(sizes, byte_strides, "from_blob_bytes");
-    return wrap(&tensor_from_blob_bytes, data, sizes, byte_strides, dtype, std::move(deleter), device);
+    return wrap(&tensor_from_blob_bytes, data, sizes, byte_strides, dtype, std::move(deleter), device.to_c());
   }
-  Tensor empty_like(tensor_memory_format_t f = TENSOR_PRESERVE_FORMAT) const {
-    return make([&](tensor_t** o) { return tensor_empty_like(impl_, f, o); });
+  LIBTENSOR_DEPRECATED("pass a tensor::Device (tensor::Device(tensor::DeviceType::CUDA, 0)), not a tensor_device_t")
+  static Tensor from_blob_bytes(void* data, IntList sizes, IntList byte_strides, Dtype dtype,
+                                std::function<void(void*)> deleter, tensor_device_t device) {
+    return from_blob_bytes(data, sizes, byte_strides, dtype, std::move(deleter), Device::from_c(device));
   }
+  Tensor empty_like(MemoryFormat f = MemoryFormat::Preserve) const {
+    return make([&](tensor_t** o) { return tensor_empty_like(impl_, tensor::to_c(f), o); });
+  }
+  LIBTENSOR_DEPRECATED("pass a tensor::MemoryFormat (tensor::MemoryFormat::ChannelsLast), not an integer")
+  Tensor empty_like(tensor_memory_format_t f) const { return empty_like(memory_format_from_c(f)); }
   /// Loads a .npy file as a view over a mapping of it (no copy), like
   /// numpy.load(path, mmap_mode="r") for the default mode.
-  static Tensor load_npy(const std::string& path, tensor_map_mode_t mode = TENSOR_MAP_READ_ONLY) {
-    return make([&](tensor_t** o) { return tensor_load_npy(path.c_str(), mode, o); });
+  static Tensor load_npy(const std::string& path, MapMode mode = MapMode::ReadOnly) {
+    return make([&](tensor_t** o) { return tensor_load_npy(path.c_str(), tensor::to_c(mode), o); });
+  }
+  LIBTENSOR_DEPRECATED("pass a tensor::MapMode (tensor::MapMode::Shared), not an integer")
+  static Tensor load_npy(const std::string& path, tensor_map_mode_t mode) {
+    return load_npy(path, static_cast<MapMode>(mode));
   }
   /// Writes this tensor to a .npy file (C order) that numpy.load reads.
   void save_npy(const std::string& path) const { detail::check(tensor_save_npy(path.c_str(), impl_)); }
@@ -400,7 +519,7 @@ class Tensor {
   Dtype dtype() const { return dtype_from_c(tensor_dtype(impl_)); }
   size_t itemsize() const { return tensor_itemsize(impl_); }
   size_t nbytes() const { return tensor_nbytes(impl_); }
-  tensor_device_t device() const { return tensor_device(impl_); }
+  Device device() const { return Device::from_c(tensor_device(impl_)); }
   int64_t storage_offset() const { return tensor_storage_offset(impl_); }
   void* data_ptr() const { return tensor_data_ptr(impl_); }
   /// The data as T*; fails with TENSOR_ERR_DTYPE when dtype_of<T>() is not dtype().
@@ -421,13 +540,18 @@ class Tensor {
                                                     " dims but tensor has " + std::to_string(dim()));
     return TensorAccessor<T, N>(static_cast<T*>(data_ptr()), tensor_sizes(impl_), tensor_strides(impl_));
   }
-  bool is_contiguous(tensor_memory_format_t f = TENSOR_CONTIGUOUS_FORMAT) const {
-    return tensor_is_contiguous(impl_, f);
+  bool is_contiguous(MemoryFormat f = MemoryFormat::Contiguous) const {
+    return tensor_is_contiguous(impl_, tensor::to_c(f));
   }
+  LIBTENSOR_DEPRECATED("pass a tensor::MemoryFormat (tensor::MemoryFormat::ChannelsLast), not an integer")
+  bool is_contiguous(tensor_memory_format_t f) const { return is_contiguous(memory_format_from_c(f)); }
   bool is_non_overlapping_and_dense() const { return tensor_is_non_overlapping_and_dense(impl_); }
-  tensor_memory_format_t suggest_memory_format() const { return tensor_suggest_memory_format(impl_); }
+  MemoryFormat suggest_memory_format() const { return memory_format_from_c(tensor_suggest_memory_format(impl_)); }
   bool shares_storage(const Tensor& o) const { return tensor_shares_storage(impl_, o.impl_); }
   uint64_t version() const { return tensor_version(impl_); }
+  /// Whether writes through this tensor are refused: its storage is read-only (a
+  /// .safetensors tensor, a read-only mapping, DLPack's read-only flag). False if undefined.
+  bool is_read_only() const noexcept { return storage_is_read_only(tensor_storage(impl_)); }
   inline Storage storage() const;
 
   // ---- views (no data is copied) --------------------------------------------------------
@@ -501,12 +625,16 @@ class Tensor {
   }
 
   // ---- copies and in-place writes -------------------------------------------------------
-  Tensor contiguous(tensor_memory_format_t f = TENSOR_CONTIGUOUS_FORMAT) const {
-    return make([&](tensor_t** o) { return tensor_contiguous(impl_, f, o); });
+  Tensor contiguous(MemoryFormat f = MemoryFormat::Contiguous) const {
+    return make([&](tensor_t** o) { return tensor_contiguous(impl_, tensor::to_c(f), o); });
   }
-  Tensor clone(tensor_memory_format_t f = TENSOR_PRESERVE_FORMAT) const {
-    return make([&](tensor_t** o) { return tensor_clone(impl_, f, o); });
+  LIBTENSOR_DEPRECATED("pass a tensor::MemoryFormat (tensor::MemoryFormat::ChannelsLast), not an integer")
+  Tensor contiguous(tensor_memory_format_t f) const { return contiguous(memory_format_from_c(f)); }
+  Tensor clone(MemoryFormat f = MemoryFormat::Preserve) const {
+    return make([&](tensor_t** o) { return tensor_clone(impl_, tensor::to_c(f), o); });
   }
+  LIBTENSOR_DEPRECATED("pass a tensor::MemoryFormat (tensor::MemoryFormat::ChannelsLast), not an integer")
+  Tensor clone(tensor_memory_format_t f) const { return clone(memory_format_from_c(f)); }
   Tensor to(Dtype d) const {
     return make([&](tensor_t** o) { return tensor_to_dtype(impl_, to_c(d), o); });
   }
@@ -654,17 +782,24 @@ class Storage {
   ~Storage() { storage_release(impl_); }
 
   storage_t* get() const noexcept { return impl_; }
-  storage_t* release() noexcept {
+  /// Hands the owned handle (+1) to the caller, who must pass it to storage_release() (or
+  /// Storage::adopt()) later; *this becomes undefined. As Tensor::into_raw().
+  LIBTENSOR_NODISCARD storage_t* into_raw() noexcept {
     storage_t* p = impl_;
     impl_ = nullptr;
     return p;
   }
+  /// Deprecated name of into_raw().
+  LIBTENSOR_DEPRECATED(
+      "Storage::release() releases nothing: it hands the handle to the caller; use into_raw(), "
+      "or assign tensor::Storage() to drop the reference")
+  LIBTENSOR_NODISCARD storage_t* release() noexcept { return into_raw(); }
   bool defined() const noexcept { return impl_ != nullptr; }
   uint64_t use_count() const noexcept { return storage_use_count(impl_); }
   uint64_t weak_count() const noexcept { return storage_weak_count(impl_); }
   void* data() const noexcept { return storage_data_ptr(impl_); }
   size_t nbytes() const noexcept { return storage_nbytes(impl_); }
-  tensor_device_t device() const noexcept { return storage_device(impl_); }
+  Device device() const noexcept { return Device::from_c(storage_device(impl_)); }
   bool is_resizable() const noexcept { return storage_is_resizable(impl_); }
   bool is_read_only() const noexcept { return storage_is_read_only(impl_); }
   void resize(size_t nbytes) { detail::check(storage_resize(impl_, nbytes)); }
@@ -684,18 +819,26 @@ class Storage {
   // ---- mapped files and shared memory ---------------------------------------------------
   /// `nbytes` bytes at `offset` of the file at `path` (default: all of it), mapped: no copy.
   static Storage from_file(const std::string& path, uint64_t offset = 0, uint64_t nbytes = TENSOR_MAP_TO_END,
-                           tensor_map_mode_t mode = TENSOR_MAP_READ_ONLY) {
+                           MapMode mode = MapMode::ReadOnly) {
     storage_t* out = nullptr;
-    detail::check(storage_from_file(path.c_str(), offset, nbytes, mode, &out));
+    detail::check(storage_from_file(path.c_str(), offset, nbytes, to_c(mode), &out));
     return Storage(out);
+  }
+  LIBTENSOR_DEPRECATED("pass a tensor::MapMode (tensor::MapMode::Shared), not an integer")
+  static Storage from_file(const std::string& path, uint64_t offset, uint64_t nbytes, tensor_map_mode_t mode) {
+    return from_file(path, offset, nbytes, static_cast<MapMode>(mode));
   }
   /// A mapping of an open descriptor (e.g. a shared-memory segment received from another
   /// process); the caller keeps `fd`.
   static Storage from_fd(int fd, uint64_t offset = 0, uint64_t nbytes = TENSOR_MAP_TO_END,
-                         tensor_map_mode_t mode = TENSOR_MAP_READ_ONLY) {
+                         MapMode mode = MapMode::ReadOnly) {
     storage_t* out = nullptr;
-    detail::check(storage_from_fd(fd, offset, nbytes, mode, &out));
+    detail::check(storage_from_fd(fd, offset, nbytes, to_c(mode), &out));
     return Storage(out);
+  }
+  LIBTENSOR_DEPRECATED("pass a tensor::MapMode (tensor::MapMode::Shared), not an integer")
+  static Storage from_fd(int fd, uint64_t offset, uint64_t nbytes, tensor_map_mode_t mode) {
+    return from_fd(fd, offset, nbytes, static_cast<MapMode>(mode));
   }
   /// A new zero-filled shared-memory segment (memfd); send fd() to another process.
   static Storage shared(size_t nbytes) {

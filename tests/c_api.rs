@@ -331,3 +331,185 @@ fn cpp_refuses_an_int_as_dtype() {
         );
     }
 }
+
+/// Compiles (`-c`, no link) a C++ program whose `main` declares `prelude` then runs
+/// `body`, with `-Wall -Wextra -pedantic -Werror` and `extra` arguments; returns whether it
+/// compiled and the compiler's messages. `-c`, not `-fsyntax-only`: GCC checks
+/// warn_unused_result only when it generates code.
+fn compile_cpp(
+    name: &str,
+    std: &str,
+    includes: &str,
+    prelude: &str,
+    body: &str,
+    extra: &[String],
+) -> (bool, String) {
+    let dir = library_dir().parent().unwrap().join("compile_fail");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(format!("{name}_{std}.cpp"));
+    std::fs::write(
+        &src,
+        format!("{includes}\nint main() {{\n{prelude}\n{body}\n  return 0;\n}}\n"),
+    )
+    .unwrap();
+    let mut cmd = compiler(true).to_command();
+    cmd.arg(format!("-std={std}"))
+        .args(["-Wall", "-Wextra", "-pedantic", "-Werror", "-c"])
+        .args(extra)
+        .arg("-I")
+        .arg(manifest_dir().join("include"))
+        .arg(&src)
+        .arg("-o")
+        .arg(src.with_extension("o"));
+    let o = cmd.output().unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// tensor.hpp's handle give-away is `into_raw()`, [[nodiscard]] (discarding it leaks), and
+/// the old name `release()` (which reads like tensor_release but releases nothing) is
+/// deprecated and [[nodiscard]] too, for Tensor and Storage, in every standard the header
+/// supports (C++11's and C++14's spellings are compiler attributes).
+#[test]
+fn cpp_handle_giveaway_is_nodiscard_and_release_is_deprecated() {
+    let compile = |name: &str, std: &str, body: &str| {
+        compile_cpp(
+            name,
+            std,
+            "#include \"tensor.hpp\"",
+            "  tensor::Tensor t = tensor::Tensor::zeros({2});\n  tensor::Storage s = t.storage();",
+            body,
+            &[],
+        )
+    };
+    for std in ["c++11", "c++14", "c++17"] {
+        let (ok, err) = compile(
+            "into_raw_ok",
+            std,
+            "  tensor_t* p = t.into_raw();\n  tensor_release(p);\n  storage_t* q = s.into_raw();\n  storage_release(q);",
+        );
+        assert!(
+            ok,
+            "{std}: into_raw() kept in a variable must compile:\n{err}"
+        );
+        for (what, body) in [
+            ("discarded Tensor::into_raw", "  t.into_raw();"),
+            ("discarded Storage::into_raw", "  s.into_raw();"),
+            ("discarded Tensor::release", "  t.release();"),
+        ] {
+            let (ok, err) = compile("discarded", std, body);
+            assert!(!ok, "{std}: {what} compiled without a warning");
+            assert!(
+                err.contains("ignoring return value"),
+                "{std}: {what}:\n{err}"
+            );
+        }
+        for (what, body) in [
+            ("Tensor::release", "  tensor_release(t.release());"),
+            ("Storage::release", "  storage_release(s.release());"),
+        ] {
+            let (ok, err) = compile("deprecated", std, body);
+            assert!(!ok, "{std}: {what} compiled without a warning");
+            assert!(
+                err.contains("deprecated") && err.contains("use into_raw()"),
+                "{std}: {what}:\n{err}"
+            );
+        }
+    }
+}
+
+/// tensor.hpp's memory formats, map modes and devices are scoped enums (tensor::MemoryFormat,
+/// tensor::MapMode, tensor::Device): the integer and tensor_device_t overloads that let
+/// `t.contiguous(2)` or `t.clone(7)` through are deprecated (a warning, an error under
+/// -Werror), while the enum spellings compile cleanly.
+#[test]
+fn cpp_integer_formats_modes_and_devices_are_deprecated() {
+    let compile = |name: &str, body: &str| {
+        compile_cpp(
+            name,
+            "c++17",
+            "#include \"tensor.hpp\"",
+            "  static float buf[4];\n  tensor::Tensor t = tensor::Tensor::zeros({1, 2, 2, 1});",
+            body,
+            &[],
+        )
+    };
+    let (ok, err) = compile(
+        "enums_ok",
+        "  (void)t.contiguous(tensor::MemoryFormat::ChannelsLast);\n  (void)t.clone(tensor::MemoryFormat::Contiguous);\n  (void)t.empty_like(tensor::MemoryFormat::Preserve);\n  (void)t.is_contiguous(tensor::MemoryFormat::ChannelsLast);\n  (void)(t.suggest_memory_format() == tensor::MemoryFormat::Contiguous);\n  (void)(t.device() == tensor::Device(tensor::DeviceType::CPU));\n  (void)tensor::Tensor::from_blob(buf, {4}, tensor::kFloat32, {}, {}, tensor::Device(tensor::DeviceType::CUDA, 0));\n  if (t.dim() == 9) {\n    (void)tensor::Tensor::load_npy(\"x.npy\", tensor::MapMode::Shared);\n    (void)tensor::Storage::from_file(\"x\", 0, 8, tensor::MapMode::Private);\n    (void)tensor::Storage::from_fd(0, 0, 8, tensor::MapMode::ReadOnly);\n  }",
+    );
+    assert!(ok, "the enum spellings must compile:\n{err}");
+    for body in [
+        "  (void)t.contiguous(2);",
+        "  (void)t.clone(7);",
+        "  (void)t.empty_like(TENSOR_CHANNELS_LAST);",
+        "  (void)t.is_contiguous(TENSOR_CHANNELS_LAST);",
+        "  (void)tensor::Tensor::load_npy(\"x.npy\", 1);",
+        "  (void)tensor::Storage::from_file(\"x\", 0, 8, TENSOR_MAP_SHARED);",
+        "  (void)tensor::Storage::from_fd(0, 0, 8, 2);",
+        "  (void)tensor::Tensor::from_blob(buf, {4}, tensor::kFloat32, {}, {}, tensor_device_t{2, 0});",
+        "  (void)tensor::Tensor::from_blob_bytes(buf, {4}, {}, tensor::kFloat32, {}, tensor_device_t{2, 0});",
+    ] {
+        let (ok, err) = compile("integer", body);
+        assert!(!ok, "compiled without a warning: {body}");
+        assert!(
+            err.contains("deprecated") && err.contains("pass a tensor::"),
+            "{body}:\n{err}"
+        );
+    }
+}
+
+/// A ReadOnlyMat (to_mat(t, tensor::read_only)) is the source of OpenCV calls, never their
+/// destination: an in-place call on it, or a copy into a (writable) cv::Mat, does not
+/// compile, while reading it does. (A `const cv::Mat` would not do: OpenCV's OutputArray
+/// converts from a const Mat, which the first case checks.)
+#[test]
+fn cpp_read_only_mat_is_not_a_destination() {
+    let Some(cflags) = pkg_config(&["--cflags", "opencv4"]) else {
+        assert!(
+            !std::env::var("TENSOR_C_REQUIRE_PKGS").is_ok_and(|v| v == "1"),
+            "pkg-config cannot find opencv4"
+        );
+        println!("NOTICE: cpp_read_only_mat_is_not_a_destination skipped: no opencv4");
+        return;
+    };
+    // OpenCV's headers are not ours to warn about.
+    let cflags: Vec<String> = cflags
+        .into_iter()
+        .map(|f| match f.strip_prefix("-I") {
+            Some(dir) => format!("-isystem{dir}"),
+            None => f,
+        })
+        .collect();
+    let compile = |name: &str, body: &str| {
+        compile_cpp(
+            name,
+            "c++17",
+            "#include <opencv2/imgproc.hpp>\n#include \"tensor_opencv.hpp\"",
+            "  tensor::Tensor t = tensor::Tensor::zeros({8, 8}, tensor::kUInt8);\n  const cv::Mat cm = tensor::to_mat(t);\n  tensor::ReadOnlyMat ro = tensor::to_mat(t, tensor::read_only);\n  cv::Mat out;",
+            body,
+            &cflags,
+        )
+    };
+    let (ok, err) = compile(
+        "ro_source_ok",
+        "  cv::GaussianBlur(ro, out, cv::Size(3, 3), 0);\n  cv::GaussianBlur(cm, cm, cv::Size(3, 3), 0);  // compiles: const is no guard\n  (void)cv::mean(ro);\n  (void)ro.mat().at<uchar>(1, 1);\n  cv::Mat w = ro.clone();",
+    );
+    assert!(ok, "reading a ReadOnlyMat must compile:\n{err}");
+    for body in [
+        "  cv::GaussianBlur(ro, ro, cv::Size(3, 3), 0);",
+        "  cv::add(ro, ro, ro);",
+        "  cv::Mat m = ro;",
+        "  cv::Mat m;\n  m = ro;",
+        "  ro.mat().at<uchar>(1, 1) = 3;",
+    ] {
+        let (ok, err) = compile("ro_destination", body);
+        assert!(!ok, "compiled: {body}");
+        assert!(
+            err.contains("ReadOnlyMat") || err.contains("read-only") || err.contains("const value"),
+            "{body}:\n{err}"
+        );
+    }
+}
