@@ -61,7 +61,7 @@ step_abi() {
 
 # planted_use_after_release LIBDIR: builds .ci/planted_use_after_release.c with
 # -fsanitize=address against LIBDIR/libtensor.so and runs it with the default caches; it
-# must abort (SIGABRT) with the library's report naming tensor_numel and ASan's account of
+# must abort (SIGABRT) with the library's report naming tensor_release and ASan's account of
 # where the block was freed (which ASan has only if the object cache stepped aside).
 planted_use_after_release() {
   local lib=$1 exe=$1/../planted_use_after_release out rc=0
@@ -74,7 +74,7 @@ planted_use_after_release() {
     echo "planted use after release: exit status $rc, expected 134 (SIGABRT)"
     return 1
   fi
-  if ! grep -q "^libtensor: tensor_numel: handle 0x[0-9a-f]* was already released" <<<"$out" ||
+  if ! grep -q "^libtensor: tensor_release: handle 0x[0-9a-f]* was already released" <<<"$out" ||
     ! grep -q "freed by thread" <<<"$out"; then
     echo "planted use after release: the library's report or ASan's 'freed by' account is missing"
     return 1

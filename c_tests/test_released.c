@@ -3,7 +3,10 @@
  * retain or read through a released handle aborts with the call named on stderr, instead of
  * a double release handing one block to the next two tensors. Under a memory checker
  * (AddressSanitizer, valgrind) the per-thread caches step aside, so that the checker sees
- * every freed box. Each misuse runs in a forked child that must die of SIGABRT. */
+ * every freed box; a release then asks ASan about the handle first, so double releases
+ * still abort the same way. (A read or retain of a really freed box under ASan is not the
+ * library's to see: only an instrumented libtensor reports it, in ASan's own words.) Each
+ * misuse runs in a forked child that must die of SIGABRT. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 
@@ -160,9 +163,17 @@ int main(void) {
            "come from the children that abort on purpose\n");
   }
   expect_abort(double_release, "tensor_release");
+#ifndef CHILD_ASAN
   expect_abort(retain_after_release, "tensor_retain");
   expect_abort(numel_after_release, "tensor_numel");
   expect_abort(view_of_released, "tensor_view");
+#else
+  (void)retain_after_release;
+  (void)numel_after_release;
+  (void)view_of_released;
+  printf("test_released: under AddressSanitizer only the releases of a freed handle are "
+         "checked\n");
+#endif
   expect_abort(storage_double_release, "storage_release");
   expect_abort(storage_released_twice_while_weak, "storage_release");
   expect_abort(weak_double_release, "storage_weak_release");

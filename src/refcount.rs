@@ -141,8 +141,10 @@ impl<T> RcBox<T> {
     #[inline]
     fn inc_strong(&self) {
         let old = self.refcount.fetch_add(STRONG_ONE, Ordering::Relaxed);
-        // One test for both: strong was 0 (wraps to the top) or is about to overflow.
-        if strong_of(old).wrapping_sub(1) >= STRONG_MAX - 2 {
+        // One test for both (as cheap as the overflow test alone): strong was 0, or is
+        // about to overflow (STRONG_MAX - 1 wraps to 0, STRONG_MAX to 1); strong is the low
+        // 32 bits.
+        if (old as u32).wrapping_add(2) <= 2 {
             self.inc_strong_failed(old);
         }
     }

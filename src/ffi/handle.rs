@@ -25,10 +25,12 @@
 //! be caught soundly, and the process aborts with the call named on stderr
 //! (`refcount::released_handle`, reported by `ffi::guard`): a box the object-block cache
 //! keeps (the default) holds the released mark, 0, in its count word, which every borrow,
-//! retain and release here reads anyway; under AddressSanitizer the handle is first looked
-//! up in ASan's shadow memory ([`not_freed`]), so that a box really freed is never read.
-//! A box handed back to `free` without ASan, or reused for a new object, is beyond what
-//! the library can see (valgrind sees the former).
+//! retain and release here reads anyway; under AddressSanitizer a release first looks the
+//! handle up in ASan's shadow memory ([`not_freed`]), so that a box really freed is not
+//! read, nor counted down a second time (the double release, the worst of these bugs:
+//! two live tensors on one block). A box handed back to `free` and then read or retained,
+//! or one reused for a new object, is beyond what the library can see (ASan in an
+//! instrumented build, and valgrind, see the former).
 //!
 //! The argument helpers of `ffi/mod.rs` (`tensor_arg`, `tensor_owned`, `storage_arg`, ...)
 //! wrap these with the NULL_POINTER error naming the argument.
@@ -40,7 +42,8 @@ use crate::tensor_impl::{Tensor, TensorImpl};
 use std::mem::ManuallyDrop;
 
 /// Stops (through `released_handle`) at a non-NULL handle whose block AddressSanitizer
-/// says is freed, before anything reads it. Without ASan: one relaxed load and a branch.
+/// says is freed, before anything reads it. Without ASan: one relaxed load and a branch
+/// (4 instructions, on the release paths only).
 #[inline(always)]
 fn not_freed<T>(p: *const T) {
     if crate::sanitizer::asan_freed(p as *const u8) {
@@ -73,9 +76,10 @@ pub(crate) trait RcHandle: Sized {
         if p.is_null() {
             return None;
         }
-        not_freed(p);
         // SAFETY: the caller's contract: a live RcBox<Object> (or, the caller's bug, a box
-        // the object-block cache keeps, which is still ours and initialised).
+        // the object-block cache keeps, which is still ours and initialised). No ASan
+        // lookup here (unlike release): its out-of-line call would make every view save
+        // registers (benches/c/count.sh: +10 instructions a view).
         let b = unsafe { &*Self::rc_box(p) };
         if b.no_strong() {
             released_handle(p as *const u8);
@@ -112,9 +116,9 @@ pub(crate) trait RcHandle: Sized {
     /// `p` is a live handle of this type (strong count >= 1).
     #[inline(always)]
     unsafe fn retain_live(p: *const Self) -> Self::Owned {
-        not_freed(p);
         // SAFETY: a live RcBox<Object> with strong count >= 1 (the caller's contract; the
-        // increment stops at strong 0, a released handle's box in the cache).
+        // increment stops at strong 0, a released handle's box in the cache). No ASan
+        // lookup (as in borrow_box): it would cost tensor_from_storage 20 instructions.
         Self::wrap(unsafe { IntrusivePtr::retain_raw(Self::rc_box(p)) })
     }
 
