@@ -15,6 +15,19 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=cmake/tensor.map");
 
+    // `cfg(tensor_asan)`: this build is instrumented by AddressSanitizer (nightly
+    // `-Zsanitizer=address`, .ci/prove.sh asan), so src/sanitizer.rs links ASan's interface
+    // directly (a test executable's static ASan runtime need not export it to dlsym).
+    println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    let rustflags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if rustflags.split('\x1f').any(|f| {
+        f.trim_start_matches("-Z")
+            .strip_prefix("sanitizer=")
+            .is_some_and(|list| list.split(',').any(|s| s == "address"))
+    }) {
+        println!("cargo:rustc-cfg=tensor_asan");
+    }
+
     // The C test driver (tests/c_api.rs) compiles for the same target.
     println!(
         "cargo:rustc-env=TENSOR_TARGET={}",

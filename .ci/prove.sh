@@ -8,6 +8,9 @@
 #   cusan  the C/C++ tests built with -fsanitize=address,undefined against libtensor.so
 #   asan   nightly: the library built with -Zsanitizer=address; its unit tests, and the C
 #          tests (-fsanitize=address) against that instrumented libtensor.so
+#          Both run with the default cache configuration (TENSOR_NO_CACHING unset): the
+#          per-thread caches step aside for ASan on their own, and a planted use after
+#          release (.ci/planted_use_after_release.c) must be stopped and reported.
 #   tsan   nightly + rust-src: std and the library built with -Zsanitizer=thread
 #          (-Zbuild-std: a std without TSan instrumentation reports false races on its own
 #          atomics); c_tests/test_threads.c and test_thread_race.c with -fsanitize=thread
@@ -56,8 +59,32 @@ step_abi() {
   run python3 .ci/abi.py check
 }
 
+# planted_use_after_release LIBDIR: builds .ci/planted_use_after_release.c with
+# -fsanitize=address against LIBDIR/libtensor.so and runs it with the default caches; it
+# must abort (SIGABRT) with the library's report naming tensor_release and ASan's account of
+# where the block was freed (which ASan has only if the object cache stepped aside).
+planted_use_after_release() {
+  local lib=$1 exe=$1/../planted_use_after_release out rc=0
+  run cc -std=c99 -g -O1 -fsanitize=address -fno-omit-frame-pointer -Wall -Wextra -Werror \
+    -Iinclude .ci/planted_use_after_release.c -o "$exe" -L"$lib" -Wl,-rpath,"$PWD/$lib" -ltensor
+  out=$(env -u TENSOR_NO_CACHING ASAN_OPTIONS=detect_leaks=0:fast_unwind_on_malloc=0 "$exe" 2>&1) ||
+    rc=$?
+  echo "$out"
+  if [ "$rc" -ne 134 ]; then
+    echo "planted use after release: exit status $rc, expected 134 (SIGABRT)"
+    return 1
+  fi
+  if ! grep -q "^libtensor: tensor_release: handle 0x[0-9a-f]* was already released" <<<"$out" ||
+    ! grep -q "freed by thread" <<<"$out"; then
+    echo "planted use after release: the library's report or ASan's 'freed by' account is missing"
+    return 1
+  fi
+  echo "planted use after release: stopped and reported"
+}
+
 step_cusan() {
-  run env TENSOR_SANITIZE=address,undefined cargo test --test c_api -- --nocapture
+  run env -u TENSOR_NO_CACHING TENSOR_SANITIZE=address,undefined cargo test --test c_api -- --nocapture
+  planted_use_after_release "${CARGO_TARGET_DIR:-target}/debug/c_tests/lib"
 }
 
 step_asan() {
@@ -67,10 +94,11 @@ step_asan() {
   fi
   # The C programs link gcc's libasan; the instrumented library resolves the __asan_*
   # symbols from it (rustc links its own ASan runtime only into executables).
-  run env RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
+  run env -u TENSOR_NO_CACHING RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
     RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan \
     TENSOR_SANITIZE=address ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
     cargo +nightly test --target "$TARGET" --lib --test c_api -- --nocapture
+  planted_use_after_release "target/asan/$TARGET/debug/c_tests/lib"
 }
 
 step_tsan() {

@@ -400,13 +400,20 @@ extern "C" {
  * Adds one strong reference to `t` and returns `t` (NULL gives NULL). The caller owns
  * the new reference and must release it. Reference-count overflow (more than 2^32 - 2
  * strong references to one tensor, i.e. a leak of billions of them) aborts the process
- * by design: continuing would end in a use after free.
+ * by design: continuing would end in a use after free. So does a handle already released,
+ * when the library can tell (see `tensor_release`).
  */
 struct tensor_t *tensor_retain(const struct tensor_t *t);
 
 /**
  * Drops one strong reference; frees the tensor at 0 (and its storage's data when this
  * was the storage's last strong reference). NULL is a no-op.
+ *
+ * A handle already released (a double release, or any call with it afterwards) is a use
+ * after free; when the freed object is still in this thread's object cache (the
+ * default), or (for a release) AddressSanitizer knows it is freed, the call prints "libtensor: <call>:
+ * handle 0x... was already released (use after release or double release); aborting"
+ * on stderr and aborts the process (docs/c-api.md section 15).
  */
 void tensor_release(struct tensor_t *t);
 
@@ -1470,7 +1477,9 @@ tensor_status_t tensor_memory_stats(struct tensor_memory_stats_t *out);
  * few hundred bytes, no tensor data) are kept the same way for reuse: up to 16 of each per
  * thread, returned at thread exit or by this call on that thread, never kept under limit
  * 0; they are not tensor memory, so neither the statistics nor the bytes returned here
- * count them.
+ * count them. The per-thread caches (small blocks and objects) keep nothing while
+ * AddressSanitizer or a heap-checking valgrind tool watches the process, unless
+ * `TENSOR_NO_CACHING=0` (docs/c-api.md section 15).
  */
 uint64_t tensor_empty_cache(void);
 
@@ -1480,8 +1489,9 @@ uint64_t tensor_empty_cache(void);
  * system at once. Blocks beyond the new limit are freed before the call returns. Like
  * PyTorch's `PYTORCH_NO_CUDA_MEMORY_CACHING` / `max_split_size`, the start-up value comes
  * from the environment, read once (at the first big allocation or cache call):
- * `TENSOR_NO_CACHING=1` means 0, else `TENSOR_CACHE_LIMIT=<bytes>[K|M|G]`, else
- * 268435456 (256 MiB). This call overrides the environment. Thread-safe.
+ * `TENSOR_NO_CACHING=1` (or true, yes, on) means 0, else `TENSOR_CACHE_LIMIT=<bytes>[K|M|G]`,
+ * else 268435456 (256 MiB); a value it cannot use is ignored with a warning on stderr.
+ * This call overrides the environment. Thread-safe.
  */
 uint64_t tensor_set_cache_limit(uint64_t max_bytes);
 
@@ -1491,7 +1501,8 @@ uint64_t tensor_set_cache_limit(uint64_t max_bytes);
  * Tracking registers
  * the storages and tensors created while it is on, so that `tensor_memory_snapshot` can
  * list them; it is off by default and costs nothing on the view path when off (one
- * flag test). `TENSOR_MEMORY_TRACKING=1` in the environment turns it on at start-up.
+ * flag test). `TENSOR_MEMORY_TRACKING=1` (or true, yes, on) in the environment turns it on
+ * at start-up.
  * Turning it off forgets every registration. Thread-safe.
  */
 bool tensor_set_memory_tracking(int enabled);

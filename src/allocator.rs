@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result, Status};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Once, RwLock};
 
 /// Alignment of every block (a cache line; AVX-512 loads never split).
@@ -140,7 +140,9 @@ static RESERVED_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Environment variable: the cache limit in bytes (a number, optionally followed by K, M
 /// or G for KiB, MiB, GiB). Read once, at the first big allocation or cache call.
 pub const ENV_CACHE_LIMIT: &str = "TENSOR_CACHE_LIMIT";
-/// Environment variable: `1` turns the cache off (limit 0); wins over the limit.
+/// Environment variable, a boolean (`crate::env::flag`): true turns every cache off (limit
+/// 0) and wins over the limit; false keeps the per-thread caches even under a memory
+/// checker (see [`thread_caching`]); unset: the default.
 pub const ENV_NO_CACHING: &str = "TENSOR_NO_CACHING";
 
 /// Parses a byte count: digits with an optional K/M/G (binary) suffix. `None` when
@@ -161,19 +163,49 @@ pub(crate) fn parse_bytes(text: &str) -> Option<usize> {
     (v <= isize::MAX as usize).then_some(v)
 }
 
-/// The limit the environment asks for (the default when it says nothing valid).
+/// The limit `TENSOR_CACHE_LIMIT` asks for (the default when it says nothing valid).
 fn limit_from_env() -> usize {
-    if std::env::var(ENV_NO_CACHING).is_ok_and(|v| v.trim() == "1") {
-        return 0;
-    }
-    match std::env::var(ENV_CACHE_LIMIT) {
-        Ok(v) => parse_bytes(&v).unwrap_or_else(|| {
-            eprintln!(
-                "libtensor: ignoring {ENV_CACHE_LIMIT}={v:?} (expected bytes, e.g. 268435456 or 256M)"
-            );
+    match crate::env::value(ENV_CACHE_LIMIT) {
+        Some(v) => parse_bytes(&v).unwrap_or_else(|| {
+            crate::env::ignored(ENV_CACHE_LIMIT, &v, "bytes, e.g. 268435456 or 256M");
             DEFAULT_CACHE_LIMIT
         }),
-        Err(_) => DEFAULT_CACHE_LIMIT,
+        None => DEFAULT_CACHE_LIMIT,
+    }
+}
+
+/// Whether the per-thread caches (small blocks and object boxes) keep freed blocks:
+/// [`THREAD_ON`] or [`THREAD_OFF`] once the environment has been read. Off while the cache
+/// limit is 0, and off by default under a memory checker (AddressSanitizer, valgrind's
+/// memcheck: `crate::sanitizer`), which sees a use after free only of a block that really
+/// went back to `free`. One relaxed load on every small free, as the limit was.
+static THREAD_CACHING: AtomicU8 = AtomicU8::new(THREAD_UNREAD);
+const THREAD_UNREAD: u8 = 0;
+const THREAD_ON: u8 = 1;
+const THREAD_OFF: u8 = 2;
+/// The per-thread caches step aside for a memory checker (decided once, with the
+/// environment: `TENSOR_NO_CACHING=0` keeps them).
+static THREAD_ASIDE: AtomicBool = AtomicBool::new(false);
+
+/// [`THREAD_CACHING`]'s value for a cache limit.
+fn thread_state(limit: usize) -> u8 {
+    if limit != 0 && !THREAD_ASIDE.load(Ordering::Relaxed) {
+        THREAD_ON
+    } else {
+        THREAD_OFF
+    }
+}
+
+/// Do the per-thread caches keep freed blocks? (Reads the environment the first time.)
+#[inline]
+fn thread_caching() -> bool {
+    match THREAD_CACHING.load(Ordering::Relaxed) {
+        THREAD_ON => true,
+        THREAD_OFF => false,
+        _ => {
+            let _ = cache_limit();
+            THREAD_CACHING.load(Ordering::Relaxed) == THREAD_ON
+        }
     }
 }
 
@@ -184,12 +216,14 @@ pub fn cache_limit() -> usize {
         return l;
     }
     CACHE_ENV.call_once(|| {
-        let _ = CACHE_LIMIT.compare_exchange(
-            LIMIT_UNREAD,
-            limit_from_env(),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        let no_caching = crate::env::flag(ENV_NO_CACHING);
+        let limit = limit_from_env(); // read (and checked) even when NO_CACHING wins
+        let limit = if no_caching == Some(true) { 0 } else { limit };
+        let aside = no_caching.is_none() && crate::sanitizer::checker().is_some();
+        THREAD_ASIDE.store(aside, Ordering::Relaxed);
+        let _ =
+            CACHE_LIMIT.compare_exchange(LIMIT_UNREAD, limit, Ordering::Relaxed, Ordering::Relaxed);
+        THREAD_CACHING.store(thread_state(limit), Ordering::Relaxed);
     });
     CACHE_LIMIT.load(Ordering::Relaxed)
 }
@@ -199,14 +233,16 @@ pub fn cache_limit() -> usize {
 pub fn set_cache_limit(bytes: u64) -> u64 {
     let _ = cache_limit(); // the environment is read first, so it never overrides this
     let new = bytes.min(isize::MAX as u64) as usize;
-    let prev = CACHE_LIMIT.swap(new, Ordering::Relaxed);
+    let (prev, evicted) = {
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        // Under the lock: concurrent calls leave the limit and the per-thread state agreeing.
+        let prev = CACHE_LIMIT.swap(new, Ordering::Relaxed);
+        THREAD_CACHING.store(thread_state(new), Ordering::Relaxed);
+        (prev, evict_until(&mut c, |c| c.bytes <= new))
+    };
     if new == 0 {
         small_drain();
     }
-    let evicted = {
-        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        evict_until(&mut c, |c| c.bytes <= new)
-    };
     free_blocks(evicted);
     prev as u64
 }
@@ -310,7 +346,7 @@ pub fn empty_cache() -> u64 {
 /// without calling `posix_memalign`/`free`, whose aligned path costs more than a small
 /// clone's copy. Cached small blocks are counted in `cached_bytes` and `reserved_bytes`
 /// (never in `live_bytes`), returned at thread exit, by `empty_cache` on their thread, and
-/// never kept while the cache limit is 0.
+/// never kept while the cache limit is 0 or a memory checker runs ([`thread_caching`]).
 const SMALL_MAX: usize = 1024;
 const SMALL_CLASSES: usize = SMALL_MAX / ALIGNMENT;
 const SMALL_PER_CLASS: usize = 8;
@@ -322,7 +358,9 @@ const SMALL_PER_CLASS: usize = 8;
 /// a view: benches/c/count.sh). They come from and go back to Rust's global allocator
 /// (`std::alloc`); they hold no tensor data, so the memory statistics (tensor data) do not
 /// count them. Returned like small blocks: at thread exit, by `empty_cache` on their
-/// thread, and never kept while the cache limit is 0.
+/// thread, and never kept while the cache limit is 0 or a memory checker runs. A kept box
+/// holds its count word at 0 (`refcount::destroy`), which is how a released C handle to it
+/// is recognised.
 pub(crate) const OBJ_SLOTS: usize = 2;
 /// [`OBJ_SLOTS`] slot of the TensorImpl box.
 pub(crate) const OBJ_TENSOR: usize = 0;
@@ -472,7 +510,7 @@ pub(crate) fn obj_take(slot: usize, layout: std::alloc::Layout) -> Option<*mut u
 /// `p` came from `std::alloc::alloc(layout)` and the caller gives it up.
 #[inline]
 pub(crate) unsafe fn obj_put(slot: usize, p: *mut u8, layout: std::alloc::Layout) -> bool {
-    if cache_limit() == 0 {
+    if !thread_caching() {
         return false;
     }
     with_small(|s| {
@@ -499,7 +537,7 @@ unsafe fn builtin_free(p: *mut u8, nbytes: usize) {
         unsafe { cache_put(big_capacity(nbytes), p) };
     } else if nbytes <= SMALL_MAX {
         let (class, cap) = small_class(nbytes);
-        if cache_limit() != 0 && small_put(class, p) {
+        if thread_caching() && small_put(class, p) {
             CACHED_BYTES.fetch_add(cap as u64, Ordering::Relaxed);
         } else {
             // SAFETY: see above.

@@ -75,6 +75,12 @@ pub struct RcBox<T> {
     ///   loads with `Acquire` for the same reason; `try_upgrade` succeeds with `Acquire`.
     /// * Increments abort one below either count's maximum: the strong count never
     ///   carries into the weak bits and neither wraps to 0.
+    /// * A destroyed box that the object-block cache keeps holds 0 (the released mark,
+    ///   written by `destroy`) until `init` reuses it. A strong increment or decrement that
+    ///   finds strong 0, or a weak decrement that finds weak 0, can only come from a C
+    ///   handle used after its release, and unwinds to the call's guard, which aborts
+    ///   ([`released_handle`]). A box given back to the allocator is not ours to read:
+    ///   the sanitizers watch those (the caches step aside for them, `crate::sanitizer`).
     refcount: AtomicU64,
     pub value: T,
 }
@@ -95,6 +101,28 @@ fn refcount_overflow(which: &str) -> ! {
     std::process::abort()
 }
 
+/// The unwind payload of [`released_handle`]: the address of the box.
+pub(crate) struct ReleasedHandle(pub(crate) usize);
+
+/// A reference was used (retained, released, read) through a box whose count says no such
+/// reference exists any more: a C handle used after its release, or released twice. Unwinds
+/// to the exported function's guard (`ffi::guard`), which names the call on stderr and
+/// aborts: going on would let two live objects share one block. Never returns.
+#[cold]
+#[inline(never)]
+pub(crate) fn released_handle(addr: *const u8) -> ! {
+    if cfg!(panic = "abort") {
+        eprintln!(
+            "libtensor: handle {addr:p} was already released (use after release or double \
+             release); aborting"
+        );
+        crate::sanitizer::describe(addr);
+        std::process::abort()
+    }
+    // resume_unwind: no panic hook message, only the guard's.
+    std::panic::resume_unwind(Box::new(ReleasedHandle(addr as usize)))
+}
+
 impl<T> RcBox<T> {
     pub fn strong_count(&self) -> u64 {
         strong_of(self.refcount.load(Ordering::Acquire))
@@ -102,12 +130,33 @@ impl<T> RcBox<T> {
     pub fn weak_count(&self) -> u64 {
         weak_of(self.refcount.load(Ordering::Acquire))
     }
+    /// No strong reference exists (a released handle's box: a box kept by the object-block
+    /// cache holds 0, `destroy`; a storage's box kept by weak references holds strong 0).
+    #[inline(always)]
+    pub fn no_strong(&self) -> bool {
+        strong_of(self.refcount.load(Ordering::Relaxed)) == 0
+    }
+    /// No reference of either kind exists (a released weak handle's box in the cache).
+    pub fn no_reference(&self) -> bool {
+        self.refcount.load(Ordering::Relaxed) == 0
+    }
     #[inline]
     fn inc_strong(&self) {
         let old = self.refcount.fetch_add(STRONG_ONE, Ordering::Relaxed);
-        if strong_of(old) >= STRONG_MAX - 1 {
-            refcount_overflow("strong");
+        // One test for both (as cheap as the overflow test alone): strong was 0, or is
+        // about to overflow (STRONG_MAX - 1 wraps to 0, STRONG_MAX to 1); strong is the low
+        // 32 bits.
+        if (old as u32).wrapping_add(2) <= 2 {
+            self.inc_strong_failed(old);
         }
+    }
+    #[cold]
+    #[inline(never)]
+    fn inc_strong_failed(&self, old: u64) -> ! {
+        if strong_of(old) == 0 {
+            released_handle(self as *const Self as *const u8);
+        }
+        refcount_overflow("strong")
     }
     #[inline]
     fn inc_weak(&self) {
@@ -277,6 +326,10 @@ unsafe fn destroy<T: Intrusive>(p: NonNull<RcBox<T>>) {
     // may still be loading while the value's Drop waits for the registry lock.
     unsafe {
         std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p.as_ptr()).value));
+        // The released mark: a cached box reads "no reference" (the sole-owner shortcut
+        // leaves one strong and one weak unit), so a C handle to it used again is caught
+        // instead of taking the block twice (`released_handle`).
+        (*p.as_ptr()).refcount.store(0, Ordering::Relaxed);
         let (block, layout) = (p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
         // Recycled through its type's slot (which holds only this layout), else freed.
         if let Some(slot) = T::BLOCK_SLOT {
@@ -302,6 +355,9 @@ unsafe fn release_weak<T: Intrusive>(p: NonNull<RcBox<T>>) {
         // SAFETY: ours was the last weak unit and strong is 0 (a strong reference would
         // hold the shared unit): no reference remains.
         unsafe { destroy(p) };
+    } else if weak_of(old) == 0 {
+        // A weak handle released twice (its box in the object-block cache).
+        released_handle(p.as_ptr() as *const u8);
     }
 }
 
@@ -324,8 +380,13 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
             return;
         }
         let old = rc.fetch_sub(STRONG_ONE, Ordering::AcqRel);
-        if strong_of(old) != 1 {
+        if strong_of(old) > 1 {
             return;
+        }
+        if strong_of(old) == 0 {
+            // No strong reference existed: a C handle released twice (or after its last
+            // release; its box is cached, holding 0). Unwinds to the call's guard.
+            released_handle(self.ptr.as_ptr() as *const u8);
         }
         // SAFETY: strong just reached 0; the weak unit that the strong references shared
         // is now ours to give back.

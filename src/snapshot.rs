@@ -28,8 +28,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
-/// Environment variable: `1` turns tracking on at start-up (read once, when the first
-/// storage is made or tracking is queried).
+/// Environment variable, a boolean (`crate::env::flag`): true turns tracking on at start-up
+/// (read once, when the first storage is made or tracking is queried).
 pub const ENV_TRACKING: &str = "TENSOR_MEMORY_TRACKING";
 
 static TRACKING: AtomicBool = AtomicBool::new(false);
@@ -61,7 +61,7 @@ fn registry() -> MutexGuard<'static, Option<Registry>> {
 
 fn read_env() {
     ENV.call_once(|| {
-        if std::env::var(ENV_TRACKING).is_ok_and(|v| v.trim() == "1") {
+        if crate::env::flag(ENV_TRACKING) == Some(true) {
             TRACKING.store(true, Ordering::Relaxed);
         }
     });

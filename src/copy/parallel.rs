@@ -21,17 +21,16 @@ static THREADS: AtomicUsize = AtomicUsize::new(0);
 static ENV: std::sync::Once = std::sync::Once::new();
 
 fn from_env() -> usize {
-    match std::env::var(ENV_COPY_THREADS) {
-        Ok(v) => match v.trim().parse::<i64>() {
+    match crate::env::value(ENV_COPY_THREADS) {
+        Some(v) => match v.trim().parse::<i64>() {
             Ok(n) if (1..=MAX_COPY_THREADS).contains(&n) => n as usize,
             _ => {
-                eprintln!(
-                    "libtensor: ignoring {ENV_COPY_THREADS}={v:?} (expected 1..={MAX_COPY_THREADS})"
-                );
+                let accepts = format!("a thread count in 1..={MAX_COPY_THREADS}");
+                crate::env::ignored(ENV_COPY_THREADS, &v, &accepts);
                 1
             }
         },
-        Err(_) => 1,
+        None => 1,
     }
 }
 

@@ -7,7 +7,8 @@ use std::ffi::{c_char, CStr};
 /// Adds one strong reference to `t` and returns `t` (NULL gives NULL). The caller owns
 /// the new reference and must release it. Reference-count overflow (more than 2^32 - 2
 /// strong references to one tensor, i.e. a leak of billions of them) aborts the process
-/// by design: continuing would end in a use after free.
+/// by design: continuing would end in a use after free. So does a handle already released,
+/// when the library can tell (see `tensor_release`).
 #[no_mangle]
 pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
     guard("tensor_retain", || {
@@ -18,6 +19,12 @@ pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
 
 /// Drops one strong reference; frees the tensor at 0 (and its storage's data when this
 /// was the storage's last strong reference). NULL is a no-op.
+///
+/// A handle already released (a double release, or any call with it afterwards) is a use
+/// after free; when the freed object is still in this thread's object cache (the
+/// default), or (for a release) AddressSanitizer knows it is freed, the call prints "libtensor: <call>:
+/// handle 0x... was already released (use after release or double release); aborting"
+/// on stderr and aborts the process (docs/c-api.md section 15).
 #[no_mangle]
 pub extern "C" fn tensor_release(t: *mut tensor_t) {
     guard("tensor_release", || {

@@ -97,7 +97,9 @@ pub extern "C" fn tensor_memory_stats(out: *mut tensor_memory_stats_t) -> tensor
 /// few hundred bytes, no tensor data) are kept the same way for reuse: up to 16 of each per
 /// thread, returned at thread exit or by this call on that thread, never kept under limit
 /// 0; they are not tensor memory, so neither the statistics nor the bytes returned here
-/// count them.
+/// count them. The per-thread caches (small blocks and objects) keep nothing while
+/// AddressSanitizer or a heap-checking valgrind tool watches the process, unless
+/// `TENSOR_NO_CACHING=0` (docs/c-api.md section 15).
 #[no_mangle]
 pub extern "C" fn tensor_empty_cache() -> u64 {
     guard("tensor_empty_cache", crate::allocator::empty_cache)
@@ -108,8 +110,9 @@ pub extern "C" fn tensor_empty_cache() -> u64 {
 /// system at once. Blocks beyond the new limit are freed before the call returns. Like
 /// PyTorch's `PYTORCH_NO_CUDA_MEMORY_CACHING` / `max_split_size`, the start-up value comes
 /// from the environment, read once (at the first big allocation or cache call):
-/// `TENSOR_NO_CACHING=1` means 0, else `TENSOR_CACHE_LIMIT=<bytes>[K|M|G]`, else
-/// 268435456 (256 MiB). This call overrides the environment. Thread-safe.
+/// `TENSOR_NO_CACHING=1` (or true, yes, on) means 0, else `TENSOR_CACHE_LIMIT=<bytes>[K|M|G]`,
+/// else 268435456 (256 MiB); a value it cannot use is ignored with a warning on stderr.
+/// This call overrides the environment. Thread-safe.
 #[no_mangle]
 pub extern "C" fn tensor_set_cache_limit(max_bytes: u64) -> u64 {
     guard("tensor_set_cache_limit", || {
@@ -173,7 +176,8 @@ pub struct tensor_storage_info_t {
 /// Tracking registers
 /// the storages and tensors created while it is on, so that `tensor_memory_snapshot` can
 /// list them; it is off by default and costs nothing on the view path when off (one
-/// flag test). `TENSOR_MEMORY_TRACKING=1` in the environment turns it on at start-up.
+/// flag test). `TENSOR_MEMORY_TRACKING=1` (or true, yes, on) in the environment turns it on
+/// at start-up.
 /// Turning it off forgets every registration. Thread-safe.
 #[no_mangle]
 pub extern "C" fn tensor_set_memory_tracking(enabled: std::ffi::c_int) -> bool {

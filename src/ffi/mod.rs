@@ -432,6 +432,9 @@ pub(crate) fn guard_or<T>(function: &'static str, on_panic: T, body: impl FnOnce
 #[cold]
 #[inline(never)]
 fn caught_panic(function: &'static str, payload: Box<dyn std::any::Any + Send>) {
+    if let Some(r) = payload.downcast_ref::<crate::refcount::ReleasedHandle>() {
+        released_abort(function, r.0);
+    }
     let what: &str = payload
         .downcast_ref::<&str>()
         .copied()
@@ -442,6 +445,20 @@ fn caught_panic(function: &'static str, payload: Box<dyn std::any::Any + Send>) 
         format_args!("internal error (caught panic: {what})"),
     );
     set_last_error(function, e.text());
+}
+
+/// A handle already released reached `function` (`refcount::released_handle`): a use
+/// after free in the caller, which no status can report (the handle may already be
+/// another live object's, or be about to be). Names the call, lets AddressSanitizer say
+/// where the block was freed when it runs, and aborts.
+#[cold]
+fn released_abort(function: &'static str, addr: usize) -> ! {
+    eprintln!(
+        "libtensor: {function}: handle {addr:#x} was already released (use after release \
+         or double release); aborting"
+    );
+    crate::sanitizer::describe(addr as *const u8);
+    std::process::abort()
 }
 
 /// Runs a fallible exported function's body: `Err` becomes its status and message.
