@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds and runs the consumer programs (main.c, main.cpp) against this checkout in every way a
-# user consumes libtensor; each way runs a C and a C++ program:
+# user consumes libtensor; each way runs a C and a C++ program (both including <libtensor/...>)
+# and a C program with the older `#include "tensor.h"`:
 #   1. make install PREFIX=P: find_package(tensor) shared + static; pkg-config shared, static
 #      (libtensor.a with Libs.private) and fully static (-static); an incompatible version refused
 #   2. make install PREFIX=/usr LIBDIR=lib/x86_64-linux-gnu DESTDIR=D (multiarch, staged):
-#      find_package from the staged tree (relocatable), pkg-config with PKG_CONFIG_SYSROOT_DIR
+#      find_package from the staged tree (relocatable), pkg-config with PKG_CONFIG_SYSROOT_DIR;
+#      make uninstall leaves nothing behind
 #   3. CMake from source, standalone: Debug (cargo dev profile), ctest, cmake --install
 #      --prefix P3 with LIBDIR lib64, then find_package + pkg-config there
 #   4. add_subdirectory(<checkout>), Release; tensor::tensor static with BUILD_SHARED_LIBS=OFF
@@ -31,7 +33,7 @@ say() { echo; echo "--- [$(( $(date +%s) - t0 )) s] $*"; }
 # them with static-only) must not load libtensor.so.
 run_programs() {
   local dir=$1 exe
-  for exe in consumer_c consumer_cpp consumer_c_static consumer_cpp_static; do
+  for exe in consumer_c consumer_c_flat consumer_cpp consumer_c_static consumer_cpp_static; do
     [ -x "$dir/$exe" ] || continue
     "$dir/$exe"
     if [[ $exe == *_static || ${2:-} == static-only ]] && [[ $(ldd "$dir/$exe") == *libtensor* ]]; then
@@ -62,6 +64,8 @@ pkgconfig_consumer() {
   {
     cc -std=c99 -Wall -Wextra -pedantic -Werror $cflags "$here/main.c" -o "$work/$name/consumer_c" \
       $(pkg-config --libs tensor) -Wl,-rpath,"$libdir"
+    cc -std=c99 -Wall -Wextra -pedantic -Werror -DTENSOR_FLAT_INCLUDE $cflags "$here/main.c" \
+      -o "$work/$name/consumer_c_flat" $(pkg-config --libs tensor) -Wl,-rpath,"$libdir"
     c++ -std=c++17 -Wall -Wextra -Werror $cflags "$here/main.cpp" -o "$work/$name/consumer_cpp" \
       $(pkg-config --libs tensor) -Wl,-rpath,"$libdir"
     cc -std=c99 $cflags "$here/main.c" -o "$work/$name/consumer_c_static" "$libdir/libtensor.a" \
@@ -79,14 +83,18 @@ pkgconfig_consumer() {
   fi
 }
 
-# check_install PREFIX LIBDIR INCLUDEDIR: the files, SONAME, symbol versions and debug link.
+# check_install PREFIX LIBDIR INCLUDEDIR: the files (headers in INCLUDEDIR/libtensor only),
+# SONAME, symbol versions and debug link.
 check_install() {
   local p=$1 lib=$1/$2 inc=$1/$3 f
   for f in "$lib/libtensor.so.$version" "$lib/libtensor.so.$version.debug" "$lib/libtensor.so.$major" \
-           "$lib/libtensor.so" "$lib/libtensor.a" "$inc/tensor.h" "$inc/tensor.hpp" \
-           "$lib/pkgconfig/tensor.pc" "$lib/cmake/tensor/tensorConfig.cmake" \
-           "$lib/cmake/tensor/tensorConfigVersion.cmake"; do
+           "$lib/libtensor.so" "$lib/libtensor.a" "$inc/libtensor/tensor.h" "$inc/libtensor/tensor.hpp" \
+           "$inc/libtensor/tensor_opencv.hpp" "$lib/pkgconfig/tensor.pc" \
+           "$lib/cmake/tensor/tensorConfig.cmake" "$lib/cmake/tensor/tensorConfigVersion.cmake"; do
     [ -e "$f" ] || fail "missing after install: $f"
+  done
+  for f in tensor.h tensor.hpp tensor_opencv.hpp; do
+    [ ! -e "$inc/$f" ] || fail "$inc/$f installed flat (headers go in $inc/libtensor/)"
   done
   local dyn syms sections
   dyn=$(readelf -d "$lib/libtensor.so.$version")
@@ -110,14 +118,15 @@ make --no-print-directory install PREFIX="$work/prefix" >/dev/null
 check_install "$work/prefix" lib include
 say "1a. CMake find_package(tensor) from the prefix: tensor::tensor, tensor::tensor_static"
 cmake_consumer find -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release
-say "1b. CMake: find_package(tensor 0.2) is refused by tensor $version"
+newer=$(awk -F. '{print $1 "." $2 + 1}' <<<"$version")
+say "1b. CMake: find_package(tensor $newer) is refused by tensor $version"
 mkdir -p "$work/vcheck"
-cat >"$work/vcheck/CMakeLists.txt" <<'CM'
+cat >"$work/vcheck/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.16)
 project(vcheck NONE)
-find_package(tensor 0.2 QUIET)
+find_package(tensor $newer QUIET)
 if(tensor_FOUND)
-  message(FATAL_ERROR "tensor 0.1.x must not satisfy a request for 0.2")
+  message(FATAL_ERROR "tensor $version must not satisfy a request for $newer")
 endif()
 CM
 cmake -S "$work/vcheck" -B "$work/vcheck/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
@@ -137,6 +146,10 @@ say "2b. pkg-config from the staged tree (PKG_CONFIG_SYSROOT_DIR)"
 mkdir -p "$work/pc2"
 PKG_CONFIG_PATH="$work/stage/usr/lib/x86_64-linux-gnu/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$work/stage" \
   pkgconfig_consumer pc2
+say "2c. make uninstall from the staged tree"
+make --no-print-directory uninstall PREFIX=/usr LIBDIR=lib/x86_64-linux-gnu DESTDIR="$work/stage" >/dev/null
+left=$(find "$work/stage" ! -type d)
+[ -z "$left" ] || fail "make uninstall left: $left"
 
 say "3. CMake from source, standalone: Debug (cargo dev profile), CARGO_TARGET_DIR=$CARGO_TARGET_DIR; ctest; install"
 cmake -S "$root" -B "$work/standalone" -DCMAKE_BUILD_TYPE=Debug \
