@@ -7,12 +7,15 @@
 set -eu
 cargo=$1
 src=$(cd "$2" && pwd -P) # (the real path: cargo reuses a build only for the same manifest path)
-out=$3
+out=$(cd "$3" && pwd)
 version=$4
 profile=$5
 if [ "$7" = set ] || [ -z "${CARGO_TARGET_DIR:-}" ]; then CARGO_TARGET_DIR=$6; fi
 export CARGO_TARGET_DIR
 case $profile in dev) dir=debug ;; *) dir=$profile ;; esac
+# From the source directory, as make and CMake run it: cargo reads .cargo/config.toml (e.g. the
+# source replacement of `cargo vendor`) from the working directory up.
+cd "$src"
 "$cargo" build --manifest-path "$src/Cargo.toml" --profile "$profile" --lib
 archive=$CARGO_TARGET_DIR/$dir/libtensor.a
 major=${version%%.*}
