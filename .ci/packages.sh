@@ -8,8 +8,8 @@
 # Installs conan, meson and ninja with pip into the CI venv (LIBTENSOR_CI_VENV, default
 # ~/.cache/libtensor-ci-venv; created when missing). cargo builds into CARGO_TARGET_DIR
 # (default: the checkout's target/), so the release dependencies built by the earlier steps
-# are reused: Conan rebuilds only the tensor crate (from its cache's copy of the sources, once
-# for both packages), Meson nothing.
+# are reused: Conan rebuilds only the tensor crate (from its cache's copy of the sources, in a
+# copy of target/release; once for both packages), Meson nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -39,13 +39,25 @@ echo "== Conan: conan create . (static, shared), no remote, cargo offline"
 CONAN_HOME=$(mktemp -d)
 export CONAN_HOME
 trap 'rm -rf "$CONAN_HOME"' EXIT
+# Conan builds the crate from its cache's copy of the sources. Not in the checkout's target
+# directory: cargo files a path crate's build under the same names whatever its path (its
+# fingerprint, build-script output, libtensor.a / .so / .rlib), so the two builds would
+# overwrite each other's. A copy of the checkout's target/release instead: cargo reuses the
+# dependencies in it and rebuilds only the tensor crate (once for both packages).
+conan_target=$CONAN_HOME/cargo-target
+mkdir -p "$conan_target"
+if [ -d "$CARGO_TARGET_DIR/release" ]; then
+  cp -a --reflink=auto "$CARGO_TARGET_DIR/release" "$conan_target/"
+  took "a copy of $CARGO_TARGET_DIR/release for Conan's cargo"
+fi
 conan profile detect >/dev/null 2>&1
 conan remote disable "*" >/dev/null
 [ -z "$(conan remote list | grep -v 'Enabled: False' || true)" ] || { conan remote list; exit 1; }
 for shared in False True; do
   log=$CONAN_HOME/create-$shared.log
   echo "+ conan create . --build=missing -o libtensor/*:shared=$shared"
-  if ! conan create . --build=missing -o "libtensor/*:shared=$shared" >"$log" 2>&1; then
+  if ! CARGO_TARGET_DIR=$conan_target conan create . --build=missing -o "libtensor/*:shared=$shared" \
+      >"$log" 2>&1; then
     cat "$log"
     echo "FAILED: conan create (shared=$shared)" >&2
     exit 1
