@@ -11,8 +11,9 @@
 #   make install PREFIX=/opt/x   installs what `make` built (it never runs cargo):
 #                                LIBDIR/libtensor.so.VERSION (stripped) + .so.MAJOR, .so links,
 #                                LIBDIR/libtensor.so.VERSION.debug (INSTALL_DEBUG=0 to skip),
-#                                LIBDIR/libtensor.a, INCLUDEDIR/tensor.h[pp], tensor_opencv.hpp,
-#                                LIBDIR/pkgconfig/tensor.pc, LIBDIR/cmake/tensor/*.cmake
+#                                LIBDIR/libtensor.a, INCLUDEDIR/libtensor/tensor.h, tensor.hpp,
+#                                tensor_opencv.hpp, LIBDIR/pkgconfig/tensor.pc,
+#                                LIBDIR/cmake/tensor/*.cmake
 # LIBDIR (default lib) and INCLUDEDIR (default include) are relative to PREFIX or absolute,
 # as GNUInstallDirs has them: LIBDIR=lib64, LIBDIR=lib/x86_64-linux-gnu. DESTDIR is honoured.
 
@@ -45,7 +46,8 @@ cm_path     = $(if $(filter /%,$(1)),$(1),$${_tensor_prefix}/$(1))
 # From LIBDIR/cmake/tensor back up to the prefix: one ".." per directory.
 cm_to_prefix := $(shell echo "$(rel_libdir)/cmake/tensor" | sed 's|[^/][^/]*|..|g')
 LIB_DEST := $(DESTDIR)$(abs_libdir)
-INC_DEST := $(DESTDIR)$(abs_incdir)
+INC_DEST := $(DESTDIR)$(abs_incdir)/libtensor
+HEADERS  := tensor.h tensor.hpp tensor_opencv.hpp
 
 .PHONY: all release header check-header example test install uninstall clean docs
 
@@ -97,7 +99,7 @@ install:
 	ln -sf libtensor.so.$(VERSION) $(LIB_DEST)/libtensor.so.$(SOMAJOR)
 	ln -sf libtensor.so.$(SOMAJOR) $(LIB_DEST)/libtensor.so
 	install -m 644 $(STAGE)/libtensor.a $(LIB_DEST)/libtensor.a
-	install -m 644 include/tensor.h include/tensor.hpp include/tensor_opencv.hpp $(INC_DEST)/
+	install -m 644 $(addprefix include/,$(HEADERS)) $(INC_DEST)/
 	sed -e 's|@PC_PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@PC_LIBDIR@|$(call pc_path,$(rel_libdir))|g' \
 	    -e 's|@PC_INCLUDEDIR@|$(call pc_path,$(rel_incdir))|g' \
@@ -113,9 +115,9 @@ install:
 uninstall:
 	rm -f $(LIB_DEST)/libtensor.so.$(VERSION) $(LIB_DEST)/libtensor.so.$(VERSION).debug \
 	    $(LIB_DEST)/libtensor.so.$(SOMAJOR) $(LIB_DEST)/libtensor.so $(LIB_DEST)/libtensor.a \
-	    $(INC_DEST)/tensor.h $(INC_DEST)/tensor.hpp $(INC_DEST)/tensor_opencv.hpp $(LIB_DEST)/pkgconfig/tensor.pc \
+	    $(addprefix $(INC_DEST)/,$(HEADERS)) $(LIB_DEST)/pkgconfig/tensor.pc \
 	    $(LIB_DEST)/cmake/tensor/tensorConfig.cmake $(LIB_DEST)/cmake/tensor/tensorConfigVersion.cmake
-	-rmdir $(LIB_DEST)/cmake/tensor
+	-rmdir $(LIB_DEST)/cmake/tensor $(INC_DEST)
 
 clean:
 	rm -rf build

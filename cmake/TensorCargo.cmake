@@ -6,7 +6,8 @@
 # 2. cmake/stage.sh turns cargo's libtensor.a into the shipped libraries in
 #    <build dir>/tensor-lib: libtensor.so.VERSION (+ .debug, .so.MAJOR, .so links) and a
 #    symbol-localized libtensor.a;
-# 3. two imported targets name them: libtensor_shared and libtensor_static.
+# 3. two imported targets name them: libtensor_shared and libtensor_static, with the headers
+#    in <build dir>/include/libtensor (as installed: INCLUDEDIR/libtensor).
 # Cargo decides what to rebuild; the custom command reruns when a Rust source, Cargo.toml,
 # Cargo.lock, build.rs, cbindgen.toml or the version script changes.
 
@@ -70,11 +71,25 @@ add_custom_target(libtensor_cargo ALL DEPENDS "${TENSOR_SHARED_FILE}" "${TENSOR_
 
 find_package(Threads REQUIRED)
 
+# The headers as installed (INCLUDEDIR/libtensor/), laid out in <build dir>/include/libtensor
+# so that source builds (add_subdirectory, FetchContent) take `#include <libtensor/tensor.h>`
+# too. Copies (configure_file: CMake re-copies when `make header` changes one); tensor.hpp
+# includes its sibling "tensor.h". <build dir>/include/libtensor is on the include path as
+# well, for one more version of `#include "tensor.h"` (as installed; see docs/packaging.md).
+set(TENSOR_HEADERS "")
+foreach(_header tensor.h tensor.hpp tensor_opencv.hpp)
+  configure_file("${TENSOR_SOURCE_DIR}/include/${_header}"
+                 "${CMAKE_CURRENT_BINARY_DIR}/include/libtensor/${_header}" COPYONLY)
+  list(APPEND TENSOR_HEADERS "${TENSOR_SOURCE_DIR}/include/${_header}")
+endforeach()
+set(_tensor_include_dirs "${CMAKE_CURRENT_BINARY_DIR}/include"
+    "${CMAKE_CURRENT_BINARY_DIR}/include/libtensor")
+
 add_library(libtensor_shared SHARED IMPORTED GLOBAL)
 set_target_properties(libtensor_shared PROPERTIES
   IMPORTED_LOCATION "${TENSOR_SHARED_FILE}"
   IMPORTED_SONAME "libtensor.so.${TENSOR_VERSION_MAJOR}"
-  INTERFACE_INCLUDE_DIRECTORIES "${TENSOR_SOURCE_DIR}/include")
+  INTERFACE_INCLUDE_DIRECTORIES "${_tensor_include_dirs}")
 add_dependencies(libtensor_shared libtensor_cargo)
 
 # The native libraries the archive needs: `rustc --print native-static-libs` lists
@@ -82,6 +97,6 @@ add_dependencies(libtensor_shared libtensor_cargo)
 add_library(libtensor_static STATIC IMPORTED GLOBAL)
 set_target_properties(libtensor_static PROPERTIES
   IMPORTED_LOCATION "${TENSOR_STATIC_FILE}"
-  INTERFACE_INCLUDE_DIRECTORIES "${TENSOR_SOURCE_DIR}/include"
+  INTERFACE_INCLUDE_DIRECTORIES "${_tensor_include_dirs}"
   INTERFACE_LINK_LIBRARIES "Threads::Threads;${CMAKE_DL_LIBS};m;rt;util")
 add_dependencies(libtensor_static libtensor_cargo)

@@ -1,6 +1,7 @@
 # `cmake --install` for libtensor (TENSOR_INSTALL), with GNUInstallDirs semantics: the
 # libraries go to CMAKE_INSTALL_LIBDIR (lib, lib64, lib/<multiarch>), the headers to
-# CMAKE_INSTALL_INCLUDEDIR; tensor.pc and the CMake package are written for those directories.
+# CMAKE_INSTALL_INCLUDEDIR/libtensor; tensor.pc and the CMake package are written for those
+# directories.
 # The same templates serve `make install` (see the Makefile). DESTDIR is honoured.
 include(GNUInstallDirs)
 set(_lib "${CMAKE_INSTALL_LIBDIR}")
@@ -12,8 +13,7 @@ install(FILES "${TENSOR_SHARED_FILE}" DESTINATION "${_lib}"
 # Symlinks are installed as symlinks.
 install(FILES "${TENSOR_SHARED_FILE}.debug" "${TENSOR_STAGE_DIR}/libtensor.so.${TENSOR_VERSION_MAJOR}"
         "${TENSOR_STAGE_DIR}/libtensor.so" "${TENSOR_STATIC_FILE}" DESTINATION "${_lib}")
-install(FILES "${TENSOR_SOURCE_DIR}/include/tensor.h" "${TENSOR_SOURCE_DIR}/include/tensor.hpp" "${TENSOR_SOURCE_DIR}/include/tensor_opencv.hpp"
-        DESTINATION "${_inc}")
+install(FILES ${TENSOR_HEADERS} DESTINATION "${_inc}/libtensor")
 
 # CMake package: relocatable, paths relative to its own directory when LIBDIR/INCLUDEDIR are.
 set(VERSION ${TENSOR_VERSION})

@@ -1,9 +1,15 @@
 /* Consumer test (C): links libtensor however the consumer project found it (shared or static),
  * checks that the header and the library agree (ABI, version; with -DEXPECTED_VERSION="x.y.z"
- * also the version the build system reported) and does a little work. Exit code 0 on success. */
+ * also the version the build system reported) and does a little work. Exit code 0 on success.
+ * It includes <libtensor/tensor.h>, the installed path; with -DTENSOR_FLAT_INCLUDE the
+ * `#include "tensor.h"` that the include path keeps working for one more version. */
 #include <stdio.h>
 #include <string.h>
-#include <tensor.h>
+#ifdef TENSOR_FLAT_INCLUDE
+#include "tensor.h"
+#else
+#include <libtensor/tensor.h>
+#endif
 
 int main(void) {
   const int64_t sizes[2] = {2, 3};

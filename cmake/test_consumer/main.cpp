@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <tensor.hpp>
+#include <libtensor/tensor.hpp>
 
 int main() {
   if (std::strcmp(tensor_version_string(), TENSOR_VERSION_STRING) != 0) {

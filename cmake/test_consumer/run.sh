@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds and runs the consumer programs (main.c, main.cpp) against this checkout in every way a
-# user consumes libtensor; each way runs a C and a C++ program:
+# user consumes libtensor; each way runs a C and a C++ program (both including <libtensor/...>)
+# and a C program with the older `#include "tensor.h"`:
 #   1. make install PREFIX=P: find_package(tensor) shared + static; pkg-config shared, static
 #      (libtensor.a with Libs.private) and fully static (-static); an incompatible version refused
 #   2. make install PREFIX=/usr LIBDIR=lib/x86_64-linux-gnu DESTDIR=D (multiarch, staged):
-#      find_package from the staged tree (relocatable), pkg-config with PKG_CONFIG_SYSROOT_DIR
+#      find_package from the staged tree (relocatable), pkg-config with PKG_CONFIG_SYSROOT_DIR;
+#      make uninstall leaves nothing behind
 #   3. CMake from source, standalone: Debug (cargo dev profile), ctest, cmake --install
 #      --prefix P3 with LIBDIR lib64, then find_package + pkg-config there
 #   4. add_subdirectory(<checkout>), Release; tensor::tensor static with BUILD_SHARED_LIBS=OFF
@@ -34,7 +36,7 @@ say() { echo; echo "--- [$(( $(date +%s) - t0 )) s] $*"; }
 # them with static-only) must not load libtensor.so.
 run_programs() {
   local dir=$1 exe
-  for exe in consumer_c consumer_cpp consumer_c_static consumer_cpp_static; do
+  for exe in consumer_c consumer_c_flat consumer_cpp consumer_c_static consumer_cpp_static; do
     [ -x "$dir/$exe" ] || continue
     "$dir/$exe"
     if [[ $exe == *_static || ${2:-} == static-only ]] && [[ $(ldd "$dir/$exe") == *libtensor* ]]; then
@@ -65,6 +67,8 @@ pkgconfig_consumer() {
   {
     cc -std=c99 -Wall -Wextra -pedantic -Werror $cflags "$here/main.c" -o "$work/$name/consumer_c" \
       $(pkg-config --libs tensor) -Wl,-rpath,"$libdir"
+    cc -std=c99 -Wall -Wextra -pedantic -Werror -DTENSOR_FLAT_INCLUDE $cflags "$here/main.c" \
+      -o "$work/$name/consumer_c_flat" $(pkg-config --libs tensor) -Wl,-rpath,"$libdir"
     c++ -std=c++17 -Wall -Wextra -Werror $cflags "$here/main.cpp" -o "$work/$name/consumer_cpp" \
       $(pkg-config --libs tensor) -Wl,-rpath,"$libdir"
     cc -std=c99 $cflags "$here/main.c" -o "$work/$name/consumer_c_static" "$libdir/libtensor.a" \
@@ -82,14 +86,18 @@ pkgconfig_consumer() {
   fi
 }
 
-# check_install PREFIX LIBDIR INCLUDEDIR: the files, SONAME, symbol versions and debug link.
+# check_install PREFIX LIBDIR INCLUDEDIR: the files (headers in INCLUDEDIR/libtensor only),
+# SONAME, symbol versions and debug link.
 check_install() {
   local p=$1 lib=$1/$2 inc=$1/$3 f
   for f in "$lib/libtensor.so.$version" "$lib/libtensor.so.$version.debug" "$lib/libtensor.so.$major" \
-           "$lib/libtensor.so" "$lib/libtensor.a" "$inc/tensor.h" "$inc/tensor.hpp" \
-           "$lib/pkgconfig/tensor.pc" "$lib/cmake/tensor/tensorConfig.cmake" \
-           "$lib/cmake/tensor/tensorConfigVersion.cmake"; do
+           "$lib/libtensor.so" "$lib/libtensor.a" "$inc/libtensor/tensor.h" "$inc/libtensor/tensor.hpp" \
+           "$inc/libtensor/tensor_opencv.hpp" "$lib/pkgconfig/tensor.pc" \
+           "$lib/cmake/tensor/tensorConfig.cmake" "$lib/cmake/tensor/tensorConfigVersion.cmake"; do
     [ -e "$f" ] || fail "missing after install: $f"
+  done
+  for f in tensor.h tensor.hpp tensor_opencv.hpp; do
+    [ ! -e "$inc/$f" ] || fail "$inc/$f installed flat (headers go in $inc/libtensor/)"
   done
   local dyn syms sections
   dyn=$(readelf -d "$lib/libtensor.so.$version")
@@ -140,6 +148,10 @@ say "2b. pkg-config from the staged tree (PKG_CONFIG_SYSROOT_DIR)"
 mkdir -p "$work/pc2"
 PKG_CONFIG_PATH="$work/stage/usr/lib/x86_64-linux-gnu/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$work/stage" \
   pkgconfig_consumer pc2
+say "2c. make uninstall from the staged tree"
+make --no-print-directory uninstall PREFIX=/usr LIBDIR=lib/x86_64-linux-gnu DESTDIR="$work/stage" >/dev/null
+left=$(find "$work/stage" ! -type d)
+[ -z "$left" ] || fail "make uninstall left: $left"
 
 say "3. CMake from source, standalone: Debug (cargo dev profile), CARGO_TARGET_DIR=$CARGO_TARGET_DIR; ctest; install"
 cmake -S "$root" -B "$work/standalone" -DCMAKE_BUILD_TYPE=Debug \
