@@ -3,12 +3,8 @@
 # docs/*.md) builds with Doxygen, warnings as errors. Installs doxygen if it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v doxygen >/dev/null; then
-  SUDO=""
-  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo -n"; fi
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends doxygen >/dev/null
-fi
+. .ci/lib.sh
+need doxygen:doxygen
 doxygen --version
 rm -rf build/docs
 mkdir -p build/docs

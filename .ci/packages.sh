@@ -13,12 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-venv=${LIBTENSOR_CI_VENV:-$HOME/.cache/libtensor-ci-venv}
+. .ci/lib.sh
+ci_venv
+venv=$VENV
 start=$(date +%s)
 step_start=$start
 took() { local now; now=$(date +%s); echo "    ($1: $((now - step_start)) s)"; step_start=$now; }
 
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 need=()
 for tool in conan meson ninja; do [ -x "$venv/bin/$tool" ] || need+=("$tool"); done
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The boundary, re-proven on every change (issue 7): sanitizers, ThreadSanitizer, Miri,
+# The boundary, re-proven on every change: sanitizers, ThreadSanitizer, Miri,
 # allocation-failure injection, fuzzing and the ABI guard.
 #   bash .ci/prove.sh                 every step
 #   bash .ci/prove.sh abi asan tsan   only those steps (abi cusan asan tsan miri oom fuzz)
@@ -27,10 +27,7 @@ STEPS=("$@")
 [ ${#STEPS[@]} -gt 0 ] || STEPS=(abi cusan asan tsan miri oom fuzz)
 SKIPPED=()
 
-run() {
-  echo "+ $*"
-  "$@"
-}
+. .ci/lib.sh
 
 have_nightly() { # have_nightly [component...]: installs them; false (with a notice) if not
   if ! command -v rustup >/dev/null; then
