@@ -28,6 +28,10 @@ STEPS=("$@")
 SKIPPED=()
 
 . .ci/lib.sh
+# The C tests that churn handles and small blocks the most: run again with the per-thread
+# caches kept on under ASan and valgrind (TENSOR_NO_CACHING=0), so the caches' own code is
+# checked too.
+CACHE_HEAVY=test_core,test_views,test_memory,test_threads,test_released
 
 have_nightly() { # have_nightly [component...]: installs them; false (with a notice) if not
   if ! command -v rustup >/dev/null; then
@@ -81,6 +85,9 @@ planted_use_after_release() {
 
 step_cusan() {
   run env -u TENSOR_NO_CACHING TENSOR_SANITIZE=address,undefined cargo test --test c_api -- --nocapture
+  # The caches step aside under ASan by default; their own code runs under it too, kept on.
+  run env TENSOR_NO_CACHING=0 TENSOR_C_ONLY="$CACHE_HEAVY" TENSOR_SANITIZE=address,undefined \
+    cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
   planted_use_after_release "${CARGO_TARGET_DIR:-target}/debug/c_tests/lib"
 }
 
