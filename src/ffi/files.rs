@@ -188,8 +188,7 @@ pub extern "C" fn storage_is_mapped(s: *const storage_t) -> bool {
 /// for files NumPy writes); `TENSOR_MAP_SHARED` refuses both with DTYPE.
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (cannot
 /// open or map; not a .npy file, truncated, malformed header), DTYPE (unsupported dtype:
-/// structured, datetime, strings, float128...), OVERFLOW (shape), OUT_OF_BOUNDS,
-/// OUT_OF_MEMORY.
+/// structured, datetime, strings, float128...), OVERFLOW (shape), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_load_npy(
     path: *const c_char,
@@ -225,7 +224,7 @@ pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> te
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (more than 64 dims), IO (cannot open or map;
 /// truncated, bad header length, invalid JSON, offsets overlapping, with gaps or outside
 /// the data, shape not matching the byte length), DTYPE (a dtype libtensor lacks: float8,
-/// float6, float4, named in the message), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY.
+/// float6, float4, named in the message), OVERFLOW (shape), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_load(
     path: *const c_char,
