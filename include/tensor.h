@@ -1332,7 +1332,7 @@ tensor_status_t tensor_load_npy(const char *path, tensor_map_mode_t mode, struct
  * is written next to `path` and renamed over it, so existing mappings of `path` stay
  * valid.
  * Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
- * OUT_OF_MEMORY, IO.
+ * OVERFLOW (an expanded `t` whose bytes overflow), OUT_OF_MEMORY, IO.
  */
 tensor_status_t tensor_save_npy(const char *path, const struct tensor_t *t);
 

@@ -205,7 +205,7 @@ pub extern "C" fn tensor_load_npy(
 /// is written next to `path` and renamed over it, so existing mappings of `path` stay
 /// valid.
 /// Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
-/// OUT_OF_MEMORY, IO.
+/// OVERFLOW (an expanded `t` whose bytes overflow), OUT_OF_MEMORY, IO.
 #[no_mangle]
 pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> tensor_status_t {
     call("tensor_save_npy", || {
