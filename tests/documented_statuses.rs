@@ -702,7 +702,7 @@ impl Files {
 /// A `.npy` file (format 1.0) with this header dict and data.
 fn npy_bytes(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut h = dict.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');
@@ -2160,19 +2160,17 @@ fn hostile_calls_return_exactly_the_documented_statuses() {
             };
             assert!(ok(tensor_set_default_allocator(&a)));
         }
-        let limit = tensor_set_cache_limit(if exhausted { 0 } else { u64::MAX });
-        tensor_set_cache_limit(limit);
-        if exhausted {
-            tensor_set_cache_limit(0);
-            HEAP_EXHAUSTED.with(|h| h.set(true));
-        }
+        let limit = exhausted.then(|| tensor_set_cache_limit(0));
+        HEAP_EXHAUSTED.with(|h| h.set(exhausted));
         for _ in 0..12 {
             for &name in &names {
                 call(name, &mut c);
             }
         }
         HEAP_EXHAUSTED.with(|h| h.set(false));
-        tensor_set_cache_limit(limit);
+        if let Some(l) = limit {
+            tensor_set_cache_limit(l);
+        }
         // Storages made by the failing allocator are freed by it after it recovers.
         FAIL_ALLOC.store(false, Ordering::Relaxed);
         assert!(ok(tensor_set_default_allocator(null())));
