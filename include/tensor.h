@@ -687,7 +687,7 @@ tensor_status_t tensor_from_blob_bytes(void *data,
  * A tensor over `s` at `storage_offset` (elements) in `*out` (owned; holds a strong
  * reference to `s`). `strides` are in elements (not bytes); NULL means contiguous.
  * Errors: NULL_POINTER, INVALID_ARGUMENT, OVERFLOW, OUT_OF_BOUNDS (the layout reaches
- * past the storage).
+ * past the storage), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_from_storage(struct storage_t *s,
                                     int64_t storage_offset,
@@ -841,7 +841,8 @@ tensor_status_t tensor_set_i64(struct tensor_t *t, const int64_t *index, int64_t
  * Writes a PyTorch-like repr of `t` ("tensor([[1., 2.], ...])", summarised beyond 1000
  * elements) into `buf`, snprintf-style: at most `cap - 1` bytes plus a NUL; returns the
  * length the full text needs (excluding the NUL). `buf` may be NULL when `cap` is 0.
- * Returns 0 (writing "" if it can) for NULL `t`.
+ * Returns 0 (writing "" if it can) for NULL `t`. Never allocates (the text streams into
+ * `buf`), so it cannot fail for lack of memory.
  */
 size_t tensor_format(const struct tensor_t *t, char *buf, size_t cap);
 
@@ -1003,9 +1004,8 @@ tensor_status_t tensor_expand(const struct tensor_t *self_,
  * `self.unflatten(dim, sizes)`: `dim` split into `n` dims of `sizes` (one may be -1).
  * Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below
  * `self`), INDEX (0-dim tensor, dim out of range), INVALID_ARGUMENT (n == 0, two -1, a
- * size < -1), SHAPE (the sizes do not multiply to the dim's size), NOT_VIEWABLE (the
- * strides cannot express the split), OVERFLOW (the strides of the new shape overflow
- * int64).
+ * size < -1), SHAPE (the sizes do not multiply to the dim's size), OVERFLOW (the strides
+ * of the new shape overflow int64). Splitting one dim is always expressible as a view.
  */
 tensor_status_t tensor_unflatten(const struct tensor_t *self_,
                                  int64_t dim,
@@ -1185,7 +1185,7 @@ tensor_status_t tensor_copy_affine_(struct tensor_t *dst,
 /**
  * Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
  * As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
- * idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
+ * idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_fill_f64(struct tensor_t *dst, double value);
 
@@ -1348,7 +1348,7 @@ bool storage_is_mapped(const struct storage_t *s);
  * Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (cannot
  * open or map; not a regular file or block device, as in storage_from_file; not a .npy
  * file, truncated, malformed header), DTYPE (unsupported dtype: structured, datetime,
- * strings, float128...), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY (mmap's ENOMEM, or
+ * strings, float128...), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or
  * the copy of a big-endian or misaligned array).
  */
 tensor_status_t tensor_load_npy(const char *path, tensor_map_mode_t mode, struct tensor_t **out);
@@ -1372,8 +1372,9 @@ tensor_status_t tensor_load_npy(const char *path, tensor_map_mode_t mode, struct
  *   device, is refused with IO naming it, and nothing is written.
  *
  * Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
- * OUT_OF_MEMORY, IO (the destination is not a regular file; cannot create, write, fsync
- * or rename the temporary file; cannot fsync the directory, reported after the rename).
+ * OVERFLOW (an expanded `t` whose bytes overflow), OUT_OF_MEMORY, IO (the destination is not
+ * a regular file; cannot create, write, fsync or rename the temporary file; cannot fsync the
+ * directory, reported after the rename).
  */
 tensor_status_t tensor_save_npy(const char *path, const struct tensor_t *t);
 
@@ -1390,7 +1391,7 @@ tensor_status_t tensor_save_npy(const char *path, const struct tensor_t *t);
  * a regular file or block device, as in storage_from_file; truncated, bad header length,
  * invalid JSON, offsets overlapping, with gaps or outside the data, shape not matching the
  * byte length, a name with a NUL byte), DTYPE (a dtype libtensor lacks: float8, float6,
- * float4, named in the message), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY (mmap's
+ * float4, named in the message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's
  * ENOMEM, or a copy).
  */
 tensor_status_t tensor_safetensors_load(const char *path, struct tensor_safetensors_t **out);

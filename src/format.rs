@@ -4,27 +4,125 @@
 //! imaginary parts of complex values, `True`/`False`, a `dtype=torch.X` suffix for
 //! non-default dtypes (moved to its own line when it would pass 80 columns), rows wrapped
 //! at 80 columns, and summarisation (3 edge items per dim, `...`) beyond 1000 elements.
+//!
+//! Nothing here allocates: the text streams into a [`Sink`] (the caller's buffer, truncated,
+//! while the full length is counted), the formatting styles come from passes over the shown
+//! elements, and a value is padded by measuring its text first (formatting it twice). So
+//! `tensor_format` cannot run out of memory, whatever the tensor.
 
 use crate::dtype::{read_scalar, DType, Scalar};
 use crate::tensor_impl::TensorImpl;
+use std::fmt::{self, Write};
 
 const THRESHOLD: i64 = 1000;
 const EDGE: i64 = 3;
 const LINE_WIDTH: usize = 80;
 const PREFIX: &str = "tensor(";
 
-fn fmt_sci(v: f64) -> String {
+/// Where the text goes: the first `dst.len()` bytes are stored, every byte is counted, and
+/// the length of the current (last) line is tracked. Never fails, never allocates.
+pub struct Sink<'a> {
+    dst: &'a mut [u8],
+    len: usize,
+    line: usize,
+}
+
+impl<'a> Sink<'a> {
+    pub fn new(dst: &'a mut [u8]) -> Sink<'a> {
+        Sink {
+            dst,
+            len: 0,
+            line: 0,
+        }
+    }
+    /// Bytes of the whole text so far (stored or not).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    fn s(&mut self, text: &str) {
+        let b = text.as_bytes();
+        if self.len < self.dst.len() {
+            let n = b.len().min(self.dst.len() - self.len);
+            self.dst[self.len..self.len + n].copy_from_slice(&b[..n]);
+        }
+        self.len = self.len.saturating_add(b.len());
+        self.line = match text.rfind('\n') {
+            Some(i) => b.len() - i - 1,
+            None => self.line.saturating_add(b.len()),
+        };
+    }
+    fn f(&mut self, args: fmt::Arguments<'_>) {
+        // write_str below never fails: neither does this.
+        let _ = self.write_fmt(args);
+    }
+    fn repeat(&mut self, text: &str, n: usize) {
+        for _ in 0..n {
+            self.s(text);
+        }
+    }
+}
+
+impl Write for Sink<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.s(s);
+        Ok(())
+    }
+}
+
+/// The length of what `f` writes (nothing is stored).
+fn measure(f: impl FnOnce(&mut Sink)) -> usize {
+    let mut s = Sink::new(&mut []);
+    f(&mut s);
+    s.len
+}
+
+/// The first byte of what `f` writes (0 for nothing).
+fn first_byte(f: impl FnOnce(&mut Sink)) -> u8 {
+    let mut b = [0u8];
+    f(&mut Sink::new(&mut b));
+    b[0]
+}
+
+/// `text` right-aligned in `width` columns (never truncated).
+fn padded(out: &mut Sink, width: usize, text: impl Fn(&mut Sink)) {
+    let n = measure(&text);
+    out.repeat(" ", width.saturating_sub(n));
+    text(out);
+}
+
+/// A few bytes of formatted text on the stack (one value's `{:.4e}`).
+struct Small {
+    b: [u8; 48],
+    n: usize,
+}
+
+impl Write for Small {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.n.checked_add(s.len()).filter(|&e| e <= self.b.len());
+        let end = end.ok_or(fmt::Error)?;
+        self.b[self.n..end].copy_from_slice(s.as_bytes());
+        self.n = end;
+        Ok(())
+    }
+}
+
+fn fmt_sci(out: &mut Sink, v: f64) {
     // "1.2346e+03", as Python's '{:.4e}'.
-    let s = format!("{v:.4e}");
-    match s.split_once('e') {
+    let mut s = Small { b: [0; 48], n: 0 };
+    // A finite f64 as {:.4e} takes at most 12 bytes ("-1.7977e-308").
+    if write!(s, "{v:.4e}").is_err() {
+        return out.f(format_args!("{v:.4e}"));
+    }
+    let text = std::str::from_utf8(&s.b[..s.n]).unwrap_or_default();
+    match text.split_once('e') {
         Some((m, e)) => {
             let (sign, digits) = match e.strip_prefix('-') {
                 Some(d) => ('-', d),
                 None => ('+', e),
             };
-            format!("{m}e{sign}{digits:0>2}")
+            out.f(format_args!("{m}e{sign}{digits:0>2}"))
         }
-        None => s,
+        None => out.s(text),
     }
 }
 
@@ -38,44 +136,58 @@ struct FloatStyle {
     width: usize,
 }
 
+/// Calls its argument once for each value shown (one pass over the shown elements).
+type Values<'a> = &'a dyn Fn(&mut dyn FnMut(f64));
+
 impl FloatStyle {
-    fn new(values: impl Iterator<Item = f64>) -> FloatStyle {
-        let nz: Vec<f64> = values.filter(|v| v.is_finite() && *v != 0.0).collect();
+    fn new(values: Values) -> FloatStyle {
         let mut st = FloatStyle {
             int_mode: true,
             sci: false,
             width: 1,
         };
-        if nz.is_empty() {
+        let (mut any, mut max, mut min) = (false, 0.0f64, f64::INFINITY);
+        let mut int_mode = true;
+        values(&mut |v| {
+            if v.is_finite() && v != 0.0 {
+                any = true;
+                int_mode &= v.fract() == 0.0;
+                max = max.max(v.abs());
+                min = min.min(v.abs());
+            }
+        });
+        if !any {
             return st;
         }
-        st.int_mode = nz.iter().all(|v| v.fract() == 0.0);
-        let max = nz.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let min = nz.iter().fold(f64::INFINITY, |m, v| m.min(v.abs()));
+        st.int_mode = int_mode;
         st.sci = max / min > 1000.0 || max > 1e8 || (!st.int_mode && min < 1e-4);
-        st.width = nz.iter().map(|&v| st.text(v).len()).fold(1, usize::max);
+        let mut width = 1;
+        values(&mut |v| {
+            if v.is_finite() && v != 0.0 {
+                width = width.max(measure(|o| st.text(o, v)));
+            }
+        });
+        st.width = width;
         st
     }
 
     /// The value without padding.
-    fn text(&self, v: f64) -> String {
+    fn text(&self, out: &mut Sink, v: f64) {
         if v.is_nan() {
-            return "nan".into();
-        }
-        if v.is_infinite() {
-            return if v > 0.0 { "inf".into() } else { "-inf".into() };
-        }
-        if self.sci {
-            fmt_sci(v)
+            out.s("nan")
+        } else if v.is_infinite() {
+            out.s(if v > 0.0 { "inf" } else { "-inf" })
+        } else if self.sci {
+            fmt_sci(out, v)
         } else if self.int_mode {
-            format!("{v:.0}.")
+            out.f(format_args!("{v:.0}."))
         } else {
-            format!("{v:.4}")
+            out.f(format_args!("{v:.4}"))
         }
     }
 
-    fn format(&self, v: f64) -> String {
-        format!("{:>w$}", self.text(v), w = self.width)
+    fn format(&self, out: &mut Sink, v: f64) {
+        padded(out, self.width, |o| self.text(o, v))
     }
 }
 
@@ -88,35 +200,36 @@ enum Style {
     Complex(FloatStyle, FloatStyle),
 }
 
-fn plain_text(s: Scalar) -> String {
+fn plain_text(out: &mut Sink, s: Scalar) {
     match s {
-        Scalar::Bool(b) => (if b { "True" } else { "False" }).into(),
-        Scalar::Int(i) => i.to_string(),
-        Scalar::UInt(u) => u.to_string(),
-        other => other.to_f64().to_string(),
+        Scalar::Bool(b) => out.s(if b { "True" } else { "False" }),
+        Scalar::Int(i) => out.f(format_args!("{i}")),
+        Scalar::UInt(u) => out.f(format_args!("{u}")),
+        other => out.f(format_args!("{}", other.to_f64())),
+    }
+}
+
+fn parts(v: Scalar) -> (f64, f64) {
+    match v {
+        Scalar::Complex(re, im) => (re, im),
+        other => (other.to_f64(), 0.0),
     }
 }
 
 impl Style {
-    fn new(values: &[Scalar], dtype: DType) -> Style {
+    fn new(p: &Printer) -> Style {
+        let dtype = p.t.dtype();
         if dtype.is_complex() {
-            let parts = |v: &Scalar| match *v {
-                Scalar::Complex(re, im) => (re, im),
-                other => (other.to_f64(), 0.0),
-            };
             Style::Complex(
-                FloatStyle::new(values.iter().map(|v| parts(v).0)),
-                FloatStyle::new(values.iter().map(|v| parts(v).1)),
+                FloatStyle::new(&|f| p.each(&mut |v| f(parts(v).0))),
+                FloatStyle::new(&|f| p.each(&mut |v| f(parts(v).1))),
             )
         } else if dtype.is_floating_point() {
-            Style::Float(FloatStyle::new(values.iter().map(|v| v.to_f64())))
+            Style::Float(FloatStyle::new(&|f| p.each(&mut |v| f(v.to_f64()))))
         } else {
-            Style::Plain(
-                values
-                    .iter()
-                    .map(|&v| plain_text(v).len())
-                    .fold(1, usize::max),
-            )
+            let mut width = 1;
+            p.each(&mut |v| width = width.max(measure(|o| plain_text(o, v))));
+            Style::Plain(width)
         }
     }
 
@@ -130,33 +243,43 @@ impl Style {
     }
 
     /// One value, padded.
-    fn format(&self, s: Scalar) -> String {
+    fn format(&self, out: &mut Sink, s: Scalar) {
         match (self, s) {
             (Style::Complex(rs, is), Scalar::Complex(re, im)) => {
-                let real = rs.format(re);
-                let imag = format!("{}j", is.format(im));
-                let imag = imag.trim_start();
-                if imag.starts_with(['+', '-']) {
-                    format!("{real}{imag}")
-                } else {
-                    format!("{real}+{imag}")
+                // PyTorch: the padded imaginary part with "j", its padding trimmed, joined
+                // with "+" unless it starts with a sign.
+                rs.format(out, re);
+                if !matches!(first_byte(|o| is.text(o, im)), b'+' | b'-') {
+                    out.s("+");
                 }
+                is.text(out, im);
+                out.s("j");
             }
-            (Style::Float(f), v) => f.format(v.to_f64()),
-            (st, v) => format!("{:>w$}", plain_text(v), w = st.width()),
+            (Style::Float(f), v) => f.format(out, v.to_f64()),
+            (st, v) => padded(out, st.width(), |o| plain_text(o, v)),
         }
     }
 }
 
-/// Indices shown along a dim of size n (all, or the edges when summarising).
-fn shown(n: i64, summarize: bool) -> Vec<Option<i64>> {
+/// Indices shown along a dim of size n: all, or the edges when summarising (`None` is the
+/// ellipsis). As a count and the k-th entry (no list is built).
+fn shown_len(n: i64, summarize: bool) -> i64 {
     if summarize && n > 2 * EDGE {
-        let mut v: Vec<Option<i64>> = (0..EDGE).map(Some).collect();
-        v.push(None);
-        v.extend((n - EDGE..n).map(Some));
-        v
+        2 * EDGE + 1
     } else {
-        (0..n).map(Some).collect()
+        n
+    }
+}
+
+fn shown_at(n: i64, summarize: bool, k: i64) -> Option<i64> {
+    if summarize && n > 2 * EDGE {
+        match k {
+            k if k < EDGE => Some(k),
+            k if k == EDGE => None,
+            k => Some(n - (2 * EDGE + 1 - k)),
+        }
+    } else {
+        Some(k)
     }
 }
 
@@ -177,56 +300,58 @@ impl Printer<'_> {
         }
     }
 
-    fn collect(&self, dim: usize, off: i64, out: &mut Vec<Scalar>) {
+    /// Calls `f` with every shown value, in order.
+    fn each(&self, f: &mut dyn FnMut(Scalar)) {
+        self.visit(0, self.t.storage_offset(), f)
+    }
+
+    fn visit(&self, dim: usize, off: i64, f: &mut dyn FnMut(Scalar)) {
         if dim == self.t.ndim() {
-            out.push(self.read(off));
-            return;
+            return f(self.read(off));
         }
-        for i in shown(self.t.sizes()[dim], self.summarize)
-            .into_iter()
-            .flatten()
-        {
-            self.collect(dim + 1, off + i * self.t.strides()[dim], out);
+        let n = self.t.sizes()[dim];
+        for k in 0..shown_len(n, self.summarize) {
+            if let Some(i) = shown_at(n, self.summarize, k) {
+                self.visit(dim + 1, off + i * self.t.strides()[dim], f);
+            }
         }
     }
 
-    fn write(&self, dim: usize, off: i64, indent: usize, st: &Style, out: &mut String) {
+    fn write(&self, dim: usize, off: i64, indent: usize, st: &Style, out: &mut Sink) {
         let nd = self.t.ndim();
+        let n = self.t.sizes()[dim];
+        let count = shown_len(n, self.summarize);
         if dim + 1 == nd {
             // Innermost row, wrapped at LINE_WIDTH as PyTorch's _vector_str does.
-            let per_line = (LINE_WIDTH.saturating_sub(indent) / (st.width() + 2)).max(1);
-            out.push('[');
-            let items = shown(self.t.sizes()[dim], self.summarize);
-            for (k, i) in items.iter().enumerate() {
+            let per_line = (LINE_WIDTH.saturating_sub(indent) / (st.width() + 2)).max(1) as i64;
+            out.s("[");
+            for k in 0..count {
                 if k > 0 {
-                    out.push(',');
+                    out.s(",");
                     if k % per_line == 0 {
-                        out.push('\n');
-                        out.push_str(&" ".repeat(indent + 1));
+                        out.s("\n");
+                        out.repeat(" ", indent + 1);
                     } else {
-                        out.push(' ');
+                        out.s(" ");
                     }
                 }
-                match i {
-                    Some(i) => {
-                        out.push_str(&st.format(self.read(off + i * self.t.strides()[dim])));
-                    }
+                match shown_at(n, self.summarize, k) {
+                    Some(i) => st.format(out, self.read(off + i * self.t.strides()[dim])),
                     // PyTorch pads the ellipsis of a row with one space.
-                    None => out.push_str(" ..."),
+                    None => out.s(" ..."),
                 }
             }
-            out.push(']');
+            out.s("]");
             return;
         }
-        out.push('[');
-        let items = shown(self.t.sizes()[dim], self.summarize);
-        for (k, i) in items.iter().enumerate() {
+        out.s("[");
+        for k in 0..count {
             if k > 0 {
-                out.push(',');
-                out.push_str(&"\n".repeat(nd - dim - 1));
-                out.push_str(&" ".repeat(indent + 1));
+                out.s(",");
+                out.repeat("\n", nd - dim - 1);
+                out.repeat(" ", indent + 1);
             }
-            match i {
+            match shown_at(n, self.summarize, k) {
                 Some(i) => self.write(
                     dim + 1,
                     off + i * self.t.strides()[dim],
@@ -234,94 +359,118 @@ impl Printer<'_> {
                     st,
                     out,
                 ),
-                None => out.push_str("..."),
+                None => out.s("..."),
             }
         }
-        out.push(']');
+        out.s("]");
+    }
+}
+
+/// One of the `, key=value` suffixes after the values.
+enum Suffix<'a> {
+    /// `size=(2, 0)`; `one_comma`: a 1-tuple written `(n,)`.
+    Size(&'a [i64], bool),
+    Device(crate::device::Device),
+    DType(DType),
+}
+
+impl Suffix<'_> {
+    fn write(&self, out: &mut Sink) {
+        match self {
+            Suffix::Size(dims, one_comma) => {
+                out.s("size=(");
+                for (k, n) in dims.iter().enumerate() {
+                    if k > 0 {
+                        out.s(", ");
+                    }
+                    out.f(format_args!("{n}"));
+                }
+                if *one_comma && dims.len() == 1 {
+                    out.s(",");
+                }
+                out.s(")");
+            }
+            Suffix::Device(d) => out.f(format_args!("device=({}, {})", d.device_type, d.device_id)),
+            Suffix::DType(d) => out.f(format_args!("dtype=torch.{}", d.name())),
+        }
     }
 }
 
 /// `dtype=torch.X` unless the dtype is one PyTorch leaves implicit: float32 (the default),
 /// and, for non-empty tensors only, int64, bool and complex64 (their values show the type).
-fn dtype_suffix(d: DType, empty: bool) -> Option<String> {
+fn dtype_suffix(d: DType, empty: bool) -> Option<Suffix<'static>> {
     match d {
         DType::F32 => None,
         DType::I64 | DType::Bool | DType::C64 if !empty => None,
-        other => Some(format!("dtype=torch.{}", other.name())),
+        other => Some(Suffix::DType(other)),
     }
 }
 
 /// PyTorch's `_add_suffixes`: ", suffix" on the last line, or on a new line indented under
 /// the prefix when it would pass LINE_WIDTH.
-fn add_suffixes(out: &mut String, suffixes: &[String]) {
+fn add_suffixes(out: &mut Sink, suffixes: &[Option<Suffix>]) {
     // PyTorch's `last_line_len` is the last line's length plus 2.
-    let mut last_line = 2 + match out.rfind('\n') {
-        Some(i) => out.len() - i - 1,
-        None => out.len(),
-    };
-    for s in suffixes {
-        if last_line + s.len() + 2 > LINE_WIDTH {
-            out.push_str(",\n");
-            out.push_str(&" ".repeat(PREFIX.len()));
-            last_line = PREFIX.len() + s.len();
+    let mut last_line = 2 + out.line;
+    for s in suffixes.iter().flatten() {
+        let n = measure(|o| s.write(o));
+        if last_line + n + 2 > LINE_WIDTH {
+            out.s(",\n");
+            out.repeat(" ", PREFIX.len());
+            last_line = PREFIX.len() + n;
         } else {
-            out.push_str(", ");
-            last_line += s.len() + 2;
+            out.s(", ");
+            last_line += n + 2;
         }
-        out.push_str(s);
+        s.write(out);
     }
-    out.push(')');
+    out.s(")");
 }
 
-/// The repr of `t`, as `print(t)` shows it in PyTorch.
-pub fn format_tensor(t: &TensorImpl) -> String {
-    let mut suffixes: Vec<String> = Vec::new();
-    let body = if t.numel() == 0 {
+/// Writes the repr of `t`, as `print(t)` shows it in PyTorch, into `out`.
+pub fn write_tensor(t: &TensorImpl, out: &mut Sink) {
+    let empty = t.numel() == 0;
+    out.s(PREFIX);
+    let mut suffixes: [Option<Suffix>; 3] = [None, None, None];
+    if empty {
         if t.ndim() != 1 {
-            let dims: Vec<String> = t.sizes().iter().map(|n| n.to_string()).collect();
-            let tuple = if dims.len() == 1 {
-                format!("({},)", dims[0])
-            } else {
-                format!("({})", dims.join(", "))
-            };
-            suffixes.push(format!("size={tuple}"));
+            suffixes[0] = Some(Suffix::Size(t.sizes(), true));
         }
-        "[]".to_string()
+        out.s("[]");
+    } else if t.data_for_read().is_err() {
+        suffixes[0] = Some(Suffix::Size(t.sizes(), false));
+        suffixes[1] = Some(Suffix::Device(t.device()));
+        out.s("<data not accessible from the host>");
     } else {
-        match t.data_for_read() {
-            Err(_) => {
-                let d = t.device();
-                let dims: Vec<String> = t.sizes().iter().map(|n| n.to_string()).collect();
-                suffixes.push(format!("size=({})", dims.join(", ")));
-                suffixes.push(format!("device=({}, {})", d.device_type, d.device_id));
-                "<data not accessible from the host>".to_string()
-            }
-            Ok(_) => {
-                let p = Printer {
-                    t,
-                    base: t.storage().data_ptr(),
-                    summarize: t.numel() > THRESHOLD,
-                };
-                let mut vals = Vec::new();
-                p.collect(0, t.storage_offset(), &mut vals);
-                let st = Style::new(&vals, t.dtype());
-                if t.ndim() == 0 {
-                    st.format(vals[0])
-                } else {
-                    let mut s = String::new();
-                    p.write(0, t.storage_offset(), PREFIX.len(), &st, &mut s);
-                    s
-                }
-            }
+        let p = Printer {
+            t,
+            base: t.storage().data_ptr(),
+            summarize: t.numel() > THRESHOLD,
+        };
+        let st = Style::new(&p);
+        if t.ndim() == 0 {
+            st.format(out, p.read(t.storage_offset()));
+        } else {
+            p.write(0, t.storage_offset(), PREFIX.len(), &st, out);
         }
-    };
-    if let Some(s) = dtype_suffix(t.dtype(), t.numel() == 0) {
-        suffixes.push(s);
     }
-    let mut out = String::from(PREFIX);
-    out.push_str(&body);
-    add_suffixes(&mut out, &suffixes);
-    out
+    suffixes[2] = dtype_suffix(t.dtype(), empty);
+    add_suffixes(out, &suffixes);
+}
+
+/// Writes the repr of `t` into `dst` (its first `dst.len()` bytes, no NUL); returns the
+/// length of the whole text. Never allocates.
+pub fn format_into(t: &TensorImpl, dst: &mut [u8]) -> usize {
+    let mut out = Sink::new(dst);
+    write_tensor(t, &mut out);
+    out.len()
+}
+
+/// The repr of `t` as a `String` (tests).
+#[cfg(test)]
+pub fn format_tensor(t: &TensorImpl) -> String {
+    let mut v = vec![0u8; format_into(t, &mut [])];
+    format_into(t, &mut v);
+    String::from_utf8(v).unwrap()
 }
 
 #[cfg(test)]

@@ -184,7 +184,7 @@ pub extern "C" fn tensor_copy_affine_(
 
 /// Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
 /// As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
-/// idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS.
+/// idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_fill_f64(dst: *mut tensor_t, value: f64) -> tensor_status_t {
     call("tensor_fill_f64", || {

@@ -194,7 +194,7 @@ pub extern "C" fn storage_is_mapped(s: *const storage_t) -> bool {
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (cannot
 /// open or map; not a regular file or block device, as in storage_from_file; not a .npy
 /// file, truncated, malformed header), DTYPE (unsupported dtype: structured, datetime,
-/// strings, float128...), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY (mmap's ENOMEM, or
+/// strings, float128...), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or
 /// the copy of a big-endian or misaligned array).
 #[no_mangle]
 pub extern "C" fn tensor_load_npy(
@@ -225,8 +225,9 @@ pub extern "C" fn tensor_load_npy(
 ///   device, is refused with IO naming it, and nothing is written.
 ///
 /// Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
-/// OUT_OF_MEMORY, IO (the destination is not a regular file; cannot create, write, fsync
-/// or rename the temporary file; cannot fsync the directory, reported after the rename).
+/// OVERFLOW (an expanded `t` whose bytes overflow), OUT_OF_MEMORY, IO (the destination is not
+/// a regular file; cannot create, write, fsync or rename the temporary file; cannot fsync the
+/// directory, reported after the rename).
 #[no_mangle]
 pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> tensor_status_t {
     call("tensor_save_npy", || {
@@ -248,7 +249,7 @@ pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> te
 /// a regular file or block device, as in storage_from_file; truncated, bad header length,
 /// invalid JSON, offsets overlapping, with gaps or outside the data, shape not matching the
 /// byte length, a name with a NUL byte), DTYPE (a dtype libtensor lacks: float8, float6,
-/// float4, named in the message), OVERFLOW (shape), OUT_OF_BOUNDS, OUT_OF_MEMORY (mmap's
+/// float4, named in the message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's
 /// ENOMEM, or a copy).
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_load(

@@ -179,7 +179,7 @@ pub extern "C" fn tensor_from_blob_bytes(
 /// A tensor over `s` at `storage_offset` (elements) in `*out` (owned; holds a strong
 /// reference to `s`). `strides` are in elements (not bytes); NULL means contiguous.
 /// Errors: NULL_POINTER, INVALID_ARGUMENT, OVERFLOW, OUT_OF_BOUNDS (the layout reaches
-/// past the storage).
+/// past the storage), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_from_storage(
     s: *mut storage_t,
@@ -481,22 +481,25 @@ pub extern "C" fn tensor_set_i64(
 /// Writes a PyTorch-like repr of `t` ("tensor([[1., 2.], ...])", summarised beyond 1000
 /// elements) into `buf`, snprintf-style: at most `cap - 1` bytes plus a NUL; returns the
 /// length the full text needs (excluding the NUL). `buf` may be NULL when `cap` is 0.
-/// Returns 0 (writing "" if it can) for NULL `t`.
+/// Returns 0 (writing "" if it can) for NULL `t`. Never allocates (the text streams into
+/// `buf`), so it cannot fail for lack of memory.
 #[no_mangle]
 pub extern "C" fn tensor_format(t: *const tensor_t, buf: *mut c_char, cap: usize) -> usize {
     guard("tensor_format", || {
-        let text = match tensor_opt(t) {
-            Some(t) => crate::format::format_tensor(t),
-            None => String::new(),
+        let dst: &mut [u8] = if buf.is_null() || cap == 0 {
+            &mut []
+        } else {
+            // SAFETY: the caller promises cap writable bytes at buf; the last is the NUL's.
+            unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, cap - 1) }
+        };
+        let n = match tensor_opt(t) {
+            Some(t) => crate::format::format_into(t, dst),
+            None => 0,
         };
         if !buf.is_null() && cap > 0 {
-            let n = text.len().min(cap - 1);
-            // SAFETY: the caller promises cap writable bytes at buf.
-            unsafe {
-                std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, n);
-                *buf.add(n) = 0;
-            }
+            // SAFETY: n.min(cap - 1) < cap: inside the caller's buffer.
+            unsafe { *buf.add(n.min(cap - 1)) = 0 };
         }
-        text.len()
+        n
     })
 }

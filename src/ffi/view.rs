@@ -237,9 +237,8 @@ pub extern "C" fn tensor_expand(
 /// `self.unflatten(dim, sizes)`: `dim` split into `n` dims of `sizes` (one may be -1).
 /// Errors: NULL_POINTER, OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below
 /// `self`), INDEX (0-dim tensor, dim out of range), INVALID_ARGUMENT (n == 0, two -1, a
-/// size < -1), SHAPE (the sizes do not multiply to the dim's size), NOT_VIEWABLE (the
-/// strides cannot express the split), OVERFLOW (the strides of the new shape overflow
-/// int64).
+/// size < -1), SHAPE (the sizes do not multiply to the dim's size), OVERFLOW (the strides
+/// of the new shape overflow int64). Splitting one dim is always expressible as a view.
 #[no_mangle]
 pub extern "C" fn tensor_unflatten(
     self_: *const tensor_t,
