@@ -1288,7 +1288,8 @@ tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, stru
  * Errors: NULL_POINTER (path, out), INVALID_ARGUMENT (unknown mode, zero-length region),
  * IO (cannot open, stat or map: missing file, permission denied; a directory, FIFO,
  * socket or character device), OUT_OF_BOUNDS (region past the end of the file), OVERFLOW,
- * OUT_OF_MEMORY (the mapping does not fit: mmap's ENOMEM, e.g. a huge sparse file).
+ * OUT_OF_MEMORY (the mapping does not fit: mmap's ENOMEM, e.g. a huge sparse file; or
+ * the heap is exhausted: the mapping's bookkeeping or the storage object).
  */
 tensor_status_t storage_from_file(const char *path,
                                   uint64_t offset,
@@ -1303,7 +1304,7 @@ tensor_status_t storage_from_file(const char *path,
  * a descriptor open for writing.
  * Errors: NULL_POINTER, INVALID_ARGUMENT (negative fd, unknown mode, zero-length region),
  * IO (bad descriptor, permission denied; not a regular file or block device), OUT_OF_BOUNDS
- * (region past the end), OVERFLOW, OUT_OF_MEMORY (mmap's ENOMEM).
+ * (region past the end), OVERFLOW, OUT_OF_MEMORY (mmap's ENOMEM, or an exhausted heap).
  */
 tensor_status_t storage_from_fd(int fd,
                                 uint64_t offset,
@@ -1319,7 +1320,7 @@ tensor_status_t storage_from_fd(int fd,
  * process's last reference is gone.
  * Errors: NULL_POINTER, INVALID_ARGUMENT (nbytes 0), OVERFLOW (nbytes > PTRDIFF_MAX),
  * OUT_OF_MEMORY (ENOMEM or ENOSPC from memfd_create, sizing or mmap: e.g. a segment larger
- * than the address space), IO (any other failure of those calls).
+ * than the address space; or an exhausted heap), IO (any other failure of those calls).
  */
 tensor_status_t storage_new_shared(size_t nbytes, struct storage_t **out);
 
@@ -1348,8 +1349,9 @@ bool storage_is_mapped(const struct storage_t *s);
  * Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (cannot
  * open or map; not a regular file or block device, as in storage_from_file; not a .npy
  * file, truncated, malformed header), DTYPE (unsupported dtype: structured, datetime,
- * strings, float128...), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or
- * the copy of a big-endian or misaligned array).
+ * strings, float128...), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, the copy of a
+ * big-endian or misaligned array, or an exhausted heap: a shape of more than five dims,
+ * the mapping's bookkeeping, the tensor object).
  */
 tensor_status_t tensor_load_npy(const char *path, tensor_map_mode_t mode, struct tensor_t **out);
 

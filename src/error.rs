@@ -140,8 +140,40 @@ static FALLBACK: [ErrorInner; 16] = fallbacks!(
     Internal
 );
 
-/// A `fmt::Write` into a `String` that fails instead of aborting when it cannot grow.
-struct FallibleString(String);
+/// A `fmt::Write` into a `String` that fails instead of aborting when it cannot grow: the
+/// one way the library formats text while the heap may be exhausted (error messages,
+/// file headers).
+pub(crate) struct FallibleString(pub(crate) String);
+
+impl FallibleString {
+    pub(crate) fn new() -> FallibleString {
+        FallibleString(String::new())
+    }
+}
+
+/// `format!` that fails (`None`) instead of aborting when the text cannot be allocated.
+pub(crate) fn try_format(args: fmt::Arguments<'_>) -> Option<String> {
+    let mut text = FallibleString::new();
+    fmt::write(&mut text, args).ok()?;
+    Some(text.0)
+}
+
+/// `Box::new` that gives `v` back instead of aborting when the block cannot be allocated
+/// (`T` must not be zero-sized).
+pub(crate) fn try_box<T>(v: T) -> std::result::Result<Box<T>, T> {
+    let layout = std::alloc::Layout::new::<T>();
+    assert!(layout.size() > 0, "try_box of a zero-sized type");
+    // SAFETY: a non-zero-sized layout; on success the block is initialised here and then
+    // owned by the Box, which frees it with the same (global) allocator and layout.
+    unsafe {
+        let p = std::alloc::alloc(layout) as *mut T;
+        if p.is_null() {
+            return Err(v);
+        }
+        p.write(v);
+        Ok(Box::from_raw(p))
+    }
+}
 
 impl fmt::Write for FallibleString {
     fn write_str(&mut self, s: &str) -> fmt::Result {
@@ -171,14 +203,10 @@ impl Error {
     #[cold]
     #[inline(never)]
     pub fn from_fmt(status: Status, message: fmt::Arguments<'_>) -> Error {
-        let mut text = FallibleString(String::new());
-        if fmt::write(&mut text, message).is_err() {
-            return Error::fallback(status);
+        match try_format(message) {
+            Some(message) => Error::boxed(ErrorInner { status, message }),
+            None => Error::fallback(status),
         }
-        Error::boxed(ErrorInner {
-            status,
-            message: text.0,
-        })
     }
 
     /// The static error of `status` (empty message); used when memory ran out.
@@ -191,17 +219,9 @@ impl Error {
     }
 
     fn boxed(inner: ErrorInner) -> Error {
-        let layout = std::alloc::Layout::new::<ErrorInner>();
-        // SAFETY: a non-zero-sized layout; on success the block is initialised here and
-        // later freed as a Box (same global allocator, same layout).
-        let p = unsafe { std::alloc::alloc(layout) } as *mut ErrorInner;
-        match NonNull::new(p) {
-            Some(p) => {
-                // SAFETY: fresh, properly aligned block for one ErrorInner.
-                unsafe { p.as_ptr().write(inner) };
-                Error(p)
-            }
-            None => Error::fallback(inner.status),
+        match try_box(inner) {
+            Ok(b) => Error(NonNull::from(Box::leak(b))),
+            Err(inner) => Error::fallback(inner.status),
         }
     }
 

@@ -75,6 +75,20 @@ pub fn view(src: LayoutRef, sizes: &[i64]) -> Result<Option<Layout>> {
     Ok(shape::compute_stride(n, st, new_sizes, new_strides)?.then_some(g))
 }
 
+/// The tail of `view_dtype`'s messages ("to view float as short (different element sizes)").
+struct ViewDtypeWhat(DType, DType);
+
+impl std::fmt::Display for ViewDtypeWhat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "to view {} as {} (different element sizes)",
+            self.0.scalar_type_name(),
+            self.1.scalar_type_name()
+        )
+    }
+}
+
 /// `view(dtype)`: reinterprets the bytes. Same itemsize: only the dtype changes. Otherwise
 /// the tensor needs >= 1 dim and last stride 1; shrinking by `r` multiplies the last size,
 /// the other strides and the offset by `r`; growing by `r` divides them (each must be
@@ -86,14 +100,8 @@ pub fn view_dtype(src: LayoutRef, from: DType, to: DType) -> Result<Layout> {
     if a == b {
         return Layout::new(n, st, off);
     }
-    // Formatted only on failure: the success path allocates nothing.
-    let what = || {
-        format!(
-            "to view {} as {} (different element sizes)",
-            from.scalar_type_name(),
-            to.scalar_type_name()
-        )
-    };
+    // Formatted only on failure, into the error's (fallible) message.
+    let what = || ViewDtypeWhat(from, to);
     ensure!(!n.is_empty(), Shape, "self.dim() cannot be 0 {}", what());
     let last = n.len() - 1;
     let check_last_stride = || -> Result<()> {

@@ -1,6 +1,7 @@
 //! Allocation-failure injection: a scripted sequence of C API calls (creation, views with
 //! more than five dims, copies, copy_, DLPack both ways, wrapped buffers with deleters,
-//! storages, weak references, error paths with messages) is run once per
+//! storages, weak references, mapped files, `.npy` loads and saves, a `.safetensors`
+//! file's tensors, error paths with messages) is run once per
 //! allocation it makes, failing that one allocation:
 //!
 //! * `rust`: the Nth allocation through the Rust global allocator (a counting
@@ -22,6 +23,7 @@
 use ::tensor::ffi::copy::*;
 use ::tensor::ffi::core::*;
 use ::tensor::ffi::dlpack::*;
+use ::tensor::ffi::files::*;
 use ::tensor::ffi::memory::*;
 use ::tensor::ffi::storage::*;
 use ::tensor::ffi::tensor::*;
@@ -29,7 +31,7 @@ use ::tensor::ffi::view::*;
 use ::tensor::ffi::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::ffi::c_void;
+use std::ffi::{c_void, CString};
 use std::ptr::null_mut;
 
 // ---- the Rust global allocator: counts this thread's allocations, fails the Nth ---------
@@ -237,6 +239,101 @@ unsafe extern "C" fn counted_free(data: *mut c_void, ctx: *mut c_void) {
     // SAFETY: `data` is the malloc'd buffer of the wrap, freed here only (the deleter runs
     // once: the property under test).
     unsafe { libc::free(data) };
+}
+
+// ---- files the script maps, loads and saves ---------------------------------------------
+
+/// Made once, before any injection, in a directory whose path is longer than the 384 bytes
+/// std copies on its stack (a longer path goes to a heap `CString` in std's path calls).
+struct Fixtures {
+    /// A 6-d uint8 `.npy` file (C order).
+    npy: CString,
+    /// A 6-d float32 `.npy` file in Fortran order.
+    fortran: CString,
+    /// A `.safetensors` file of two tensors.
+    st: CString,
+    /// A relative symbolic link to `saved.npy` (saves write through it).
+    link: CString,
+    missing: CString,
+    /// A directory (a save there is refused with IO).
+    dir: CString,
+    /// `npy`, open for reading.
+    fd: i32,
+}
+
+fn c_path(p: &std::path::Path) -> CString {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(p.as_os_str().as_bytes()).unwrap()
+}
+
+/// A `.npy` file's bytes: version 1.0, `dict` padded to a 64-byte boundary, then `data`.
+fn npy_bytes(dict: &str, data: &[u8]) -> Vec<u8> {
+    let pad = (10 + dict.len() + 1).div_ceil(64) * 64 - 10;
+    let mut h = dict.as_bytes().to_vec();
+    h.resize(pad - 1, b' ');
+    h.push(b'\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    out.extend_from_slice(&h);
+    out.extend_from_slice(data);
+    out
+}
+
+fn fixtures() -> &'static Fixtures {
+    static FX: std::sync::OnceLock<Fixtures> = std::sync::OnceLock::new();
+    FX.get_or_init(|| {
+        unarmed(|| {
+            let dir = std::env::temp_dir()
+                .join(format!("libtensor-alloc-failure-{}", std::process::id()))
+                .join("d".repeat(200))
+                .join("e".repeat(200));
+            std::fs::create_dir_all(&dir).unwrap();
+            assert!(dir.as_os_str().len() > 400);
+            let npy = dir.join("a.npy");
+            let data: Vec<u8> = (0..8u8).collect();
+            std::fs::write(
+                &npy,
+                npy_bytes(
+                    "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 2, 1, 2, 1, 2), }",
+                    &data,
+                ),
+            )
+            .unwrap();
+            let fortran = dir.join("f.npy");
+            let data: Vec<u8> = (0..8).flat_map(|i| (i as f32).to_le_bytes()).collect();
+            std::fs::write(
+                &fortran,
+                npy_bytes(
+                    "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 1, 2, 1, 2, 1), }",
+                    &data,
+                ),
+            )
+            .unwrap();
+            let link = dir.join("link.npy");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink("saved.npy", &link).unwrap();
+            let st = dir.join("t.safetensors");
+            let json = r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[2,2],"data_offsets":[8,12]}}"#;
+            // The header padded to 8 bytes, as the reference writer pads it: the tensors are
+            // aligned views (a misaligned one would be copied with the library allocator).
+            let mut header = json.as_bytes().to_vec();
+            header.resize(json.len().div_ceil(8) * 8, b' ');
+            let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+            bytes.extend_from_slice(&header);
+            bytes.extend_from_slice(&[0; 12]);
+            std::fs::write(&st, bytes).unwrap();
+            let fd = std::os::fd::IntoRawFd::into_raw_fd(std::fs::File::open(&npy).unwrap());
+            Fixtures {
+                npy: c_path(&npy),
+                fortran: c_path(&fortran),
+                st: c_path(&st),
+                link: c_path(&link),
+                missing: c_path(&dir.join("missing.npy")),
+                dir: c_path(&dir),
+                fd,
+            }
+        })
+    })
 }
 
 // ---- the script --------------------------------------------------------------------------
@@ -458,6 +555,70 @@ fn script() -> Script {
         tensor_from_storage(st, 2, s4.as_ptr(), std::ptr::null(), 1, TENSOR_FLOAT64, o)
     });
     storage_release(st);
+    // files: mapped storages, `.npy` loads (C and Fortran order, six dims) and saves (through
+    // a symbolic link), a `.safetensors` file's tensors, on a path longer than std's stack
+    // buffer; errors naming the file and the OS error
+    let fx = fixtures();
+    for (name, st) in [
+        ("storage_from_file", {
+            let mut st = null_mut();
+            let s = storage_from_file(
+                fx.npy.as_ptr(),
+                0,
+                TENSOR_MAP_TO_END,
+                TENSOR_MAP_READ_ONLY,
+                &mut st,
+            );
+            storage_release(st);
+            s
+        }),
+        ("storage_from_fd", {
+            let mut st = null_mut();
+            let s = storage_from_fd(fx.fd, 3, 100, TENSOR_MAP_PRIVATE, &mut st);
+            storage_release(st);
+            s
+        }),
+        ("storage_new_shared", {
+            let mut st = null_mut();
+            let s = storage_new_shared(4096, &mut st);
+            storage_release(st);
+            s
+        }),
+    ] {
+        sc.status(name, st);
+    }
+    let ln = sc.make("tensor_load_npy", one, |o| {
+        tensor_load_npy(fx.npy.as_ptr(), TENSOR_MAP_PRIVATE, o)
+    });
+    let _ = sc.make("tensor_load_npy", one, |o| {
+        tensor_load_npy(fx.fortran.as_ptr(), TENSOR_MAP_READ_ONLY, o)
+    });
+    let _ = sc.make("tensor_load_npy", one, |o| {
+        tensor_load_npy(fx.missing.as_ptr(), TENSOR_MAP_READ_ONLY, o)
+    });
+    sc.on("tensor_save_npy", &[ln], || {
+        tensor_save_npy(fx.link.as_ptr(), ln)
+    });
+    sc.on("tensor_save_npy", &[a], || {
+        tensor_save_npy(fx.dir.as_ptr(), a)
+    });
+    // The loader itself is not swept (the safetensors crate's parser allocates infallibly).
+    let mut file = null_mut();
+    assert_eq!(
+        unarmed(|| tensor_safetensors_load(fx.st.as_ptr(), &mut file)),
+        TENSOR_OK
+    );
+    for i in [1, 9] {
+        let _ = sc.make("tensor_safetensors_at", one, |o| {
+            tensor_safetensors_at(file, i, o)
+        });
+    }
+    unarmed(|| tensor_safetensors_release(file));
+    // per-channel parameters, over seven dims (the lists spill to the heap), overlapping
+    let (scale, shift) = ([2.0f64, 3.0], [1.0f64, 0.0]);
+    sc.on("tensor_copy_affine_", &[big7, p7], || {
+        tensor_copy_affine_(big7, p7, 0, scale.as_ptr(), shift.as_ptr(), 2)
+    });
     // error paths: each builds a message naming the function and the values
     let s5 = [5i64];
     let _ = sc.make("tensor_view", a, |o| tensor_view(a, s5.as_ptr(), 1, o));
@@ -468,6 +629,12 @@ fn script() -> Script {
     let _ = sc.make("tensor_select", a, |o| tensor_select(a, 0, 9, o));
     let _ = sc.make("tensor_view_dtype", a, |o| {
         tensor_view_dtype(a, tensor_dtype_t(77), o)
+    });
+    let _ = sc.make("tensor_view_dtype", a, |o| {
+        tensor_view_dtype(a, TENSOR_FLOAT64, o)
+    });
+    let _ = sc.make("tensor_view_dtype", a, |o| {
+        tensor_view_dtype(a, TENSOR_INT16, o)
     });
     // tensor_format streams the repr into the caller's buffer: whatever failed before, the
     // text of a tensor that exists is its text (these tensors' values depend on no call

@@ -255,41 +255,14 @@ thread_local! {
 /// Each with where it allocates.
 const ABORTS_ON_EXHAUSTED_HEAP: &[(&str, &str)] = &[
     (
-        "storage_from_file",
-        "src/files/mmap.rs formats the path into a String",
-    ),
-    (
-        "storage_from_fd",
-        "src/files/mmap.rs formats the descriptor into a String",
-    ),
-    (
-        "storage_new_shared",
-        "src/files/mmap.rs (the segment's bookkeeping)",
-    ),
-    (
-        "tensor_load_npy",
-        "src/files/mmap.rs formats the path into a String",
-    ),
-    ("tensor_save_npy", "src/files (path and header Strings)"),
-    (
         "tensor_safetensors_load",
-        "src/files/mmap.rs formats the path into a String",
+        "the safetensors crate's header parser (SafeTensors::read_metadata, serde_json) \
+         allocates the header's map, names and shapes infallibly",
     ),
     (
         "tensor_save_safetensors",
-        "src/files (path and header Strings)",
-    ),
-    (
-        "tensor_safetensors_at",
-        "src/ffi/files.rs formats the INDEX message with format!",
-    ),
-    (
-        "tensor_view_dtype",
-        "src/view.rs formats the element-size message with format!",
-    ),
-    (
-        "tensor_copy_affine_",
-        "src/copy/mod.rs collects the per-channel parameters into a Vec",
+        "the safetensors crate's Metadata::new (its name index) and serde_json::to_vec \
+         (the header) allocate infallibly",
     ),
 ];
 
@@ -1214,22 +1187,19 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
 
         // files and shared memory
         "storage_from_file" => {
-            c.exempt(
-                name,
-                "OUT_OF_MEMORY",
-                "needs the Rust heap exhausted, where this function aborts instead \
-                 (ABORTS_ON_EXHAUSTED_HEAP), or mmap failing with ENOMEM, which is not provoked",
-            );
-            // Targeted: a region longer than the address space: OVERFLOW.
-            if c.case == Some(0) {
+            // Targeted: a region longer than the address space: OVERFLOW; a valid file
+            // with the heap exhausted: OUT_OF_MEMORY (the mapping's bookkeeping).
+            if let Some(k @ (0 | 1)) = c.case {
                 let mut s: *mut storage_t = null_mut();
-                let st = storage_from_file(
-                    files().npy.as_ptr(),
-                    0,
-                    1 << 63,
-                    TENSOR_MAP_READ_ONLY,
-                    &mut s,
-                );
+                let p = files().npy.as_ptr();
+                let st = if k == 0 {
+                    storage_from_file(p, 0, 1 << 63, TENSOR_MAP_READ_ONLY, &mut s)
+                } else {
+                    exhausted(|| {
+                        storage_from_file(p, 0, TENSOR_MAP_TO_END, TENSOR_MAP_READ_ONLY, &mut s)
+                    })
+                };
+                storage_release(s);
                 return Some(Some(st.0));
             }
             let (p, off, n, m) = (c.path(), c.file_offset(), c.file_len(), c.map_mode());
@@ -1240,19 +1210,20 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             Some(Some(st.0))
         }
         "storage_from_fd" => {
-            c.exempt(
-                name,
-                "OUT_OF_MEMORY",
-                "needs the Rust heap exhausted, where this function aborts instead \
-                 (ABORTS_ON_EXHAUSTED_HEAP), or mmap failing with ENOMEM, which is not provoked",
-            );
-            // Targeted: a region longer than the address space: OVERFLOW.
-            if c.case == Some(0) {
+            // Targeted: a region longer than the address space: OVERFLOW; a valid
+            // descriptor with the heap exhausted: OUT_OF_MEMORY.
+            if let Some(k @ (0 | 1)) = c.case {
                 let file = std::fs::File::open(files().npy.to_str().unwrap()).unwrap();
                 use std::os::fd::AsRawFd;
-                let mut s: *mut storage_t = null_mut();
-                let st =
-                    storage_from_fd(file.as_raw_fd(), 0, 1 << 63, TENSOR_MAP_READ_ONLY, &mut s);
+                let (fd, mut s) = (file.as_raw_fd(), null_mut());
+                let st = if k == 0 {
+                    storage_from_fd(fd, 0, 1 << 63, TENSOR_MAP_READ_ONLY, &mut s)
+                } else {
+                    exhausted(|| {
+                        storage_from_fd(fd, 0, TENSOR_MAP_TO_END, TENSOR_MAP_READ_ONLY, &mut s)
+                    })
+                };
+                storage_release(s);
                 return Some(Some(st.0));
             }
             let file = std::fs::File::open(files().npy.to_str().unwrap()).unwrap();

@@ -18,7 +18,7 @@ pub(crate) mod kernels;
 pub(crate) mod parallel;
 
 use crate::dtype::{write_scalar, DType, Scalar};
-use crate::error::Result;
+use crate::error::{Error, Result, Status};
 use crate::shape::{self, fmt_dims, Dims};
 use crate::storage::StorageKind;
 use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
@@ -368,17 +368,28 @@ impl TensorImpl {
                 // of the outermost of those (in dst's order), so that a block of src read
                 // by the first index is still in cache for the others (an HWC frame is
                 // read from memory once, not once per channel).
-                let rest = |v: &[i64]| -> Dims {
-                    v.iter()
-                        .enumerate()
-                        .filter(|&(i, _)| i != d)
-                        .map(|(_, &x)| x)
-                        .collect()
+                // Every list allocated fallibly (more than five dims, the parameters).
+                let rest = |v: &[i64]| -> Result<Dims> {
+                    let mut r = shape::dims_with_capacity(v.len() - 1)?;
+                    r.extend(
+                        v.iter()
+                            .enumerate()
+                            .filter(|&(i, _)| i != d)
+                            .map(|(_, &x)| x),
+                    );
+                    Ok(r)
                 };
                 let (mut sizes, dst_st, src_st) =
-                    (rest(self.sizes()), rest(self.strides()), rest(&sst));
+                    (rest(self.sizes())?, rest(self.strides())?, rest(&sst)?);
                 let (dstep, sstep) = (self.strides()[d] as isize * isz, sst[d] as isize * ssz);
-                let params: Vec<(f64, f64)> = (0..n).map(param).collect();
+                let mut params: Vec<(f64, f64)> = Vec::new();
+                params.try_reserve_exact(n).map_err(|_| {
+                    Error::from_fmt(
+                        Status::OutOfMemory,
+                        format_args!("failed to allocate the {n} scale and shift values"),
+                    )
+                })?;
+                params.extend((0..n).map(param));
                 let outer = (0..sizes.len())
                     .filter(|&i| sizes[i] > 1)
                     .max_by_key(|&i| dst_st[i]);

@@ -91,24 +91,14 @@ pub(crate) fn dtype_from_dl(t: DLDataType) -> Result<DType> {
 
 // ---- export -----------------------------------------------------------------------------
 
-/// `Box::new` that reports allocation failure instead of aborting.
+/// A boxed export, or OUT_OF_MEMORY instead of aborting.
 fn try_box<T>(v: T) -> Result<Box<T>> {
-    let layout = std::alloc::Layout::new::<T>();
-    debug_assert!(layout.size() > 0);
-    // SAFETY: a non-zero-sized layout (every T here holds a managed struct).
-    let p = unsafe { std::alloc::alloc(layout) } as *mut T;
-    if p.is_null() {
-        return Err(Error::new(
+    crate::error::try_box(v).map_err(|_| {
+        Error::new(
             Status::OutOfMemory,
             "failed to allocate the DLPack managed tensor",
-        ));
-    }
-    // SAFETY: a fresh block with T's layout: initialised here, then owned by the Box,
-    // which frees it with the same (global) allocator and layout.
-    unsafe {
-        p.write(v);
-        Ok(Box::from_raw(p))
-    }
+        )
+    })
 }
 
 /// What an exported managed tensor points to: the managed struct itself (first, so a

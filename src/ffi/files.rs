@@ -76,8 +76,12 @@ fn map_mode_codes_round_trip() {
 }
 
 fn mode_arg(m: tensor_map_mode_t) -> Result<MapMode> {
-    MapMode::from_code(m.0)
-        .ok_or_else(|| Error::new(Status::InvalidArgument, format!("unknown map mode {}", m.0)))
+    MapMode::from_code(m.0).ok_or_else(|| {
+        Error::from_fmt(
+            Status::InvalidArgument,
+            format_args!("unknown map mode {}", m.0),
+        )
+    })
 }
 
 fn region_arg(nbytes: u64) -> Result<Option<usize>> {
@@ -104,7 +108,8 @@ fn region_arg(nbytes: u64) -> Result<Option<usize>> {
 /// Errors: NULL_POINTER (path, out), INVALID_ARGUMENT (unknown mode, zero-length region),
 /// IO (cannot open, stat or map: missing file, permission denied; a directory, FIFO,
 /// socket or character device), OUT_OF_BOUNDS (region past the end of the file), OVERFLOW,
-/// OUT_OF_MEMORY (the mapping does not fit: mmap's ENOMEM, e.g. a huge sparse file).
+/// OUT_OF_MEMORY (the mapping does not fit: mmap's ENOMEM, e.g. a huge sparse file; or
+/// the heap is exhausted: the mapping's bookkeeping or the storage object).
 #[no_mangle]
 pub extern "C" fn storage_from_file(
     path: *const c_char,
@@ -128,7 +133,7 @@ pub extern "C" fn storage_from_file(
 /// a descriptor open for writing.
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (negative fd, unknown mode, zero-length region),
 /// IO (bad descriptor, permission denied; not a regular file or block device), OUT_OF_BOUNDS
-/// (region past the end), OVERFLOW, OUT_OF_MEMORY (mmap's ENOMEM).
+/// (region past the end), OVERFLOW, OUT_OF_MEMORY (mmap's ENOMEM, or an exhausted heap).
 #[no_mangle]
 pub extern "C" fn storage_from_fd(
     fd: c_int,
@@ -152,7 +157,7 @@ pub extern "C" fn storage_from_fd(
 /// process's last reference is gone.
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (nbytes 0), OVERFLOW (nbytes > PTRDIFF_MAX),
 /// OUT_OF_MEMORY (ENOMEM or ENOSPC from memfd_create, sizing or mmap: e.g. a segment larger
-/// than the address space), IO (any other failure of those calls).
+/// than the address space; or an exhausted heap), IO (any other failure of those calls).
 #[no_mangle]
 pub extern "C" fn storage_new_shared(nbytes: usize, out: *mut *mut storage_t) -> tensor_status_t {
     call("storage_new_shared", || {
@@ -194,8 +199,9 @@ pub extern "C" fn storage_is_mapped(s: *const storage_t) -> bool {
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (cannot
 /// open or map; not a regular file or block device, as in storage_from_file; not a .npy
 /// file, truncated, malformed header), DTYPE (unsupported dtype: structured, datetime,
-/// strings, float128...), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or
-/// the copy of a big-endian or misaligned array).
+/// strings, float128...), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, the copy of a
+/// big-endian or misaligned array, or an exhausted heap: a shape of more than five dims,
+/// the mapping's bookkeeping, the tensor object).
 #[no_mangle]
 pub extern "C" fn tensor_load_npy(
     path: *const c_char,
@@ -340,9 +346,9 @@ pub extern "C" fn tensor_safetensors_at(
         let f = loaded(f).ok_or_else(|| Error::new(Status::NullPointer, "argument 'f' is NULL"))?;
         let n = f.tensors.len();
         f.tensors.get(i).cloned().ok_or_else(|| {
-            Error::new(
+            Error::from_fmt(
                 Status::Index,
-                format!("index {i} is out of range for a file of {n} tensors"),
+                format_args!("index {i} is out of range for a file of {n} tensors"),
             )
         })
     })
@@ -415,9 +421,9 @@ pub extern "C" fn tensor_save_safetensors(
             ensure!(!name.is_null(), NullPointer, "names[{i}] is NULL");
             // SAFETY: a NUL-terminated string.
             let name = unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| {
-                Error::new(
+                Error::from_fmt(
                     Status::InvalidArgument,
-                    format!("names[{i}] is not valid UTF-8"),
+                    format_args!("names[{i}] is not valid UTF-8"),
                 )
             })?;
             owned.push((name, tensor_owned(t, "tensors[i]")?));

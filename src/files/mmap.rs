@@ -8,11 +8,12 @@
 //! (SIGBUS), as with `numpy.memmap` and `torch.UntypedStorage.from_file`; shared-memory
 //! segments made here are sealed against shrinking, so their receivers are safe from that.
 
-use super::{file_kind, io_error, io_status};
+use super::{file_kind, io_error, io_status, open_path};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
 use crate::storage::{Storage, StorageImpl, StorageKind};
 use std::ffi::c_void;
+use std::fmt::Display;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
@@ -92,12 +93,12 @@ fn page_size() -> u64 {
 /// Size of the object behind `fd`: a regular file's length, or a block device's. Anything
 /// else (a directory, FIFO, socket, character device) is refused with Io naming `what` and
 /// its kind: none is a file of bytes to map.
-pub(crate) fn fd_size(fd: RawFd, what: &str) -> Result<u64> {
+pub(crate) fn fd_size(fd: RawFd, what: &dyn Display) -> Result<u64> {
     fd_stat(fd, what).map(|(size, _)| size)
 }
 
 /// Size of the object behind `fd` and its identity (`st_dev`, `st_ino`).
-fn fd_stat(fd: RawFd, what: &str) -> Result<(u64, (u64, u64))> {
+fn fd_stat(fd: RawFd, what: &dyn Display) -> Result<(u64, (u64, u64))> {
     // SAFETY: libc::stat is plain integers, for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat writes into the struct we pass; an invalid fd gives EBADF.
@@ -144,7 +145,7 @@ fn fd_stat(fd: RawFd, what: &str) -> Result<(u64, (u64, u64))> {
 /// the page boundary below it.
 pub(crate) fn map_fd(
     fd: RawFd,
-    what: &str,
+    what: &dyn Display,
     offset: u64,
     nbytes: Option<usize>,
     mode: MapMode,
@@ -205,15 +206,30 @@ pub(crate) fn map_fd(
             std::io::Error::last_os_error(),
         ));
     }
-    let keep_fd = keep.map_or(-1, std::os::fd::IntoRawFd::into_raw_fd);
-    let ctx = Box::into_raw(Box::new(Mapping {
+    let mapping = Mapping {
         base,
         len: map_len as usize,
-        fd: keep_fd,
+        fd: keep.map_or(-1, std::os::fd::IntoRawFd::into_raw_fd),
         file,
         offset,
         shared: flags == libc::MAP_SHARED,
-    }));
+    };
+    let ctx = match crate::error::try_box(mapping) {
+        Ok(b) => Box::into_raw(b),
+        Err(m) => {
+            // SAFETY: the mapping and the descriptor just made, used by nothing else.
+            unsafe {
+                libc::munmap(m.base, m.len);
+                if m.fd >= 0 {
+                    libc::close(m.fd);
+                }
+            }
+            bail!(
+                OutOfMemory,
+                "failed to allocate the bookkeeping of a mapping of {what}"
+            );
+        }
+    };
     // SAFETY: delta < map_len: the data pointer is inside the mapping.
     let data = unsafe { (base as *mut u8).add(delta as usize) } as *mut c_void;
     match StorageImpl::from_external(
@@ -243,24 +259,23 @@ pub(crate) fn map_fd(
 /// device); the file must then be a regular file or a block device ([`fd_size`]), and the
 /// flag is cleared again.
 fn open(path: &Path, mode: MapMode) -> Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(mode == MapMode::Shared)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            let how = if mode == MapMode::Shared {
-                "reading and writing"
-            } else {
-                "reading"
-            };
-            io_error(
-                format_args!("cannot open '{}' for {how}", path.display()),
-                e,
-            )
-        })?;
-    fd_size(f.as_raw_fd(), &format!("'{}'", path.display()))?;
+    let access = if mode == MapMode::Shared {
+        libc::O_RDWR
+    } else {
+        libc::O_RDONLY
+    };
+    let f = open_path(path, access | libc::O_NONBLOCK, 0).map_err(|e| {
+        let how = if mode == MapMode::Shared {
+            "reading and writing"
+        } else {
+            "reading"
+        };
+        io_error(
+            format_args!("cannot open '{}' for {how}", path.display()),
+            e,
+        )
+    })?;
+    fd_size(f.as_raw_fd(), &Quoted(path))?;
     // SAFETY: fcntl on the descriptor we own; failure is reported.
     let cleared = unsafe {
         let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
@@ -275,18 +290,35 @@ fn open(path: &Path, mode: MapMode) -> Result<std::fs::File> {
     Ok(f)
 }
 
+/// A file named in messages: "'path'".
+struct Quoted<'a>(&'a Path);
+
+impl Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "'{}'", self.0.display())
+    }
+}
+
+/// A descriptor named in messages: "file descriptor 7".
+struct FdName(RawFd);
+
+impl Display for FdName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "file descriptor {}", self.0)
+    }
+}
+
 /// A storage over `nbytes` at `offset` of the file at `path` (`None`: to its end).
 pub fn map_file(path: &Path, offset: u64, nbytes: Option<usize>, mode: MapMode) -> Result<Storage> {
     let f = open(path, mode)?;
-    let what = format!("'{}'", path.display());
-    map_fd(f.as_raw_fd(), &what, offset, nbytes, mode, None)
+    map_fd(f.as_raw_fd(), &Quoted(path), offset, nbytes, mode, None)
 }
 
 /// The whole file at `path`; an empty file is an I/O error naming `format` (what the
 /// caller expected to find there).
 pub(crate) fn map_whole_file(path: &Path, mode: MapMode, format: &str) -> Result<Storage> {
     let f = open(path, mode)?;
-    let what = format!("'{}'", path.display());
+    let what = Quoted(path);
     let size = fd_size(f.as_raw_fd(), &what)?;
     ensure!(
         size > 0,
@@ -315,8 +347,7 @@ pub fn map_descriptor(
     }
     // SAFETY: dup is a fresh descriptor we own.
     let owned = unsafe { OwnedFd::from_raw_fd(dup) };
-    let what = format!("file descriptor {fd}");
-    map_fd(dup, &what, offset, nbytes, mode, Some(owned))
+    map_fd(dup, &FdName(fd), offset, nbytes, mode, Some(owned))
 }
 
 /// A new anonymous shared-memory storage of `nbytes` zeroed bytes (`memfd_create`), read-
@@ -357,9 +388,12 @@ pub fn new_shared(nbytes: usize) -> Result<Storage> {
         } else {
             io_status(&e)
         };
-        return Err(Error::new(
+        return Err(Error::from_fmt(
             status,
-            format!("cannot size the shared-memory segment to {nbytes} bytes: {e}"),
+            format_args!(
+                "cannot size the shared-memory segment to {nbytes} bytes: {}",
+                super::OsError(&e)
+            ),
         ));
     }
     // Advisory hardening: a kernel without sealing still gives a working segment.
@@ -373,7 +407,7 @@ pub fn new_shared(nbytes: usize) -> Result<Storage> {
     };
     map_fd(
         fd,
-        "shared-memory segment",
+        &"shared-memory segment",
         0,
         Some(nbytes),
         MapMode::Shared,

@@ -9,12 +9,18 @@ pub mod safetensors;
 
 use crate::error::{Error, Result, Status};
 use crate::storage::Storage;
-use std::ffi::OsString;
-use std::fs::{File, OpenOptions};
+use std::ffi::{c_char, c_int};
+use std::fmt;
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::FromRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+// Nothing here may abort on an exhausted heap: messages are formatted into the error's
+// fallible message, OS error texts come from a stack buffer ([`OsError`]), and paths are
+// handed to the kernel from a stack buffer ([`CPath`]), not through std's path calls
+// (which copy a path of 384 bytes or more into a heap `CString`).
 
 /// The status of a failed system call: OUT_OF_MEMORY for ENOMEM (a mapping that does not
 /// fit the address space, a kernel out of memory), IO for everything else.
@@ -27,8 +33,33 @@ pub(crate) fn io_status(e: &std::io::Error) -> Status {
 }
 
 /// The error of a failed system call: "`what`: `e`", with [`io_status`]'s status.
-pub(crate) fn io_error(what: impl std::fmt::Display, e: std::io::Error) -> Error {
-    Error::new(io_status(&e), format!("{what}: {e}"))
+pub(crate) fn io_error(what: impl fmt::Display, e: std::io::Error) -> Error {
+    Error::from_fmt(io_status(&e), format_args!("{what}: {}", OsError(&e)))
+}
+
+/// An I/O error shown as std shows it ("No such file or directory (os error 2)"), but an
+/// OS error's text is read into a stack buffer (std's `Display` allocates a `String`).
+pub(crate) struct OsError<'a>(pub &'a std::io::Error);
+
+impl fmt::Display for OsError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(code) = self.0.raw_os_error() else {
+            // A kind or a static message (the only others made here): nothing allocated.
+            return fmt::Display::fmt(self.0, f);
+        };
+        let mut buf = [0 as c_char; 128];
+        // SAFETY: strerror_r (the XSI one) writes a NUL-terminated text of at most
+        // buf.len() bytes into buf; for an unknown code it fails with EINVAL but still
+        // writes "Unknown error N", which std shows too.
+        unsafe { libc::strerror_r(code, buf.as_mut_ptr(), buf.len()) };
+        // SAFETY: NUL-terminated by strerror_r (or still all zeros).
+        let text = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_bytes();
+        if !text.is_empty() {
+            write!(f, "{} (os error {code})", text.escape_ascii())
+        } else {
+            write!(f, "os error {code}")
+        }
+    }
 }
 
 /// What the file type bits of `st_mode` name, for messages ("a FIFO (named pipe)").
@@ -45,21 +76,118 @@ pub(crate) fn file_kind(st_mode: u32) -> &'static str {
     }
 }
 
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+
+/// A path as a NUL-terminated string on the stack, of fewer than `PATH_MAX` bytes (the
+/// kernel refuses longer path arguments with ENAMETOOLONG, as this does): the system
+/// calls on paths here go through it, so none allocates.
+pub(crate) struct CPath {
+    buf: [u8; PATH_MAX],
+    len: usize,
+}
+
+impl CPath {
+    fn empty() -> CPath {
+        CPath {
+            buf: [0; PATH_MAX],
+            len: 0,
+        }
+    }
+
+    /// A copy of `path`: ENAMETOOLONG when it is too long, InvalidInput when it holds a
+    /// NUL byte (neither allocates).
+    pub(crate) fn new(path: &Path) -> std::io::Result<CPath> {
+        let mut p = CPath::empty();
+        p.push(path.as_os_str().as_bytes())?;
+        Ok(p)
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if bytes.contains(&0) {
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        }
+        let end = self.len + bytes.len();
+        if end >= PATH_MAX {
+            return Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+        }
+        self.buf[self.len..end].copy_from_slice(bytes);
+        self.buf[end] = 0;
+        self.len = end;
+        Ok(())
+    }
+
+    /// `dir` joined with `name`, as `Path::join` joins a relative name.
+    fn join(dir: &Path, name: &[u8]) -> std::io::Result<CPath> {
+        let mut p = CPath::new(dir)?;
+        if p.len > 0 && p.buf[p.len - 1] != b'/' {
+            p.push(b"/")?;
+        }
+        p.push(name)?;
+        Ok(p)
+    }
+
+    pub(crate) fn as_path(&self) -> &Path {
+        Path::new(std::ffi::OsStr::from_bytes(&self.buf[..self.len]))
+    }
+
+    fn as_ptr(&self) -> *const c_char {
+        self.buf.as_ptr().cast()
+    }
+}
+
+fn cvt(r: c_int) -> std::io::Result<c_int> {
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// `open(path, flags | O_CLOEXEC, mode)`.
+pub(crate) fn open_path(path: &Path, flags: c_int, mode: libc::mode_t) -> std::io::Result<File> {
+    let p = CPath::new(path)?;
+    // SAFETY: a NUL-terminated path; the descriptor returned is fresh and ours.
+    let fd = cvt(unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC, mode) })?;
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// `lstat(path)`.
+fn lstat(path: &CPath) -> std::io::Result<libc::stat> {
+    // SAFETY: libc::stat is plain integers, for which all-zero bytes are a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path; lstat writes into the struct we pass.
+    cvt(unsafe { libc::lstat(path.as_ptr(), &mut st) })?;
+    Ok(st)
+}
+
 /// The file `path` names once its symbolic links are followed (each relative target read
 /// against its link's directory), up to the kernel's limit of 40 links; `path` itself when
 /// it is no link. The result may not exist (a dangling link: a save creates its target).
-fn final_target(path: &Path) -> Result<PathBuf> {
-    let mut p = path.to_path_buf();
+fn final_target(path: &Path) -> Result<CPath> {
+    let mut p = CPath::new(path)
+        .map_err(|e| io_error(format_args!("cannot save to '{}'", path.display()), e))?;
     for _ in 0..=40 {
-        match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let link = std::fs::read_link(&p).map_err(|e| {
-                    io_error(format_args!("cannot read the link '{}'", p.display()), e)
-                })?;
-                p = match p.parent() {
-                    Some(dir) if link.is_relative() => dir.join(link),
-                    _ => link,
+        match lstat(&p) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => {
+                let cannot_read = |e| {
+                    io_error(
+                        format_args!("cannot read the link '{}'", p.as_path().display()),
+                        e,
+                    )
                 };
+                let mut link = [0u8; PATH_MAX];
+                // SAFETY: readlink writes at most link.len() bytes into link.
+                let n = unsafe { libc::readlink(p.as_ptr(), link.as_mut_ptr().cast(), PATH_MAX) };
+                if n < 0 {
+                    return Err(cannot_read(std::io::Error::last_os_error()));
+                }
+                let link = &link[..n as usize];
+                let next = match p.as_path().parent() {
+                    Some(dir) if link.first() != Some(&b'/') => CPath::join(dir, link),
+                    _ => CPath::new(Path::new(std::ffi::OsStr::from_bytes(link))),
+                };
+                p = next.map_err(cannot_read)?;
             }
             _ => return Ok(p),
         }
@@ -99,22 +227,23 @@ fn temp_suffix() -> u64 {
 /// A new file `.<name>.tmp-<16 hex digits>` in `dir`, created with O_CREAT | O_EXCL |
 /// O_NOFOLLOW (so nothing planted at the name, a symbolic link included, is ever opened)
 /// and mode 0666 less the umask.
-fn create_temp(dir: &Path, name: &std::ffi::OsStr) -> std::io::Result<(PathBuf, File)> {
+fn create_temp(dir: &Path, name: &std::ffi::OsStr) -> std::io::Result<(CPath, File)> {
     // Keep the temporary name within NAME_MAX (255 bytes).
     let stem = &name.as_bytes()[..name.len().min(200)];
     let mut last = std::io::Error::from_raw_os_error(libc::EEXIST);
     for _ in 0..16 {
-        let mut n = b".".to_vec();
-        n.extend_from_slice(stem);
-        n.extend_from_slice(format!(".tmp-{:016x}", temp_suffix()).as_bytes());
-        let tmp = dir.join(OsString::from_vec(n));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o666)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-        {
+        let mut n = [0u8; 1 + 200 + 5 + 16];
+        n[0] = b'.';
+        n[1..1 + stem.len()].copy_from_slice(stem);
+        let tail = &mut n[1 + stem.len()..];
+        tail[..5].copy_from_slice(b".tmp-");
+        let x = temp_suffix();
+        for (i, c) in tail[5..21].iter_mut().enumerate() {
+            *c = b"0123456789abcdef"[(x >> (60 - 4 * i)) as usize & 0xf];
+        }
+        let tmp = CPath::join(dir, &n[..1 + stem.len() + 21])?;
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+        match open_path(tmp.as_path(), flags, 0o666) {
             Ok(f) => return Ok((tmp, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = e,
             Err(e) => return Err(e),
@@ -124,12 +253,13 @@ fn create_temp(dir: &Path, name: &std::ffi::OsStr) -> std::io::Result<(PathBuf, 
 }
 
 /// Removes the temporary file when dropped, unless it was renamed into place.
-struct TempFile(Option<PathBuf>);
+struct TempFile(Option<CPath>);
 
 impl Drop for TempFile {
     fn drop(&mut self) {
         if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(p);
+            // SAFETY: a NUL-terminated path.
+            unsafe { libc::unlink(p.as_ptr()) };
         }
     }
 }
@@ -137,7 +267,7 @@ impl Drop for TempFile {
 /// Flushes `dir`'s entries (the rename) to disk. A file system that cannot sync a
 /// directory (EINVAL), or a directory this process may write but not open, is skipped.
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    let d = match File::open(dir) {
+    let d = match open_path(dir, libc::O_RDONLY, 0) {
         Ok(d) => d,
         Err(e) if e.raw_os_error() == Some(libc::EACCES) => return Ok(()),
         Err(e) => return Err(e),
@@ -145,6 +275,27 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     match d.sync_all() {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
         r => r,
+    }
+}
+
+/// How a save names its destination: "'path'", or "'path' (a symbolic link to 'target')".
+struct Shown<'a> {
+    path: &'a Path,
+    target: &'a Path,
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.target == self.path {
+            write!(f, "'{}'", self.path.display())
+        } else {
+            write!(
+                f,
+                "'{}' (a symbolic link to '{}')",
+                self.path.display(),
+                self.target.display()
+            )
+        }
     }
 }
 
@@ -162,23 +313,16 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 /// - A destination that is not a regular file (a directory, FIFO, socket, device) is
 ///   refused with Io before anything is written.
 pub(crate) fn write_atomically(path: &Path, parts: &[&[u8]]) -> Result<()> {
-    let target = final_target(path)?;
-    let shown = if target == path {
-        format!("'{}'", path.display())
-    } else {
-        format!(
-            "'{}' (a symbolic link to '{}')",
-            path.display(),
-            target.display()
-        )
-    };
-    let old = match std::fs::symlink_metadata(&target) {
+    let target_c = final_target(path)?;
+    let target = target_c.as_path();
+    let shown = Shown { path, target };
+    let old = match lstat(&target_c) {
         Ok(m) => {
             ensure!(
-                m.file_type().is_file(),
+                m.st_mode & libc::S_IFMT == libc::S_IFREG,
                 Io,
                 "cannot save to {shown}: it is {}, and a save replaces only a regular file",
-                file_kind(m.mode())
+                file_kind(m.st_mode)
             );
             Some(m)
         }
@@ -208,18 +352,20 @@ pub(crate) fn write_atomically(path: &Path, parts: &[&[u8]]) -> Result<()> {
         }
         if let Some(m) = &old {
             // Owner first: chown clears the set-user-ID and set-group-ID bits.
-            let _ = std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()));
+            let _ = std::os::unix::fs::fchown(&f, Some(m.st_uid), Some(m.st_gid));
             f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(
-                m.mode() & 0o7777,
+                m.st_mode & 0o7777,
             ))?;
         }
         f.sync_all()
     })();
     written.map_err(|e| io_error(format_args!("cannot write {shown}"), e))?;
     drop(f);
-    let tmp_path = tmp.0.as_deref().unwrap_or(Path::new(""));
-    std::fs::rename(tmp_path, &target)
-        .map_err(|e| io_error(format_args!("cannot replace {shown}"), e))?;
+    if let Some(t) = &tmp.0 {
+        // SAFETY: two NUL-terminated paths.
+        cvt(unsafe { libc::rename(t.as_ptr(), target_c.as_ptr()) })
+            .map_err(|e| io_error(format_args!("cannot replace {shown}"), e))?;
+    }
     // Renamed into place: nothing left to remove.
     tmp.0 = None;
     sync_dir(dir).map_err(|e| {
@@ -259,4 +405,50 @@ pub(crate) fn storage_bytes<'a>(storage: &'a Storage, format: &str) -> Result<&'
     // SAFETY: a host storage owns nbytes() readable bytes at data_ptr(), alive as long as
     // the borrowed storage.
     Ok(unsafe { std::slice::from_raw_parts(storage.data_ptr(), storage.nbytes()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_errors_read_as_std_shows_them() {
+        for code in [
+            libc::ENOENT,
+            libc::EACCES,
+            libc::ENOMEM,
+            libc::EISDIR,
+            0,
+            9999,
+        ] {
+            let e = std::io::Error::from_raw_os_error(code);
+            assert_eq!(OsError(&e).to_string(), e.to_string());
+        }
+        let e = std::io::Error::from(std::io::ErrorKind::InvalidInput);
+        assert_eq!(OsError(&e).to_string(), e.to_string());
+    }
+
+    #[test]
+    fn stack_paths_join_as_path_join_and_refuse_what_the_kernel_refuses() {
+        for (dir, name) in [
+            ("a/b", "c"),
+            ("a/b/", "c"),
+            ("/", "c"),
+            ("", "c"),
+            (".", "x"),
+        ] {
+            let p = CPath::join(Path::new(dir), name.as_bytes()).unwrap();
+            assert_eq!(p.as_path(), Path::new(dir).join(name));
+            // SAFETY: the buffer is NUL-terminated after the path.
+            let c = unsafe { std::ffi::CStr::from_ptr(p.as_ptr()) };
+            assert_eq!(c.to_bytes(), p.as_path().as_os_str().as_bytes());
+        }
+        let long = "x".repeat(PATH_MAX);
+        let e = CPath::new(Path::new(&long[..PATH_MAX - 1])).map(|p| p.len);
+        assert_eq!(e.ok(), Some(PATH_MAX - 1));
+        let e = CPath::new(Path::new(&long)).err().unwrap();
+        assert_eq!(e.raw_os_error(), Some(libc::ENAMETOOLONG));
+        let e = CPath::new(Path::new("a\0b")).err().unwrap();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    }
 }

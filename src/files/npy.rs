@@ -29,7 +29,7 @@ pub struct NpyHeader {
     /// The data is in the other byte order than this machine's.
     pub swap_bytes: bool,
     pub fortran_order: bool,
-    pub shape: Vec<i64>,
+    pub shape: shape::Dims,
     /// Byte offset of the first element in the file.
     pub data_offset: usize,
     /// Bytes of element data (numel * itemsize).
@@ -38,30 +38,30 @@ pub struct NpyHeader {
 
 /// The dtype of a NumPy `descr` string (`'<f4'`, `'|b1'`, ...) and whether its byte order
 /// differs from this machine's.
-fn parse_descr(descr: &str) -> Result<(DType, bool)> {
-    let (order, code) = match descr.as_bytes().first() {
-        Some(b'<' | b'>' | b'|' | b'=') => (descr.as_bytes()[0], &descr[1..]),
+fn parse_descr(descr: &[u8]) -> Result<(DType, bool)> {
+    let (order, code) = match descr.first() {
+        Some(&o @ (b'<' | b'>' | b'|' | b'=')) => (o, &descr[1..]),
         _ => (b'=', descr),
     };
     let dtype = match code {
-        "b1" | "?" => DType::Bool,
-        "u1" | "B" => DType::U8,
-        "i1" | "b" => DType::I8,
-        "i2" => DType::I16,
-        "u2" => DType::U16,
-        "i4" => DType::I32,
-        "u4" => DType::U32,
-        "i8" => DType::I64,
-        "u8" => DType::U64,
-        "f2" | "e" => DType::F16,
-        "f4" => DType::F32,
-        "f8" => DType::F64,
-        "c8" => DType::C64,
-        "c16" => DType::C128,
+        b"b1" | b"?" => DType::Bool,
+        b"u1" | b"B" => DType::U8,
+        b"i1" | b"b" => DType::I8,
+        b"i2" => DType::I16,
+        b"u2" => DType::U16,
+        b"i4" => DType::I32,
+        b"u4" => DType::U32,
+        b"i8" => DType::I64,
+        b"u8" => DType::U64,
+        b"f2" | b"e" => DType::F16,
+        b"f4" => DType::F32,
+        b"f8" => DType::F64,
+        b"c8" => DType::C64,
+        b"c16" => DType::C128,
         _ => bail!(
             DType,
             "unsupported .npy dtype '{}' (libtensor reads bool, int8-64, uint8-64, float16/32/64, complex64/128)",
-            descr.escape_debug()
+            descr.escape_ascii()
         ),
     };
     let little_host = cfg!(target_endian = "little");
@@ -74,11 +74,12 @@ fn parse_descr(descr: &str) -> Result<(DType, bool)> {
     Ok((dtype, swap))
 }
 
-/// The header dict's values.
-enum Value {
-    Str(String),
+/// The header dict's values (a string borrowed from the header: parsing allocates only
+/// the shape, fallibly).
+enum Value<'a> {
+    Str(&'a [u8]),
     Bool(bool),
-    Tuple(Vec<i64>),
+    Tuple(shape::Dims),
 }
 
 /// A cursor over the header dict literal (`{'descr': '<f4', 'fortran_order': False,
@@ -88,7 +89,7 @@ struct Lexer<'a> {
     i: usize,
 }
 
-impl Lexer<'_> {
+impl<'a> Lexer<'a> {
     fn ws(&mut self) {
         while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\n' | b'\r') {
             self.i += 1;
@@ -120,7 +121,7 @@ impl Lexer<'_> {
         Ok(())
     }
 
-    fn string(&mut self) -> Result<String> {
+    fn string(&mut self) -> Result<&'a [u8]> {
         let q = self.peek().unwrap_or(0);
         ensure!(
             q == b'\'' || q == b'"',
@@ -143,7 +144,7 @@ impl Lexer<'_> {
             Io,
             ".npy header: unterminated string"
         );
-        let text = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
+        let text = &self.s[start..self.i];
         self.i += 1;
         Ok(text)
     }
@@ -177,12 +178,12 @@ impl Lexer<'_> {
         Ok(v)
     }
 
-    fn value(&mut self) -> Result<Value> {
+    fn value(&mut self) -> Result<Value<'a>> {
         match self.peek() {
             Some(b'\'' | b'"') => Ok(Value::Str(self.string()?)),
             Some(b'(') => {
                 self.i += 1;
-                let mut dims = Vec::new();
+                let mut dims = shape::Dims::new();
                 while !self.eat(b')') {
                     ensure!(
                         dims.len() < shape::MAX_DIMS,
@@ -190,7 +191,9 @@ impl Lexer<'_> {
                         ".npy header: the shape has more than {} dims",
                         shape::MAX_DIMS
                     );
-                    dims.push(self.int()?);
+                    let d = self.int()?;
+                    shape::reserve(&mut dims, 1)?;
+                    dims.push(d);
                     if !self.eat(b',') {
                         self.expect(b')')?;
                         break;
@@ -264,17 +267,22 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader> {
         let key = lx.string()?;
         lx.expect(b':')?;
         let v = lx.value()?;
-        let slot_taken = match (key.as_str(), v) {
-            ("descr", Value::Str(s)) => descr.replace(s).is_some(),
-            ("fortran_order", Value::Bool(b)) => fortran.replace(b).is_some(),
-            ("shape", Value::Tuple(t)) => dims.replace(t).is_some(),
+        let slot_taken = match (key, v) {
+            (b"descr", Value::Str(s)) => descr.replace(s).is_some(),
+            (b"fortran_order", Value::Bool(b)) => fortran.replace(b).is_some(),
+            (b"shape", Value::Tuple(t)) => dims.replace(t).is_some(),
             (k, _) => bail!(
                 Io,
                 ".npy header: unexpected key '{}' or value type",
-                k.escape_debug()
+                k.escape_ascii()
             ),
         };
-        ensure!(!slot_taken, Io, ".npy header: key '{key}' given twice");
+        ensure!(
+            !slot_taken,
+            Io,
+            ".npy header: key '{}' given twice",
+            key.escape_ascii()
+        );
         if !lx.eat(b',') {
             lx.expect(b'}')?;
             break;
@@ -291,7 +299,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader> {
             ".npy header: missing one of the keys 'descr', 'fortran_order', 'shape'"
         );
     };
-    let (dtype, swap_bytes) = parse_descr(&descr)?;
+    let (dtype, swap_bytes) = parse_descr(descr)?;
     let mut numel: u64 = 1;
     for &d in &shape {
         numel = numel
@@ -322,9 +330,9 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader> {
 }
 
 fn overflow(dims: &[i64]) -> crate::error::Error {
-    crate::error::Error::new(
+    crate::error::Error::from_fmt(
         crate::error::Status::Overflow,
-        format!(
+        format_args!(
             ".npy shape {} overflows the address space",
             shape::fmt_dims(dims)
         ),
@@ -332,16 +340,15 @@ fn overflow(dims: &[i64]) -> crate::error::Error {
 }
 
 /// Strides (elements) of the array: C order, or Fortran order (first dim fastest).
-fn strides_of(h: &NpyHeader) -> Result<Vec<i64>> {
+fn strides_of(h: &NpyHeader) -> Result<shape::Dims> {
     if !h.fortran_order {
-        return Ok(shape::contiguous_strides(&h.shape)?.to_vec());
+        return shape::contiguous_strides(&h.shape);
     }
-    let rev: Vec<i64> = h.shape.iter().rev().copied().collect();
-    Ok(shape::contiguous_strides(&rev)?
-        .iter()
-        .rev()
-        .copied()
-        .collect())
+    let mut rev = shape::dims_from_slice(&h.shape)?;
+    rev.reverse();
+    let mut st = shape::contiguous_strides(&rev)?;
+    st.reverse();
+    Ok(st)
 }
 
 /// The array of a `.npy` file held in `storage` (the whole file): a view over it, or a
@@ -384,7 +391,7 @@ pub fn tensor_from_storage(storage: &Storage) -> Result<Tensor> {
 pub fn load(path: &Path, mode: MapMode) -> Result<Tensor> {
     let storage = map_whole_file(path, mode, ".npy")?;
     let t = tensor_from_storage(&storage).map_err(|e| {
-        crate::error::Error::new(e.status, format!("'{}': {}", path.display(), e.message))
+        crate::error::Error::from_fmt(e.status, format_args!("'{}': {}", path.display(), e.text()))
     })?;
     ensure!(
         mode != MapMode::Shared || t.storage().data_ptr() == storage.data_ptr(),
@@ -434,33 +441,48 @@ fn descr_of(dtype: DType) -> Result<&'static str> {
 /// array: version 1.0, or 2.0 when the dict is longer than 65535 bytes; total length a
 /// multiple of 64, as NumPy writes it.
 pub fn header_bytes(dtype: DType, sizes: &[i64]) -> Result<Vec<u8>> {
-    let dims: Vec<String> = sizes.iter().map(|d| d.to_string()).collect();
-    let shape = match dims.len() {
-        1 => format!("({},)", dims[0]),
-        _ => format!("({})", dims.join(", ")),
+    use std::fmt::Write;
+    let descr = descr_of(dtype)?;
+    // Built fallibly (the shape's text grows with its dims).
+    let oom = || {
+        crate::error::Error::new(
+            crate::error::Status::OutOfMemory,
+            "failed to allocate the .npy header",
+        )
     };
-    let mut dict = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
-        descr_of(dtype)?
-    )
-    .into_bytes();
+    let mut dict = crate::error::FallibleString::new();
+    (|| {
+        write!(
+            dict,
+            "{{'descr': '{descr}', 'fortran_order': False, 'shape': ("
+        )?;
+        for (i, d) in sizes.iter().enumerate() {
+            write!(dict, "{}{d}", if i > 0 { ", " } else { "" })?;
+        }
+        let comma = if sizes.len() == 1 { "," } else { "" };
+        write!(dict, "{comma}), }}")
+    })()
+    .map_err(|_| oom())?;
+    let dict = dict.0.into_bytes();
     // The dict plus its '\n', padded so that the data starts on a 64-byte boundary.
     let padded = |pre: usize| (pre + dict.len() + 1).div_ceil(64) * 64;
     let v1 = padded(10) - 10 <= u16::MAX as usize;
     let pre = if v1 { 10 } else { 12 };
     let total = padded(pre);
-    dict.resize(total - pre - 1, b' ');
-    dict.push(b'\n');
-    let mut out = Vec::with_capacity(total);
+    let mut out = Vec::new();
+    out.try_reserve_exact(total).map_err(|_| oom())?;
     out.extend_from_slice(MAGIC);
+    let len = total - pre;
     if v1 {
         out.extend_from_slice(&[1, 0]);
-        out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(len as u16).to_le_bytes());
     } else {
         out.extend_from_slice(&[2, 0]);
-        out.extend_from_slice(&(dict.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(len as u32).to_le_bytes());
     }
     out.extend_from_slice(&dict);
+    out.resize(total - 1, b' ');
+    out.push(b'\n');
     Ok(out)
 }
 

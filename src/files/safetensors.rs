@@ -83,7 +83,7 @@ fn format_error(e: SafeTensorError) -> Error {
         }
         _ => Status::Io,
     };
-    Error::new(status, format!("invalid safetensors file: {e}"))
+    Error::from_fmt(status, format_args!("invalid safetensors file: {e}"))
 }
 
 /// Parses and validates the safetensors file in `bytes` (the whole file) with the
@@ -108,8 +108,9 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
                 name.escape_debug()
             );
         }
-        let dtype = to_ours(info.dtype)
-            .map_err(|e| Error::new(e.status, format!("tensor '{name}': {}", e.message)))?;
+        let dtype = to_ours(info.dtype).map_err(|e| {
+            Error::from_fmt(e.status, format_args!("tensor '{name}': {}", e.text()))
+        })?;
         shape::check_ndim(info.shape.len())?;
         let mut dims = Vec::with_capacity(info.shape.len());
         for &d in &info.shape {
@@ -169,8 +170,9 @@ pub struct SafetensorsFile {
 /// Maps `path` read-only and makes its tensors.
 pub fn load(path: &Path) -> Result<SafetensorsFile> {
     let storage = map_whole_file(path, MapMode::ReadOnly, ".safetensors")?;
-    let tensors = tensors_from_storage(&storage)
-        .map_err(|e| Error::new(e.status, format!("'{}': {}", path.display(), e.message)))?;
+    let tensors = tensors_from_storage(&storage).map_err(|e| {
+        Error::from_fmt(e.status, format_args!("'{}': {}", path.display(), e.text()))
+    })?;
     Ok(SafetensorsFile {
         _storage: storage,
         tensors,
@@ -197,8 +199,9 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
             InvalidArgument,
             "tensor name '{name}' given twice"
         );
-        let dtype = to_theirs(t.dtype())
-            .map_err(|e| Error::new(e.status, format!("tensor '{name}': {}", e.message)))?;
+        let dtype = to_theirs(t.dtype()).map_err(|e| {
+            Error::from_fmt(e.status, format_args!("tensor '{name}': {}", e.text()))
+        })?;
         let (c, nbytes) = super::npy::contiguous_bytes(t)?;
         items.push((name, dtype, c, nbytes));
     }
@@ -224,9 +227,9 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
     }
     let meta = Metadata::new(None, infos).map_err(format_error)?;
     let mut header = serde_json::to_vec(&meta).map_err(|e| {
-        Error::new(
+        Error::from_fmt(
             Status::Io,
-            format!(
+            format_args!(
                 "cannot serialize the safetensors header of '{}': {e}",
                 path.display()
             ),
