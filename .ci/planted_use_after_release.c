@@ -1,5 +1,5 @@
-/* .ci/prove.sh (asan, cusan): a use after release planted on purpose (a double release),
- * run with the default cache configuration. The library must stop it at the faulting call:
+/* .ci/prove.sh (asan, cusan) and .ci/run (valgrind): a use after release planted on purpose
+ * (a double release), run with the default cache configuration. The library must stop it at the faulting call:
  * the per-thread caches step aside for AddressSanitizer (so the box really goes back to free
  * and ASan knows it), and a release looks the handle up in ASan's shadow before reading it.
  * Expected on stderr: "libtensor: tensor_release: handle 0x... was already released", then

@@ -36,7 +36,11 @@ extern "C" {
 pub(crate) fn checker() -> Option<&'static str> {
     static CHECKER: OnceLock<Option<&'static str>> = OnceLock::new();
     *CHECKER.get_or_init(|| {
-        if find_asan() {
+        if cfg!(miri) {
+            // Miri cannot look up loaded objects (dl_iterate_phdr); it runs the library as
+            // it normally runs, caches included.
+            None
+        } else if find_asan() {
             Some("AddressSanitizer")
         } else {
             valgrind_tool()
