@@ -2,9 +2,10 @@
 //! [`MAX_INLINE_DIMS`] dims), and the contiguity bits PyTorch caches, computed in ONE function
 //! ([`Flags::compute`]) that [`CachedFlags`] calls the first time a tensor's bits are read.
 
+use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::shape::{
-    fmt_dims, CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER, MAX_DIMS, MAX_INLINE_DIMS,
+    self, fmt_dims, Dims, CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER, MAX_DIMS, MAX_INLINE_DIMS,
 };
 use smallvec::SmallVec;
 use std::mem::MaybeUninit;
@@ -18,11 +19,9 @@ type Buf = SmallVec<[i64; 2 * MAX_INLINE_DIMS]>;
 /// `SizesAndStrides`), and the storage offset. The view rules build this value and the
 /// TensorImpl takes it by move: one buffer from the rule to the tensor, no copy between.
 ///
-/// Invariant: the buffer has even length (as many strides as sizes). Validity against a
-/// storage is not a property of this type: [`Tensor::from_parts`] and
-/// `TensorImpl::make_view_layout` check it (see `tensor_impl`).
-///
-/// [`Tensor::from_parts`]: crate::tensor_impl::Tensor::from_parts
+/// Invariant: the buffer has even length (as many strides as sizes). Validity is not a
+/// property of this type but of [`CheckedLayout`], whose constructors are the one
+/// validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     dims: Buf,
@@ -194,6 +193,163 @@ impl Layout {
     pub(crate) fn spilled(&self) -> bool {
         self.dims.spilled()
     }
+}
+
+/// The strides a caller gives with its sizes: none (row-major), in elements, or in bytes
+/// (OpenCV's `step`, FFmpeg's `linesize`, NumPy's `__array_interface__`: each a multiple of
+/// the item size).
+#[derive(Clone, Copy, Debug)]
+pub enum Strides<'a> {
+    Contiguous,
+    Elements(&'a [i64]),
+    Bytes(&'a [i64]),
+}
+
+impl<'a> Strides<'a> {
+    /// `None` (a NULL strides pointer from C): contiguous; else in elements.
+    pub fn elements_or_contiguous(strides: Option<&'a [i64]>) -> Self {
+        strides.map_or(Strides::Contiguous, Strides::Elements)
+    }
+}
+
+/// A layout that passed the one validation for a dtype: at most `MAX_DIMS` dims, as many
+/// strides as sizes, sizes, strides and offset >= 0, numel and the byte extent free of
+/// int64 overflow. Its fields are private and its only constructors are [`new`](Self::new)
+/// and [`check`](Self::check), so a value of this type proves all that; what is left to
+/// check against a storage is the one comparison `nbytes() <= storage.nbytes()`, which
+/// `Tensor::new` makes (a storage made for the layout has exactly `nbytes()` bytes).
+pub struct CheckedLayout {
+    layout: Layout,
+    /// The product of the sizes.
+    numel: i64,
+    /// Bytes of storage the layout reaches at `dtype`'s item size (0 without elements).
+    nbytes: i64,
+    dtype: DType,
+}
+
+impl CheckedLayout {
+    /// Validates a layout given as slices (by C, a wrap, a test): see
+    /// [`new_then`](Self::new_then).
+    pub fn new(sizes: &[i64], strides: Strides, offset: i64, dtype: DType) -> Result<Self> {
+        Self::new_then(sizes, strides, offset, dtype, Ok)
+    }
+
+    /// Validates a layout given as slices: the sizes first (number of dims, signs), then the
+    /// strides as given (`Contiguous`: row-major; `Bytes`: each a multiple of the item
+    /// size, converted to elements, checked before the sizes), then
+    /// [`check`](Self::check)'s one pass; builds the [`Layout`] it proves and hands the
+    /// result to `then`.
+    // The continuation: returned in a Result, the checked layout is copied once more on its
+    // way into the TensorImpl (benches/c/count.sh: 65 more instructions for from_storage).
+    #[inline(always)]
+    pub fn new_then<T>(
+        sizes: &[i64],
+        strides: Strides,
+        offset: i64,
+        dtype: DType,
+        then: impl FnOnce(CheckedLayout) -> Result<T>,
+    ) -> Result<T> {
+        let owned: Dims;
+        let strides: &[i64] = match strides {
+            Strides::Contiguous => {
+                shape::check_sizes(sizes)?;
+                owned = shape::contiguous_strides(sizes)?;
+                &owned
+            }
+            Strides::Elements(st) => {
+                shape::check_sizes(sizes)?;
+                st
+            }
+            Strides::Bytes(b) => {
+                owned = elements_from_bytes(b, dtype)?;
+                shape::check_sizes(sizes)?;
+                &owned
+            }
+        };
+        let (numel, nbytes) = shape::validate_layout(sizes, strides, offset, dtype.itemsize())?;
+        then(CheckedLayout {
+            layout: Layout::new(sizes, strides, offset)?,
+            numel,
+            nbytes,
+            dtype,
+        })
+    }
+
+    /// Validates `layout` (a view rule's output) for `dtype`: [`shape::validate_layout`],
+    /// one pass over the dims.
+    // Inlining: check, Tensor::new and the TensorImpl view constructors are
+    // #[inline(always)] so that each view method is one function in which the layout its
+    // rule wrote is read in place and moved once into the TensorImpl; out of line, it is
+    // passed and copied through memory (benches/c/count.sh: 40 to 90 more instructions per
+    // view with #[inline]).
+    #[inline(always)]
+    pub fn check(layout: Layout, dtype: DType) -> Result<Self> {
+        let l = layout.as_ref();
+        let (numel, nbytes) =
+            shape::validate_layout(l.sizes, l.strides, l.offset, dtype.itemsize())?;
+        Ok(CheckedLayout {
+            layout,
+            numel,
+            nbytes,
+            dtype,
+        })
+    }
+
+    /// The storage-bounds check: the bytes the layout reaches within `storage_nbytes`
+    /// ([`LayoutRef::check_fits`]'s message on failure).
+    #[inline(always)]
+    pub fn check_fits(&self, storage_nbytes: usize) -> Result<()> {
+        if self.nbytes as u64 <= storage_nbytes as u64 {
+            return Ok(());
+        }
+        Err(self.out_of_bounds(storage_nbytes))
+    }
+
+    // Out of line and cold, as LayoutRef's: the hot path does not materialise the
+    // borrowed layout for the message (count.sh: 14 instructions per view).
+    #[cold]
+    #[inline(never)]
+    fn out_of_bounds(&self, storage_nbytes: usize) -> Error {
+        let itemsize = self.dtype.itemsize();
+        (self.layout.as_ref()).out_of_bounds(itemsize, self.nbytes, storage_nbytes)
+    }
+
+    #[inline]
+    pub fn numel(&self) -> i64 {
+        self.numel
+    }
+    /// Bytes of storage the layout reaches (a wrap's storage size).
+    #[inline]
+    pub fn nbytes(&self) -> usize {
+        // validate_layout checked it non-negative and within i64.
+        self.nbytes as usize
+    }
+    /// The layout, its numel and dtype, for the TensorImpl that takes them.
+    #[inline(always)]
+    pub fn into_parts(self) -> (Layout, i64, DType) {
+        (self.layout, self.numel, self.dtype)
+    }
+}
+
+/// Byte strides as element strides: each must be a multiple of `dtype`'s item size.
+fn elements_from_bytes(byte_strides: &[i64], dtype: DType) -> Result<Dims> {
+    let isz = dtype.itemsize() as i64;
+    if let Some((d, &st)) = byte_strides
+        .iter()
+        .enumerate()
+        .find(|(_, &st)| st % isz != 0)
+    {
+        bail!(
+            InvalidArgument,
+            "byte stride {st} of dim {d} is not a multiple of the item size {isz} of {} (byte strides {})",
+            dtype.name().trim_end_matches('\0'),
+            fmt_dims(byte_strides)
+        );
+    }
+    // Fallible beyond MAX_INLINE_DIMS, like every other dims list (no abort on OOM).
+    let mut st = shape::dims_from_slice(byte_strides)?;
+    st.iter_mut().for_each(|s| *s /= isz);
+    Ok(st)
 }
 
 /// Cached layout bits (c10's `is_contiguous_`, `is_channels_last_contiguous_`, ...).
