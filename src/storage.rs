@@ -203,6 +203,7 @@ impl StorageImpl {
     /// on failure the deleter is not called and the caller keeps the memory. A caller that
     /// fails after this succeeded gives the memory back with [`disarm`](Self::disarm)
     /// (`Tensor::wrap` does, the one such caller).
+    #[inline]
     pub(crate) fn wrap(blob: Blob, nbytes: usize, kind: StorageKind) -> Result<Storage> {
         let Blob {
             data,
@@ -422,6 +423,11 @@ impl StorageImpl {
 impl Intrusive for StorageImpl {
     const BLOCK_SLOT: Option<usize> = Some(crate::allocator::OBJ_STORAGE);
 
+    // Out of line: the release of a storage reference is inlined into every tensor's
+    // release, and with the data release inlined too it grows past what the compiler
+    // inlines wherever its codegen unit has other storage drops (benches/c/count.sh: 6
+    // more instructions per view release).
+    #[inline(never)]
     fn release_resources(&self) {
         self.release_data();
     }
