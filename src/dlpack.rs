@@ -210,7 +210,7 @@ pub fn import(src: Import<'_>, release: DeleterFn, ctx: *mut c_void) -> Result<T
         // then fit in the address space.
         let wraps = (data as usize)
             .checked_add(rem)
-            .and_then(|b| b.checked_add(nbytes as usize))
+            .and_then(|b| b.checked_add(nbytes))
             .is_none();
         ensure!(
             !wraps,

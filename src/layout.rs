@@ -87,7 +87,7 @@ fn layout_oom() -> Error {
 impl Layout {
     /// A copy of `sizes` and `strides` (equal lengths). Fails only when the heap block for
     /// more than [`MAX_INLINE_DIMS`] dims cannot be allocated.
-    // Always inlined: its callers (the view rules, from_parts) then build the layout in
+    // Always inlined: its callers (the view rules, CheckedLayout::new) then build the layout in
     // place instead of returning it through memory and copying it (measured by
     // benches/c/count.sh: about 60 instructions per view otherwise).
     #[inline(always)]

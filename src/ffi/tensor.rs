@@ -112,6 +112,7 @@ pub extern "C" fn tensor_arange(
 /// caller keeps `data`. Errors: NULL_POINTER, INVALID_ARGUMENT (negative size/stride,
 /// unknown dtype or device), OVERFLOW, OUT_OF_MEMORY.
 #[no_mangle]
+// The C signature: memory, its layout, its dtype and device, its deleter, the result.
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn tensor_from_blob(
     data: *mut c_void,
@@ -148,6 +149,7 @@ pub extern "C" fn tensor_from_blob(
 /// misaligned data, negative size/stride, unknown dtype or device), OVERFLOW,
 /// OUT_OF_MEMORY.
 #[no_mangle]
+// The C signature: memory, its layout, its dtype and device, its deleter, the result.
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn tensor_from_blob_bytes(
     data: *mut c_void,
