@@ -680,6 +680,60 @@ mod tests {
     use super::*;
     use crate::shape::{channels_last_3d_strides, channels_last_strides, contiguous_strides};
 
+    /// The three ways to give strides name one layout: `Contiguous`, the row-major
+    /// strides in elements, and those strides in bytes give the same checked layout (sizes,
+    /// strides, numel, bytes reached), and `check` of a built layout agrees with `new`.
+    #[test]
+    fn checked_layout_stride_forms_agree() {
+        for (sizes, dtype) in [
+            (&[2i64, 3, 4][..], DType::F32),
+            (&[][..], DType::C128),
+            (&[5, 0, 7][..], DType::I16),
+            (&[1, 1, 9][..], DType::U8),
+        ] {
+            let st = contiguous_strides(sizes).unwrap();
+            let bytes: Vec<i64> = st.iter().map(|s| s * dtype.itemsize() as i64).collect();
+            let forms = [
+                CheckedLayout::new(sizes, Strides::Contiguous, 0, dtype).unwrap(),
+                CheckedLayout::new(sizes, Strides::Elements(&st), 0, dtype).unwrap(),
+                CheckedLayout::new(sizes, Strides::Bytes(&bytes), 0, dtype).unwrap(),
+                CheckedLayout::check(Layout::new(sizes, &st, 0).unwrap(), dtype).unwrap(),
+            ];
+            let numel: i64 = sizes.iter().product();
+            for c in &forms {
+                assert_eq!(c.layout, forms[0].layout, "{sizes:?}");
+                assert_eq!((c.numel(), c.nbytes()), (numel, numel as usize * dtype.itemsize()));
+            }
+        }
+    }
+
+    /// The one validation's order: byte strides are checked before the sizes, the sizes
+    /// (count, signs) before the strides, then the one pass (signs, overflow); bounds come
+    /// last, against a storage size.
+    #[test]
+    fn checked_layout_refusals() {
+        let err = |r: Result<CheckedLayout>| r.err().expect("refused");
+        let e = err(CheckedLayout::new(&[-1, 2], Strides::Bytes(&[6, 4]), 0, DType::F32));
+        assert!(e.message.contains("byte stride 6 of dim 0"), "{}", e.message);
+        let e = err(CheckedLayout::new(&[-1, 2], Strides::Elements(&[-2, 1]), 0, DType::F32));
+        assert!(e.message.contains("negative dimension -1"), "{}", e.message);
+        let e = err(CheckedLayout::new(&[1; 65], Strides::Contiguous, 0, DType::U8));
+        assert!(e.message.contains("number of dims 65"), "{}", e.message);
+        let e = err(CheckedLayout::new(&[2, 2], Strides::Elements(&[-2, 1]), 0, DType::F32));
+        assert!(e.message.contains("negative strides"), "{}", e.message);
+        let e = err(CheckedLayout::new(&[2], Strides::Elements(&[1]), -1, DType::F32));
+        assert!(e.message.contains("negative storage offset -1"), "{}", e.message);
+        let big = [1i64 << 40, 1 << 40];
+        let e = err(CheckedLayout::new(&big, Strides::Elements(&[0, 0]), 0, DType::F32));
+        assert_eq!(e.status, Status::Overflow);
+        let c = CheckedLayout::new(&[4], Strides::Elements(&[2]), 1, DType::F32).unwrap();
+        assert_eq!(c.nbytes(), 32);
+        assert!(c.check_fits(32).is_ok());
+        let e = c.check_fits(31).unwrap_err();
+        assert_eq!(e.status, Status::OutOfBounds);
+        assert!(e.message.contains("requiring a storage size of 32"), "{}", e.message);
+    }
+
     fn flags(sizes: &[i64], strides: &[i64]) -> Flags {
         let numel = sizes.iter().product();
         Flags::compute(sizes, strides, numel)
