@@ -625,7 +625,7 @@ pub fn non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {
     small!(3, NETWORK_3);
     small!(4, NETWORK_4);
     small!(5, NETWORK_5);
-    // A TensorImpl has at most MAX_DIMS (64) dims (validate refuses more): one bit each.
+    // A TensorImpl has at most MAX_DIMS (64) dims (CheckedLayout refuses more): one bit each.
     debug_assert!(d <= MAX_DIMS && MAX_DIMS <= 64);
     // 6..=64 dims: the same walk without sorting. Each step matches one unmatched
     // dim of size >= 2 whose stride equals the requirement (1, then req·n). It agrees with

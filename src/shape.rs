@@ -261,8 +261,9 @@ pub fn storage_nbytes_needed(
 /// Validates a strided layout in one pass (the hot path of every view): ndim <= 64,
 /// sizes >= 0, strides >= 0, offset >= 0, numel and extent free of int64 overflow.
 /// Returns `(numel, bytes of storage needed)`. Errors carry the offending values.
-// Always inlined into the one validation (tensor_impl's validate, itself inlined into each
-// constructor): with #[inline], 20 to 40 more instructions per view (count.sh).
+// Always inlined into the one validation (`layout::CheckedLayout`'s constructors, themselves
+// inlined into each constructor): with #[inline], 20 to 40 more instructions per view
+// (count.sh).
 #[inline(always)]
 pub fn validate_layout(
     sizes: &[i64],
