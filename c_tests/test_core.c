@@ -133,8 +133,8 @@ static void test_failed_calls_do_not_take_ownership(void) {
   CHECK_STATUS(tensor_from_blob(buf, huge, NULL, 2, TENSOR_FLOAT32, CPU, free_deleter, &log, &t),
                TENSOR_ERR_OVERFLOW);
   {
-    /* stride 0: the storage (4 bytes) is made before numel (2^65) overflows, so the
-       library must give the buffer back rather than free it */
+    /* stride 0: the extent is 4 bytes but numel (2^65) overflows: refused (the layout is
+       checked before any storage is made), and the buffer stays the caller's */
     int64_t zero_strides[2] = {0, 0};
     CHECK_STATUS(tensor_from_blob(buf, huge, zero_strides, 2, TENSOR_FLOAT32, CPU, free_deleter, &log, &t),
                  TENSOR_ERR_OVERFLOW);

@@ -24,10 +24,10 @@
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::layout::Layout;
-use crate::shape::{self, fmt_dims, Dims};
-use crate::storage::{DeleterFn, StorageImpl};
-use crate::tensor_impl::{Tensor, VersionOf};
+use crate::layout::{CheckedLayout, Strides};
+use crate::shape::{self, fmt_dims};
+use crate::storage::{Blob, DeleterFn};
+use crate::tensor_impl::Tensor;
 use std::ffi::c_void;
 
 /// `DLDataTypeCode` values we map.
@@ -165,17 +165,6 @@ pub fn import(src: Import<'_>, release: DeleterFn, ctx: *mut c_void) -> Result<T
         byte_offset,
         read_only,
     } = src;
-    shape::check_sizes(sizes)?;
-    let compact: Dims;
-    let strides: &[i64] = match strides {
-        Some(s) => s,
-        None => {
-            compact = shape::contiguous_strides(sizes)?;
-            &compact
-        }
-    };
-    shape::check_strides(strides)?;
-
     let itemsize = dtype.itemsize() as u64;
     let offset = i64::try_from(byte_offset / itemsize).map_err(|_| {
         Error::from_fmt(
@@ -184,20 +173,29 @@ pub fn import(src: Import<'_>, release: DeleterFn, ctx: *mut c_void) -> Result<T
         )
     })?;
     let rem = (byte_offset % itemsize) as usize;
-    let numel = shape::numel(sizes)?;
-    let nbytes =
-        shape::storage_nbytes_needed(sizes, strides, offset, itemsize as usize).map_err(|e| {
-            Error::from_fmt(
-                e.status,
-                format_args!(
-                    "{} (DLPack sizes {}, strides {}, byte_offset {})",
-                    e.message,
-                    fmt_dims(sizes),
-                    fmt_dims(strides),
-                    byte_offset
-                ),
-            )
-        })?;
+    let strides = Strides::elements_or_contiguous(strides);
+    let layout = CheckedLayout::new(sizes, strides, offset, dtype).map_err(|e| {
+        if e.status != Status::Overflow {
+            return e;
+        }
+        // The strides the layout was checked with (compact ones computed for NULL).
+        let strides = match strides {
+            Strides::Elements(st) => fmt_dims(st).to_string(),
+            _ => match shape::contiguous_strides(sizes) {
+                Ok(st) => fmt_dims(&st).to_string(),
+                Err(_) => return e,
+            },
+        };
+        Error::from_fmt(
+            e.status,
+            format_args!(
+                "{} (DLPack sizes {}, strides {strides}, byte_offset {byte_offset})",
+                e.message,
+                fmt_dims(sizes),
+            ),
+        )
+    })?;
+    let (numel, nbytes) = (layout.numel(), layout.nbytes());
     let data = data as *mut u8;
     ensure!(
         !data.is_null() || numel == 0,
@@ -212,7 +210,7 @@ pub fn import(src: Import<'_>, release: DeleterFn, ctx: *mut c_void) -> Result<T
         // then fit in the address space.
         let wraps = (data as usize)
             .checked_add(rem)
-            .and_then(|b| b.checked_add(nbytes as usize))
+            .and_then(|b| b.checked_add(nbytes))
             .is_none();
         ensure!(
             !wraps,
@@ -223,21 +221,15 @@ pub fn import(src: Import<'_>, release: DeleterFn, ctx: *mut c_void) -> Result<T
         );
         data.wrapping_add(rem)
     };
-    let storage = StorageImpl::from_blob(
-        base as *mut c_void,
-        nbytes as usize,
+    let blob = Blob {
+        data: base as *mut c_void,
         device,
-        Some(release),
+        deleter: Some(release),
         ctx,
-    )?;
+    };
+    let t = Tensor::wrap(blob, layout)?;
     if read_only {
-        storage.mark_read_only();
+        t.storage().mark_read_only();
     }
-    // Validated above (dims, signs, numel, extent); the storage is exactly the extent.
-    Layout::new(sizes, strides, offset)
-        .and_then(|layout| Tensor::from_valid(&storage, layout, numel, dtype, VersionOf::Storage))
-        .inspect_err(|_| {
-            // We hold the only reference: the producer keeps ownership.
-            storage.disarm();
-        })
+    Ok(t)
 }

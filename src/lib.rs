@@ -19,7 +19,7 @@
 //!
 //! Module map: `refcount` (intrusive strong/weak counts), `dtype`, `device`, `allocator`
 //! (+ memory statistics), `snapshot` (opt-in live-storage report), `storage`, `shape` (pure shape arithmetic), `layout` (sizes,
-//! strides, cached flags), `tensor_impl` (TensorImpl and the Rust `Tensor` handle),
+//! strides, the one validation `CheckedLayout`, cached flags), `tensor_impl` (TensorImpl and the Rust `Tensor` handle),
 //! `copy` (the strided-iteration engine and every op that moves element data), `format`
 //! (repr), `files` (memory-mapped files, shared memory, .safetensors and .npy), `ffi` (the C
 //! boundary).

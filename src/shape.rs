@@ -115,6 +115,17 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
     Ok(if dim < 0 { dim + n } else { dim } as usize)
 }
 
+/// `values[wrap(dim)]`: the size or stride of one dim (PyTorch's `size(dim)` /
+/// `stride(dim)`). Unlike [`wrap_dim`], a 0-dim layout has no dim to answer for.
+pub fn at_dim(values: &[i64], dim: i64) -> Result<i64> {
+    ensure!(
+        !values.is_empty(),
+        Index,
+        "dimension specified as {dim} but tensor has no dimensions"
+    );
+    Ok(values[wrap_dim(dim, values.len())?])
+}
+
 /// Row-major strides; size-0 and size-1 dims count as 1 (`st[d] = st[d+1]·max(n[d+1], 1)`).
 /// Only the strides are formed: the outermost size multiplies nothing.
 pub fn contiguous_strides(sizes: &[i64]) -> Result<Dims> {
@@ -250,8 +261,9 @@ pub fn storage_nbytes_needed(
 /// Validates a strided layout in one pass (the hot path of every view): ndim <= 64,
 /// sizes >= 0, strides >= 0, offset >= 0, numel and extent free of int64 overflow.
 /// Returns `(numel, bytes of storage needed)`. Errors carry the offending values.
-// Always inlined into the one validation (tensor_impl's validate, itself inlined into each
-// constructor): with #[inline], 20 to 40 more instructions per view (count.sh).
+// Always inlined into the one validation (`layout::CheckedLayout`'s constructors, themselves
+// inlined into each constructor): with #[inline], 20 to 40 more instructions per view
+// (count.sh).
 #[inline(always)]
 pub fn validate_layout(
     sizes: &[i64],

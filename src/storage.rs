@@ -86,7 +86,7 @@ pub struct StorageImpl {
     ///
     /// Those are the only `&mut` made from the cell, so no `&Data` is live across one.
     data: UnsafeCell<Data>,
-    /// Fixed at creation (a known device: `from_external` checks).
+    /// Fixed at creation (a known device: `wrap` checks).
     device: Device,
     /// One-way `false -> true` (`mark_read_only`): once set, every write path refuses
     /// (`check_writable`). Release / Acquire, so a thread that sees the flag also sees
@@ -122,6 +122,30 @@ unsafe impl Send for StorageImpl {}
 unsafe impl Sync for StorageImpl {}
 
 pub type Storage = IntrusivePtr<StorageImpl>;
+
+/// Caller memory and how to give it back: what every wrap of external memory takes
+/// ([`StorageImpl::wrap`]). `deleter(data, ctx)`, if any, is called once when the wrapping
+/// storage dies, never when the wrap fails.
+#[derive(Clone, Copy)]
+pub struct Blob {
+    pub data: *mut c_void,
+    pub device: Device,
+    pub deleter: Option<DeleterFn>,
+    pub ctx: *mut c_void,
+}
+
+impl Blob {
+    /// CPU memory nothing frees (tests, and callers that keep the memory alive).
+    #[cfg(test)]
+    pub fn borrowed(data: *mut c_void) -> Blob {
+        Blob {
+            data,
+            device: Device::CPU,
+            deleter: None,
+            ctx: std::ptr::null_mut(),
+        }
+    }
+}
 
 fn oom(what: &str) -> Error {
     Error::from_fmt(
@@ -168,27 +192,25 @@ impl StorageImpl {
         Ok(p)
     }
 
-    /// Wraps caller memory. On success the storage owns it and calls `deleter(data, ctx)`
-    /// once when the last strong reference dies; on failure nothing is called.
-    pub fn from_blob(
-        data: *mut c_void,
-        nbytes: usize,
-        device: Device,
-        deleter: Option<DeleterFn>,
-        ctx: *mut c_void,
-    ) -> Result<Storage> {
-        Self::from_external(data, nbytes, device, deleter, ctx, StorageKind::External)
+    /// Wraps caller memory as a storage (`storage_from_blob`).
+    pub fn from_blob(blob: Blob, nbytes: usize) -> Result<Storage> {
+        Self::wrap(blob, nbytes, StorageKind::External)
     }
 
-    /// [`from_blob`](Self::from_blob) recording another kind of external memory (a mapping).
-    pub(crate) fn from_external(
-        data: *mut c_void,
-        nbytes: usize,
-        device: Device,
-        deleter: Option<DeleterFn>,
-        ctx: *mut c_void,
-        kind: StorageKind,
-    ) -> Result<Storage> {
+    /// The one wrap of external memory as a storage (from_blob, DLPack imports through
+    /// `Tensor::wrap`, file mappings): `nbytes` at `blob.data`. On success the storage owns
+    /// the memory and calls `deleter(data, ctx)` once when its last strong reference dies;
+    /// on failure the deleter is not called and the caller keeps the memory. A caller that
+    /// fails after this succeeded gives the memory back with [`disarm`](Self::disarm)
+    /// (`Tensor::wrap` does, the one such caller).
+    #[inline]
+    pub(crate) fn wrap(blob: Blob, nbytes: usize, kind: StorageKind) -> Result<Storage> {
+        let Blob {
+            data,
+            device,
+            deleter,
+            ctx,
+        } = blob;
         ensure!(
             device.is_known(),
             InvalidArgument,
@@ -401,6 +423,11 @@ impl StorageImpl {
 impl Intrusive for StorageImpl {
     const BLOCK_SLOT: Option<usize> = Some(crate::allocator::OBJ_STORAGE);
 
+    // Out of line: the release of a storage reference is inlined into every tensor's
+    // release, and with the data release inlined too it grows past what the compiler
+    // inlines wherever its codegen unit has other storage drops (benches/c/count.sh: 6
+    // more instructions per view release).
+    #[inline(never)]
     fn release_resources(&self) {
         self.release_data();
     }
@@ -461,14 +488,12 @@ mod tests {
     fn blob_deleter_runs_once_at_last_strong() {
         let hits = AtomicUsize::new(0);
         let mut buf = [0u8; 16];
-        let s = StorageImpl::from_blob(
-            buf.as_mut_ptr() as *mut c_void,
-            16,
-            Device::CPU,
-            Some(count_deleter),
-            &hits as *const _ as *mut c_void,
-        )
-        .unwrap();
+        let blob = Blob {
+            deleter: Some(count_deleter),
+            ctx: &hits as *const _ as *mut c_void,
+            ..Blob::borrowed(buf.as_mut_ptr() as *mut c_void)
+        };
+        let s = StorageImpl::from_blob(blob, 16).unwrap();
         assert!(!s.is_resizable());
         assert_eq!(resize(&s, 8).unwrap_err().status, Status::NotResizable);
         let w = s.downgrade();
@@ -485,14 +510,12 @@ mod tests {
     #[test]
     fn disarmed_blob_does_not_call_deleter() {
         let hits = AtomicUsize::new(0);
-        let s = StorageImpl::from_blob(
-            8 as *mut c_void,
-            4,
-            Device::CPU,
-            Some(count_deleter),
-            &hits as *const _ as *mut c_void,
-        )
-        .unwrap();
+        let blob = Blob {
+            deleter: Some(count_deleter),
+            ctx: &hits as *const _ as *mut c_void,
+            ..Blob::borrowed(8 as *mut c_void)
+        };
+        let s = StorageImpl::from_blob(blob, 4).unwrap();
         s.disarm();
         drop(s);
         assert_eq!(hits.load(Ordering::SeqCst), 0);
@@ -500,19 +523,17 @@ mod tests {
 
     #[test]
     fn blob_validation() {
-        let e = StorageImpl::from_blob(
-            std::ptr::null_mut(),
-            4,
-            Device::CPU,
-            None,
-            std::ptr::null_mut(),
-        );
+        let e = StorageImpl::from_blob(Blob::borrowed(std::ptr::null_mut()), 4);
         assert_eq!(e.err().unwrap().status, Status::NullPointer);
         let bad = Device {
             device_type: 99,
             device_id: 0,
         };
-        let e = StorageImpl::from_blob(8 as *mut c_void, 4, bad, None, std::ptr::null_mut());
+        let blob = Blob {
+            device: bad,
+            ..Blob::borrowed(8 as *mut c_void)
+        };
+        let e = StorageImpl::from_blob(blob, 4);
         assert_eq!(e.err().unwrap().status, Status::InvalidArgument);
     }
 

@@ -1,7 +1,8 @@
 //! TensorImpl: one strided view of a storage. Its invariants are written on its fields
-//! (c10-style); they are established by one validation ([`validate`], called by
-//! [`Tensor::from_parts`] and [`TensorImpl::make_view_layout`], or done by a caller that
-//! proves the same before [`Tensor::from_valid`]) and never change afterwards.
+//! (c10-style); they are established by one validation, a [`CheckedLayout`]'s
+//! constructor, and one constructor, [`Tensor::new`], which takes that proof and checks it
+//! against the storage; they never change afterwards. External memory is wrapped in one
+//! place, [`Tensor::wrap`] (over [`StorageImpl::wrap`], which owns the disarm step).
 //!
 //! Views share the storage *and* the version counter of their base. Where the counter
 //! lives (see [`VersionOf`]): a tensor made together with its storage (empty, from_blob,
@@ -14,11 +15,10 @@ use crate::allocator::Allocator;
 use crate::device::Device;
 use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::layout::{CachedFlags, Flags, Layout, LayoutRef};
+use crate::layout::{CachedFlags, CheckedLayout, Flags, Layout, LayoutRef, Strides};
 use crate::refcount::{Intrusive, IntrusivePtr};
 use crate::shape::{self, fmt_dims, Dims};
-use crate::storage::{DeleterFn, Storage, StorageImpl};
-use std::ffi::c_void;
+use crate::storage::{Blob, Storage, StorageImpl, StorageKind};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -74,7 +74,7 @@ pub enum VersionOf<'a> {
     Share(&'a TensorImpl),
 }
 
-/// One strided view of a storage. Every field is set once, by [`Tensor::from_valid`], and
+/// One strided view of a storage. Every field is set once, by [`Tensor::new`], and
 /// never changed: a TensorImpl is immutable (in-place ops change element data, not these).
 /// The one exception is `flags`, a cache of what the layout already determines.
 pub struct TensorImpl {
@@ -135,24 +135,9 @@ fn new_version_counter() -> Result<VersionPtr> {
     IntrusivePtr::try_new(VersionCounter(AtomicU64::new(0))).map_err(|_| oom("version counter"))
 }
 
-/// The one layout validation of every TensorImpl: [`shape::validate_layout`] (dims,
-/// signs, int64 overflow of numel and extent, in one pass) then the storage bounds
-/// ([`LayoutRef::check_fits`]). Returns numel. The lengths of `l`'s slices are checked here
-/// (it may come from C).
-// Inlining: validate, from_valid, assemble and make_view_layout* are #[inline(always)] so
-// that each view method is one function in which the layout its rule wrote is read in
-// place and moved once into the TensorImpl; out of line, it is passed and copied through
-// memory (benches/c/count.sh: 40 to 90 more instructions per view with #[inline]).
-#[inline(always)]
-fn validate(l: LayoutRef, itemsize: usize, storage_nbytes: usize) -> Result<i64> {
-    let (numel, needed) = shape::validate_layout(l.sizes, l.strides, l.offset, itemsize)?;
-    l.check_fits(itemsize, needed, storage_nbytes)?;
-    Ok(numel)
-}
-
 impl VersionOf<'_> {
     /// The counter field of a new tensor (allocates for `New`).
-    #[inline(always)] // as validate
+    #[inline(always)] // as CheckedLayout::check
     fn resolve(self) -> Result<Option<VersionPtr>> {
         Ok(match self {
             VersionOf::Share(base) => base.version.clone(),
@@ -163,59 +148,15 @@ impl VersionOf<'_> {
 }
 
 impl Tensor {
-    /// A tensor over `storage` with a layout from outside (C, tests): validates it against
-    /// `storage` ([`validate`]), then builds the TensorImpl (`version`: see [`VersionOf`]).
-    pub fn from_parts(
-        storage: &Storage,
-        sizes: &[i64],
-        strides: &[i64],
-        storage_offset: i64,
-        dtype: DType,
-        version: VersionOf,
-    ) -> Result<Tensor> {
-        let unchecked = LayoutRef {
-            sizes,
-            strides,
-            offset: storage_offset,
-        };
-        let numel = validate(unchecked, dtype.itemsize(), storage.nbytes())?;
-        // As from_valid, but the layout is built last, right before it moves into the
-        // TensorImpl (built earlier, it is copied once more: benches/c/count.sh,
-        // from_storage).
+    /// The one constructor of a TensorImpl: a tensor over `storage` with the checked
+    /// `layout` (its dtype, numel and layout), which must fit the storage
+    /// ([`CheckedLayout::check_fits`], the one check a checked layout leaves), and the version
+    /// counter `version` (see [`VersionOf`]). Its flags are computed when first read.
+    #[inline(always)] // as CheckedLayout::check
+    pub fn new(storage: &Storage, layout: CheckedLayout, version: VersionOf) -> Result<Tensor> {
+        layout.check_fits(storage.nbytes())?;
         let version = version.resolve()?;
-        let layout = Layout::new(sizes, strides, storage_offset)?;
-        Tensor::assemble(storage, layout, numel, dtype, version)
-    }
-
-    /// The constructor for a layout already validated against `storage` (by [`validate`],
-    /// or by a caller that checked the same: `numel` is its checked product of sizes).
-    /// Picks the version counter and moves `layout` into the new TensorImpl.
-    #[inline(always)] // as validate
-    pub(crate) fn from_valid(
-        storage: &Storage,
-        layout: Layout,
-        numel: i64,
-        dtype: DType,
-        version: VersionOf,
-    ) -> Result<Tensor> {
-        debug_assert_eq!(
-            validate(layout.as_ref(), dtype.itemsize(), storage.nbytes()).ok(),
-            Some(numel)
-        );
-        let version = version.resolve()?;
-        Tensor::assemble(storage, layout, numel, dtype, version)
-    }
-
-    /// Allocates the TensorImpl of a validated `layout` (what every constructor ends
-    /// with); its flags are computed when first read.
-    #[inline(always)] // as validate
-    fn assemble(
-        storage: &Storage,
-        layout: Layout,
-        numel: i64,
-        dtype: DType,
-        version: Option<VersionPtr>,
-    ) -> Result<Tensor> {
+        let (layout, numel, dtype) = layout.into_parts();
         // Built in place once the block exists: no copy of the TensorImpl, and nothing to
         // undo when the allocation fails.
         let t = IntrusivePtr::try_new_with(|| TensorImpl {
@@ -235,31 +176,32 @@ impl Tensor {
         t
     }
 
+    /// The one wrap of external memory as a tensor (from_blob, from_blob_bytes, DLPack
+    /// imports): a storage of exactly the bytes `layout` reaches at `blob.data`
+    /// ([`StorageImpl::wrap`]), and the tensor over it. On failure the deleter is not
+    /// called and the caller keeps the memory.
+    pub fn wrap(blob: Blob, layout: CheckedLayout) -> Result<Tensor> {
+        let storage = StorageImpl::wrap(blob, layout.nbytes(), StorageKind::External)?;
+        Tensor::new(&storage, layout, VersionOf::Storage).inspect_err(|_| {
+            // We hold the only reference: give the memory back to the caller.
+            storage.disarm();
+        })
+    }
+
     /// Uninitialised tensor with the given strides, on a new storage of exactly the bytes
     /// they reach, from the default allocator.
     pub fn empty_strided(sizes: &[i64], strides: &[i64], dtype: DType) -> Result<Tensor> {
-        ensure!(
-            sizes.len() == strides.len(),
-            InvalidArgument,
-            "mismatch in length of strides and shape ({} sizes, {} strides)",
-            sizes.len(),
-            strides.len()
-        );
-        shape::check_sizes(sizes)?;
-        shape::check_strides(strides)?;
-        let nbytes = shape::storage_nbytes_needed(sizes, strides, 0, dtype.itemsize())?;
-        let storage = StorageImpl::allocate(nbytes as usize, Allocator::default_allocator())?;
-        // Validated above (lengths, signs, extent) but for numel; the storage is exactly
-        // the extent.
-        let numel = shape::numel(sizes)?;
-        let layout = Layout::new(sizes, strides, 0)?;
-        Tensor::from_valid(&storage, layout, numel, dtype, VersionOf::Storage)
+        Tensor::empty_in(CheckedLayout::new(
+            sizes,
+            Strides::Elements(strides),
+            0,
+            dtype,
+        )?)
     }
 
     /// Uninitialised contiguous tensor.
     pub fn empty(sizes: &[i64], dtype: DType) -> Result<Tensor> {
-        shape::check_sizes(sizes)?;
-        Tensor::empty_strided(sizes, &shape::contiguous_strides(sizes)?, dtype)
+        Tensor::empty_in(CheckedLayout::new(sizes, Strides::Contiguous, 0, dtype)?)
     }
 
     /// Uninitialised tensor laid out in `fmt` (not Preserve).
@@ -267,6 +209,12 @@ impl Tensor {
     pub fn empty_with_format(sizes: &[i64], dtype: DType, fmt: MemoryFormat) -> Result<Tensor> {
         shape::check_sizes(sizes)?;
         Tensor::empty_strided(sizes, &fmt.strides_for(sizes)?, dtype)
+    }
+
+    /// An uninitialised tensor with `layout`, on a new storage of exactly its bytes.
+    fn empty_in(layout: CheckedLayout) -> Result<Tensor> {
+        let storage = StorageImpl::allocate(layout.nbytes(), Allocator::default_allocator())?;
+        Tensor::new(&storage, layout, VersionOf::Storage)
     }
 
     pub fn zeros(sizes: &[i64], dtype: DType) -> Result<Tensor> {
@@ -319,89 +267,35 @@ impl Tensor {
         });
     }
 
-    /// Wraps caller memory; on failure the deleter is not called and the caller keeps
-    /// ownership. `strides = None` means contiguous.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_blob(
-        data: *mut c_void,
-        sizes: &[i64],
-        strides: Option<&[i64]>,
-        dtype: DType,
-        device: Device,
-        deleter: Option<DeleterFn>,
-        ctx: *mut c_void,
-    ) -> Result<Tensor> {
-        shape::check_sizes(sizes)?;
-        let contiguous;
-        let strides = match strides {
-            Some(s) => s,
-            None => {
-                contiguous = shape::contiguous_strides(sizes)?;
-                &contiguous
-            }
-        };
-        ensure!(
-            sizes.len() == strides.len(),
-            InvalidArgument,
-            "mismatch in length of strides and shape"
-        );
-        shape::check_strides(strides)?;
-        let nbytes = shape::storage_nbytes_needed(sizes, strides, 0, dtype.itemsize())?;
-        let storage = StorageImpl::from_blob(data, nbytes as usize, device, deleter, ctx)?;
-        // Validated above but for numel, as in empty_strided: the storage is the extent.
-        shape::numel(sizes)
-            .and_then(|numel| {
-                let layout = Layout::new(sizes, strides, 0)?;
-                Tensor::from_valid(&storage, layout, numel, dtype, VersionOf::Storage)
-            })
-            .inspect_err(|_| {
-                // We hold the only reference: give ownership back to the caller.
-                storage.disarm();
-            })
+    /// Wraps caller memory ([`wrap`](Self::wrap)); on failure the deleter is not called and
+    /// the caller keeps ownership.
+    pub fn from_blob(blob: Blob, sizes: &[i64], strides: Strides, dtype: DType) -> Result<Tensor> {
+        CheckedLayout::new_then(sizes, strides, 0, dtype, |l| Tensor::wrap(blob, l))
     }
 
     /// [`from_blob`](Self::from_blob) with strides in **bytes** (what OpenCV's `step`,
-    /// FFmpeg's `linesize` and NumPy's `__array_interface__` give): each must be a
-    /// multiple of the item size, and `data` aligned for the dtype. `None`: contiguous.
-    #[allow(clippy::too_many_arguments)]
+    /// FFmpeg's `linesize` and NumPy's `__array_interface__` give; `None`: contiguous), and
+    /// `data` aligned for the dtype, checked first.
     pub fn from_blob_bytes(
-        data: *mut c_void,
+        blob: Blob,
         sizes: &[i64],
         byte_strides: Option<&[i64]>,
         dtype: DType,
-        device: Device,
-        deleter: Option<DeleterFn>,
-        ctx: *mut c_void,
     ) -> Result<Tensor> {
-        let isz = dtype.itemsize() as i64;
         let align = crate::with_dtype!(dtype, T => std::mem::align_of::<T>());
         ensure!(
-            (data as usize).is_multiple_of(align),
+            (blob.data as usize).is_multiple_of(align),
             InvalidArgument,
-            "data pointer {data:p} is not aligned for {} (needs a multiple of {align} bytes)",
+            "data pointer {:p} is not aligned for {} (needs a multiple of {align} bytes)",
+            blob.data,
             dtype.name().trim_end_matches('\0')
         );
-        let strides: Option<Dims> = match byte_strides {
-            None => None,
-            Some(b) => {
-                if let Some((d, &st)) = b.iter().enumerate().find(|(_, &st)| st % isz != 0) {
-                    bail!(
-                        InvalidArgument,
-                        "byte stride {st} of dim {d} is not a multiple of the item size {isz} of {} (byte strides {})",
-                        dtype.name().trim_end_matches('\0'),
-                        fmt_dims(b)
-                    );
-                }
-                // Fallible beyond MAX_INLINE_DIMS, like every other dims list (no abort on OOM).
-                let mut d = shape::dims_from_slice(b)?;
-                d.iter_mut().for_each(|st| *st /= isz);
-                Some(d)
-            }
-        };
-        Tensor::from_blob(data, sizes, strides.as_deref(), dtype, device, deleter, ctx)
+        let strides = byte_strides.map_or(Strides::Contiguous, Strides::Bytes);
+        Tensor::from_blob(blob, sizes, strides, dtype)
     }
 
-    /// A tensor over an existing storage (bounds-checked). `strides = None`: contiguous.
+    /// A tensor over an existing storage (bounds-checked), with a version counter of its
+    /// own. `strides = None`: contiguous.
     pub fn from_storage(
         storage: &Storage,
         offset: i64,
@@ -409,18 +303,10 @@ impl Tensor {
         strides: Option<&[i64]>,
         dtype: DType,
     ) -> Result<Tensor> {
-        shape::check_sizes(sizes)?;
-        match strides {
-            Some(s) => Tensor::from_parts(storage, sizes, s, offset, dtype, VersionOf::New),
-            None => Tensor::from_parts(
-                storage,
-                sizes,
-                &shape::contiguous_strides(sizes)?,
-                offset,
-                dtype,
-                VersionOf::New,
-            ),
-        }
+        let strides = Strides::elements_or_contiguous(strides);
+        CheckedLayout::new_then(sizes, strides, offset, dtype, |l| {
+            Tensor::new(storage, l, VersionOf::New)
+        })
     }
 
     /// Same handle? (pointer identity, as `at::Tensor::is_same`)
@@ -436,36 +322,28 @@ impl Tensor {
 }
 
 impl TensorImpl {
-    /// A view of `self`'s storage with layout `layout` (same dtype and version counter):
-    /// what every view rule's output goes through. Validates `layout` ([`validate`]) and
-    /// moves it into the new TensorImpl.
-    #[inline(always)] // as validate
+    /// A view of `self`'s storage with a checked layout (its own dtype): shares the storage
+    /// and the version counter. The one view constructor; every other goes through it.
+    #[inline(always)] // as CheckedLayout::check
+    pub fn share(&self, layout: CheckedLayout) -> Result<Tensor> {
+        Tensor::new(&self.storage, layout, VersionOf::Share(self))
+    }
+
+    /// A view with the layout a view rule wrote (same dtype): checks it
+    /// ([`CheckedLayout::check`]) and moves it into the new TensorImpl.
+    #[inline(always)] // as CheckedLayout::check
     pub fn make_view_layout(&self, layout: Layout) -> Result<Tensor> {
-        self.make_view_layout_dtype(layout, self.dtype)
+        self.share(CheckedLayout::check(layout, self.dtype)?)
     }
 
-    /// Like [`make_view_layout`](Self::make_view_layout) with another dtype (view_dtype).
-    #[inline(always)] // as validate
-    pub fn make_view_layout_dtype(&self, layout: Layout, dtype: DType) -> Result<Tensor> {
-        let numel = validate(layout.as_ref(), dtype.itemsize(), self.storage.nbytes())?;
-        Tensor::from_valid(&self.storage, layout, numel, dtype, VersionOf::Share(self))
-    }
-
-    /// A view of `self`'s storage with a layout given as slices (same dtype unless given,
-    /// same version counter).
+    /// A view with a layout given as slices (same dtype).
     pub fn make_view(&self, sizes: &[i64], strides: &[i64], offset: i64) -> Result<Tensor> {
-        Tensor::from_parts(
-            &self.storage,
-            sizes,
-            strides,
-            offset,
-            self.dtype,
-            VersionOf::Share(self),
-        )
+        let strides = Strides::Elements(strides);
+        self.share(CheckedLayout::new(sizes, strides, offset, self.dtype)?)
     }
 
     /// Like [`make_view`](Self::make_view) with another dtype (tests build byte-level
-    /// aliases with it; view_dtype goes through `make_view_layout_dtype`).
+    /// aliases with it).
     #[cfg(test)]
     pub fn make_view_dtype(
         &self,
@@ -474,14 +352,8 @@ impl TensorImpl {
         offset: i64,
         dtype: DType,
     ) -> Result<Tensor> {
-        Tensor::from_parts(
-            &self.storage,
-            sizes,
-            strides,
-            offset,
-            dtype,
-            VersionOf::Share(self),
-        )
+        let strides = Strides::Elements(strides);
+        self.share(CheckedLayout::new(sizes, strides, offset, dtype)?)
     }
 
     #[inline]
@@ -499,6 +371,19 @@ impl TensorImpl {
     #[inline]
     pub fn storage_offset(&self) -> i64 {
         self.layout.offset
+    }
+    /// Size of dim `dim` (negative wraps; a 0-dim tensor has none: Index).
+    pub fn size(&self, dim: i64) -> Result<i64> {
+        shape::at_dim(self.sizes(), dim)
+    }
+    /// Stride of dim `dim`, in elements (as [`size`](Self::size)).
+    pub fn stride(&self, dim: i64) -> Result<i64> {
+        shape::at_dim(self.strides(), dim)
+    }
+    /// Storage offset, in elements, of the element at `index` (one per dim; negative
+    /// indices wrap). Errors: Index.
+    pub fn element_offset(&self, index: &[i64]) -> Result<i64> {
+        shape::element_offset(self.sizes(), self.strides(), self.layout.offset, index)
     }
     /// Sizes, strides and offset, borrowed (what the view rules read).
     #[inline]
@@ -660,7 +545,7 @@ impl TensorImpl {
 
     /// Element at `index` (negative indices wrap).
     pub fn get(&self, index: &[i64]) -> Result<Scalar> {
-        let off = shape::element_offset(self.sizes(), self.strides(), self.layout.offset, index)?;
+        let off = self.element_offset(index)?;
         self.data_for_read()?;
         let base = self.storage.data_ptr();
         // SAFETY: `off` is an element of the layout (element_offset checked the index), and
@@ -671,7 +556,7 @@ impl TensorImpl {
 
     /// Writes one element (converted to the dtype) and bumps the version.
     pub fn set(&self, index: &[i64], value: Scalar) -> Result<()> {
-        let off = shape::element_offset(self.sizes(), self.strides(), self.layout.offset, index)?;
+        let off = self.element_offset(index)?;
         // One element is written: aliasing elsewhere in the tensor is harmless.
         self.data_for_write(true)?;
         let base = self.storage.data_ptr();
@@ -687,6 +572,7 @@ impl TensorImpl {
 mod tests {
     use super::*;
     use crate::refcount::RcBox;
+    use std::ffi::c_void;
 
     /// Where the counter lives does not change what is shared: views share their base's
     /// counter (storage-embedded or not), from_storage starts its own, every in-place write
@@ -846,16 +732,11 @@ mod tests {
             device_type: 2,
             device_id: 0,
         };
-        let t = Tensor::from_blob(
-            0x1000 as *mut c_void,
-            &[4],
-            None,
-            DType::F32,
-            cuda,
-            None,
-            std::ptr::null_mut(),
-        )
-        .unwrap();
+        let blob = Blob {
+            device: cuda,
+            ..Blob::borrowed(0x1000 as *mut c_void)
+        };
+        let t = Tensor::from_blob(blob, &[4], Strides::Contiguous, DType::F32).unwrap();
         assert_eq!(t.storage().nbytes(), 16);
         assert_eq!(t.get(&[0]).unwrap_err().status, Status::Device);
         assert_eq!(t.data_ptr() as usize, 0x1000);

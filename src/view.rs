@@ -1,9 +1,10 @@
 //! View operations (docs/c-api.md section 8). Each rule is a pure function from a borrowed
 //! layout ([`LayoutRef`]: sizes, strides, storage offset) to the view's [`Layout`] — the
 //! very value the new TensorImpl stores — or PyTorch's error; then one `TensorImpl` method
-//! per operation moves that layout into [`TensorImpl::make_view_layout`] (or
-//! `make_view_layout_dtype`), which validates it once, builds the TensorImpl over the same
-//! storage and shares the version counter (the cached flags wait for their first reader:
+//! per operation moves that layout into [`TensorImpl::make_view_layout`] (or, checked for
+//! another dtype, [`TensorImpl::share`]), which validates it once
+//! ([`CheckedLayout::check`]), builds the TensorImpl over the same storage and shares the
+//! version counter (the cached flags wait for their first reader:
 //! `layout::CachedFlags`). No view touches element data, and for <= `MAX_INLINE_DIMS` dims
 //! the only heap allocation is the TensorImpl itself (the layout is inline).
 //!
@@ -15,9 +16,9 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::layout::{Layout, LayoutRef};
+use crate::layout::{CheckedLayout, Layout, LayoutRef};
 use crate::shape::{self, fmt_dims, wrap_dim};
-use crate::tensor_impl::{Tensor, TensorImpl, VersionOf};
+use crate::tensor_impl::{Tensor, TensorImpl};
 
 /// A layout of `nd` dims (offset `offset`) whose first dims are `src`'s dims `k` with
 /// `keep(k)`, in order; any slots after them stay 0 for the caller to fill. Written once,
@@ -248,7 +249,7 @@ pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
         n.len(),
         dims.len()
     );
-    // A tensor has at most 64 dims (from_parts refuses more): a bit per dim.
+    // A tensor has at most 64 dims (CheckedLayout refuses more): a bit per dim.
     debug_assert!(n.len() <= shape::MAX_DIMS && shape::MAX_DIMS <= 64);
     let mut seen = 0u64;
     let mut g = Layout::zeros(n.len(), src.offset)?;
@@ -634,7 +635,7 @@ impl TensorImpl {
     /// `view(dtype)`: the same bytes as another element type.
     pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
         let g = view_dtype(self.layout(), self.dtype(), dtype)?;
-        self.make_view_layout_dtype(g, dtype)
+        self.share(CheckedLayout::check(g, dtype)?)
     }
 
     /// `as_strided(sizes, strides, storage_offset)`: any layout inside the storage.
@@ -651,16 +652,9 @@ impl TensorImpl {
             self.itemsize(),
             self.storage().nbytes(),
         )?;
-        // The rule checked all that `validate` does (with PyTorch's messages) but numel: the
-        // layout is validated once.
-        let numel = shape::numel(g.sizes())?;
-        Tensor::from_valid(
-            self.storage(),
-            g,
-            numel,
-            self.dtype(),
-            VersionOf::Share(self),
-        )
+        // The rule checked, with PyTorch's messages, all that the one validation checks but
+        // numel (kept: the rule's checks come first and decide the message).
+        self.make_view_layout(g)
     }
 
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
@@ -723,7 +717,7 @@ impl TensorImpl {
     /// A new TensorImpl with the same storage, geometry, dtype and version counter.
     pub fn alias(&self) -> Result<Tensor> {
         let l = self.layout();
-        self.make_view(l.sizes, l.strides, l.offset)
+        self.make_view_layout(Layout::new(l.sizes, l.strides, l.offset)?)
     }
 
     /// `detach()`: without autograd this is [`alias`](Self::alias) — the same storage and

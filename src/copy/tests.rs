@@ -331,14 +331,12 @@ fn copy_broadcasts_and_refuses_bad_shapes() {
 fn copy_between_storages_over_the_same_bytes_uses_a_snapshot() {
     let mut buf: Vec<f64> = (0..16).map(|i| i as f64).collect();
     let wrap = |buf: &mut Vec<f64>| {
+        let blob = crate::storage::Blob::borrowed(buf.as_mut_ptr() as *mut std::ffi::c_void);
         Tensor::from_blob(
-            buf.as_mut_ptr() as *mut std::ffi::c_void,
+            blob,
             &[4, 4],
-            None,
+            crate::layout::Strides::Contiguous,
             DType::F64,
-            Device::CPU,
-            None,
-            std::ptr::null_mut(),
         )
         .unwrap()
     };
@@ -446,16 +444,12 @@ fn in_place_errors() {
         device_type: 2,
         device_id: 0,
     };
-    let dev = Tensor::from_blob(
-        0x1000 as *mut _,
-        &[3],
-        None,
-        DType::F32,
-        cuda,
-        None,
-        std::ptr::null_mut(),
-    )
-    .unwrap();
+    let blob = crate::storage::Blob {
+        device: cuda,
+        ..crate::storage::Blob::borrowed(0x1000 as *mut _)
+    };
+    let dev =
+        Tensor::from_blob(blob, &[3], crate::layout::Strides::Contiguous, DType::F32).unwrap();
     assert_eq!(dev.copy_(&t).err().unwrap().status, Status::Device);
     assert_eq!(t.copy_(&dev).err().unwrap().status, Status::Device);
     assert_eq!(

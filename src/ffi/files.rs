@@ -4,9 +4,10 @@
 
 use super::*;
 use crate::files::mmap::{self, MapMode};
-use crate::files::{npy, safetensors};
+use crate::files::npy;
+use crate::files::safetensors::{self, SafetensorsFile};
 use crate::storage::StorageKind;
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, CStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -30,13 +31,6 @@ pub const TENSOR_MAP_TO_END: u64 = u64::MAX;
 /// mapping).
 pub struct tensor_safetensors_t {
     _opaque: [u8; 0],
-}
-
-pub(crate) struct LoadedFile {
-    names: Vec<CString>,
-    tensors: Vec<Tensor>,
-    /// Indices sorted by name, for lookups.
-    by_name: Vec<usize>,
 }
 
 fn path_arg<'a>(p: *const c_char, what: &str) -> Result<&'a Path> {
@@ -264,40 +258,17 @@ pub extern "C" fn tensor_safetensors_load(
 ) -> tensor_status_t {
     call("tensor_safetensors_load", || {
         let out = out_arg(out)?;
-        let file = safetensors::load(path_arg(path, "path")?)?;
-        let mut names = Vec::with_capacity(file.tensors.len());
-        let mut tensors = Vec::with_capacity(file.tensors.len());
-        for (name, t) in file.tensors {
-            // The parser refused names with a NUL byte.
-            let name = CString::new(name).map_err(|e| {
-                Error::new(
-                    Status::Io,
-                    format!(
-                        "a tensor name holds a NUL byte at byte {}",
-                        e.nul_position()
-                    ),
-                )
-            })?;
-            names.push(name);
-            tensors.push(t);
-        }
-        let mut by_name: Vec<usize> = (0..names.len()).collect();
-        by_name.sort_by(|&a, &b| names[a].cmp(&names[b]));
-        let loaded = LoadedFile {
-            names,
-            tensors,
-            by_name,
-        };
+        let loaded = safetensors::load(path_arg(path, "path")?)?;
         *out = tensor_safetensors_t::into_raw(Box::new(loaded));
         Ok(())
     })
 }
 
 impl BoxHandle for tensor_safetensors_t {
-    type Object = LoadedFile;
+    type Object = SafetensorsFile;
 }
 
-fn loaded<'a>(f: *const tensor_safetensors_t) -> Option<&'a LoadedFile> {
+fn loaded<'a>(f: *const tensor_safetensors_t) -> Option<&'a SafetensorsFile> {
     // SAFETY: a non-NULL handle is live for the duration of the call.
     unsafe { tensor_safetensors_t::borrow(f) }
 }
@@ -316,7 +287,7 @@ pub extern "C" fn tensor_safetensors_release(f: *mut tensor_safetensors_t) {
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_count(f: *const tensor_safetensors_t) -> usize {
     guard("tensor_safetensors_count", || {
-        loaded(f).map_or(0, |f| f.tensors.len())
+        loaded(f).map_or(0, SafetensorsFile::count)
     })
 }
 
@@ -329,8 +300,8 @@ pub extern "C" fn tensor_safetensors_name(
 ) -> *const c_char {
     guard("tensor_safetensors_name", || {
         loaded(f)
-            .and_then(|f| f.names.get(i))
-            .map_or(std::ptr::null(), |n| n.as_ptr())
+            .and_then(|f| f.name(i))
+            .map_or(std::ptr::null(), CStr::as_ptr)
     })
 }
 
@@ -344,8 +315,8 @@ pub extern "C" fn tensor_safetensors_at(
 ) -> tensor_status_t {
     call_tensor("tensor_safetensors_at", out, || {
         let f = loaded(f).ok_or_else(|| Error::new(Status::NullPointer, "argument 'f' is NULL"))?;
-        let n = f.tensors.len();
-        f.tensors.get(i).cloned().ok_or_else(|| {
+        let n = f.count();
+        f.tensor(i).cloned().ok_or_else(|| {
             Error::from_fmt(
                 Status::Index,
                 format_args!("index {i} is out of range for a file of {n} tensors"),
@@ -367,12 +338,9 @@ pub extern "C" fn tensor_safetensors_get(
         ensure!(!name.is_null(), NullPointer, "argument 'name' is NULL");
         // SAFETY: a NUL-terminated string.
         let name = unsafe { CStr::from_ptr(name) };
-        match f
-            .by_name
-            .binary_search_by(|&i| f.names[i].as_c_str().cmp(name))
-        {
-            Ok(k) => Ok(f.tensors[f.by_name[k]].clone()),
-            Err(_) => bail!(
+        match f.get(name) {
+            Some(t) => Ok(t.clone()),
+            None => bail!(
                 Index,
                 "no tensor named '{}' in the file",
                 name.to_string_lossy()

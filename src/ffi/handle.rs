@@ -8,7 +8,7 @@
 //! | `tensor_t*`               | `RcBox<TensorImpl>`            | [`Tensor`]              |
 //! | `storage_t*`              | `RcBox<StorageImpl>`           | [`Storage`]             |
 //! | `storage_weak_t*`         | `RcBox<StorageImpl>` (weak)    | `WeakIntrusivePtr`      |
-//! | `tensor_safetensors_t*`   | `Box<LoadedFile>`              | `Box<LoadedFile>`       |
+//! | `tensor_safetensors_t*`   | `Box<SafetensorsFile>`         | `Box<SafetensorsFile>`  |
 //!
 //! The conversions, named as in the refcount vocabulary:
 //! * `borrow`   — a reference for the duration of the call (no count change);

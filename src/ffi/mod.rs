@@ -30,7 +30,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::refcount::RcBox;
 use crate::shape;
-use crate::storage::{Storage, StorageImpl};
+use crate::storage::{Blob, Storage, StorageImpl};
 use crate::tensor_impl::{MemoryFormat, Tensor, TensorImpl};
 pub(crate) use handle::{BoxHandle, RcHandle};
 use std::cell::RefCell;
@@ -312,6 +312,8 @@ pub(crate) fn allocator_arg(a: *const tensor_allocator_t) -> Result<Option<Alloc
 
 /// Maximum number of dims of a tensor.
 pub const TENSOR_MAX_DIMS: i64 = 64;
+// A literal above, for cbindgen; tied to the core's limit here.
+const _: () = assert!(TENSOR_MAX_DIMS as usize == shape::MAX_DIMS);
 
 // ---- the boundary -----------------------------------------------------------------------
 

@@ -127,13 +127,13 @@ pub extern "C" fn storage_from_blob(
 ) -> tensor_status_t {
     call("storage_from_blob", || {
         let out = out_arg(out)?;
-        *out = storage_t::into_raw(StorageImpl::from_blob(
+        let blob = Blob {
             data,
-            nbytes,
-            device.into(),
+            device: device.into(),
             deleter,
             ctx,
-        )?);
+        };
+        *out = storage_t::into_raw(StorageImpl::from_blob(blob, nbytes)?);
         Ok(())
     })
 }

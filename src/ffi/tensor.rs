@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::dtype::Scalar;
+use crate::layout::Strides;
 use std::ffi::{c_char, c_void};
 
 /// An uninitialised contiguous tensor in `*out` (owned). `ndim == 0` makes a 0-dim tensor
@@ -111,6 +112,7 @@ pub extern "C" fn tensor_arange(
 /// caller keeps `data`. Errors: NULL_POINTER, INVALID_ARGUMENT (negative size/stride,
 /// unknown dtype or device), OVERFLOW, OUT_OF_MEMORY.
 #[no_mangle]
+// The C signature: memory, its layout, its dtype and device, its deleter, the result.
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn tensor_from_blob(
     data: *mut c_void,
@@ -125,16 +127,14 @@ pub extern "C" fn tensor_from_blob(
 ) -> tensor_status_t {
     call_tensor("tensor_from_blob", out, || {
         let sizes = int_list(sizes, ndim, "sizes")?;
-        let strides = opt_int_list(strides, ndim, "strides")?;
-        Tensor::from_blob(
+        let strides = Strides::elements_or_contiguous(opt_int_list(strides, ndim, "strides")?);
+        let blob = Blob {
             data,
-            sizes,
-            strides,
-            dtype_arg(dtype)?,
-            device.into(),
+            device: device.into(),
             deleter,
             ctx,
-        )
+        };
+        Tensor::from_blob(blob, sizes, strides, dtype_arg(dtype)?)
     })
 }
 
@@ -149,6 +149,7 @@ pub extern "C" fn tensor_from_blob(
 /// misaligned data, negative size/stride, unknown dtype or device), OVERFLOW,
 /// OUT_OF_MEMORY.
 #[no_mangle]
+// The C signature: memory, its layout, its dtype and device, its deleter, the result.
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn tensor_from_blob_bytes(
     data: *mut c_void,
@@ -164,15 +165,13 @@ pub extern "C" fn tensor_from_blob_bytes(
     call_tensor("tensor_from_blob_bytes", out, || {
         let sizes = int_list(sizes, ndim, "sizes")?;
         let strides = opt_int_list(byte_strides, ndim, "byte_strides")?;
-        Tensor::from_blob_bytes(
+        let blob = Blob {
             data,
-            sizes,
-            strides,
-            dtype_arg(dtype)?,
-            device.into(),
+            device: device.into(),
             deleter,
             ctx,
-        )
+        };
+        Tensor::from_blob_bytes(blob, sizes, strides, dtype_arg(dtype)?)
     })
 }
 
@@ -224,23 +223,13 @@ pub extern "C" fn tensor_strides(t: *const tensor_t) -> *const i64 {
     })
 }
 
-/// `values[wrap(dim)]` for tensor_size / tensor_stride (a 0-dim tensor has no dim).
-fn per_dim(t: &TensorImpl, values: &[i64], dim: i64) -> Result<i64> {
-    ensure!(
-        t.ndim() > 0,
-        Index,
-        "dimension specified as {dim} but tensor has no dimensions"
-    );
-    Ok(values[shape::wrap_dim(dim, t.ndim())?])
-}
-
 /// Size of dim `dim` (negative wraps) in `*out`. Errors: NULL_POINTER, INDEX.
 #[no_mangle]
 pub extern "C" fn tensor_size(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t {
     call("tensor_size", || {
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
-        *out = per_dim(t, t.sizes(), dim)?;
+        *out = t.size(dim)?;
         Ok(())
     })
 }
@@ -251,7 +240,7 @@ pub extern "C" fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> 
     call("tensor_stride", || {
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
-        *out = per_dim(t, t.strides(), dim)?;
+        *out = t.stride(dim)?;
         Ok(())
     })
 }
@@ -393,7 +382,7 @@ pub extern "C" fn tensor_element_offset(
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
         let index = int_list(index, n, "index")?;
-        *out = shape::element_offset(t.sizes(), t.strides(), t.storage_offset(), index)?;
+        *out = t.element_offset(index)?;
         Ok(())
     })
 }

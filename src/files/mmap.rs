@@ -11,7 +11,7 @@
 use super::{file_kind, io_error, io_status, open_path};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
-use crate::storage::{Storage, StorageImpl, StorageKind};
+use crate::storage::{Blob, Storage, StorageImpl, StorageKind};
 use std::ffi::c_void;
 use std::fmt::Display;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -232,14 +232,13 @@ pub(crate) fn map_fd(
     };
     // SAFETY: delta < map_len: the data pointer is inside the mapping.
     let data = unsafe { (base as *mut u8).add(delta as usize) } as *mut c_void;
-    match StorageImpl::from_external(
+    let blob = Blob {
         data,
-        nbytes as usize,
-        Device::CPU,
-        Some(unmap),
-        ctx as *mut c_void,
-        StorageKind::Mapped,
-    ) {
+        device: Device::CPU,
+        deleter: Some(unmap),
+        ctx: ctx as *mut c_void,
+    };
+    match StorageImpl::wrap(blob, nbytes as usize, StorageKind::Mapped) {
         Ok(s) => {
             if mode == MapMode::ReadOnly {
                 s.mark_read_only();

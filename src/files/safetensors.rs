@@ -19,6 +19,7 @@ use crate::shape;
 use crate::storage::Storage;
 use crate::tensor_impl::Tensor;
 use ::safetensors::tensor::{Dtype, Metadata, SafeTensorError, SafeTensors, TensorInfo};
+use std::ffi::{CStr, CString};
 use std::path::Path;
 
 /// One tensor of a parsed file: absolute byte range in the file.
@@ -159,24 +160,75 @@ pub fn tensors_from_storage(storage: &Storage) -> Result<Vec<(String, Tensor)>> 
     Ok(out)
 }
 
-/// A loaded file: the one read-only mapping and its tensors (in data order).
+/// A loaded file: its tensors in data order, their names as C strings (what the C API
+/// hands out), and an index of them sorted by name for lookups. The tensors hold the
+/// file's mapping (those copied for alignment do not).
 pub struct SafetensorsFile {
-    /// Never read: held so that the mapping lives as long as the handle (its tensors may
-    /// all be aligned copies that do not reference it).
-    pub _storage: Storage,
-    pub tensors: Vec<(String, Tensor)>,
+    names: Vec<CString>,
+    tensors: Vec<Tensor>,
+    /// Indices into `names` / `tensors`, sorted by name.
+    by_name: Vec<usize>,
 }
 
-/// Maps `path` read-only and makes its tensors.
+impl SafetensorsFile {
+    /// Indexes `named` (in data order) by name.
+    fn new(named: Vec<(String, Tensor)>) -> Result<SafetensorsFile> {
+        let mut names = Vec::with_capacity(named.len());
+        let mut tensors = Vec::with_capacity(named.len());
+        for (name, t) in named {
+            // The parser refused names with a NUL byte.
+            let name = CString::new(name).map_err(|e| {
+                Error::new(
+                    Status::Io,
+                    format!(
+                        "a tensor name holds a NUL byte at byte {}",
+                        e.nul_position()
+                    ),
+                )
+            })?;
+            names.push(name);
+            tensors.push(t);
+        }
+        let mut by_name: Vec<usize> = (0..names.len()).collect();
+        by_name.sort_by(|&a, &b| names[a].cmp(&names[b]));
+        Ok(SafetensorsFile {
+            names,
+            tensors,
+            by_name,
+        })
+    }
+
+    /// Number of tensors.
+    pub fn count(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// Name of tensor `i` (data order).
+    pub fn name(&self, i: usize) -> Option<&CStr> {
+        self.names.get(i).map(CString::as_c_str)
+    }
+
+    /// Tensor `i` (data order).
+    pub fn tensor(&self, i: usize) -> Option<&Tensor> {
+        self.tensors.get(i)
+    }
+
+    /// The tensor named `name`.
+    pub fn get(&self, name: &CStr) -> Option<&Tensor> {
+        self.by_name
+            .binary_search_by(|&i| self.names[i].as_c_str().cmp(name))
+            .ok()
+            .map(|k| &self.tensors[self.by_name[k]])
+    }
+}
+
+/// Maps `path` read-only and makes its tensors, indexed by name.
 pub fn load(path: &Path) -> Result<SafetensorsFile> {
     let storage = map_whole_file(path, MapMode::ReadOnly, ".safetensors")?;
     let tensors = tensors_from_storage(&storage).map_err(|e| {
         Error::from_fmt(e.status, format_args!("'{}': {}", path.display(), e.text()))
     })?;
-    Ok(SafetensorsFile {
-        _storage: storage,
-        tensors,
-    })
+    SafetensorsFile::new(tensors)
 }
 
 /// Writes the named tensors to `path` (non-contiguous ones are made contiguous first), in
