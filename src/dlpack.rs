@@ -178,20 +178,26 @@ pub fn import(src: Import<'_>, release: DeleterFn, ctx: *mut c_void) -> Result<T
         if e.status != Status::Overflow {
             return e;
         }
-        // The strides the layout was checked with (compact ones computed for NULL).
-        let strides = match strides {
-            Strides::Elements(st) => fmt_dims(st).to_string(),
+        // The strides the layout was checked with (compact ones computed for NULL), shown
+        // without a String of their own: this runs when memory may have run out.
+        let computed;
+        let shown: &[i64] = match strides {
+            Strides::Elements(st) => st,
             _ => match shape::contiguous_strides(sizes) {
-                Ok(st) => fmt_dims(&st).to_string(),
+                Ok(st) => {
+                    computed = st;
+                    &computed
+                }
                 Err(_) => return e,
             },
         };
         Error::from_fmt(
             e.status,
             format_args!(
-                "{} (DLPack sizes {}, strides {strides}, byte_offset {byte_offset})",
-                e.message,
+                "{} (DLPack sizes {}, strides {}, byte_offset {byte_offset})",
+                e.text(),
                 fmt_dims(sizes),
+                fmt_dims(shown),
             ),
         )
     })?;
