@@ -69,10 +69,6 @@ impl<S, D> Affine<S, D> {
     }
 }
 
-/// Outputs at least this big are written with streaming stores: the copy kernels'
-/// threshold, for the same reason.
-pub(crate) use super::kernels::STREAM_BYTES;
-
 impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
     #[inline]
     unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
@@ -132,7 +128,7 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
 }
 
 /// Runs the affine kernel for `S -> D` over one layout pair (the dtype dispatch).
-/// `stream`: the whole op's output is big (see [`STREAM_BYTES`]).
+/// `stream`: the whole op's output is big (see [`STREAM_BYTES`](super::kernels::STREAM_BYTES)).
 ///
 /// # Safety
 /// As the engine's `execute`: both layouts valid for their pointers, `dst` writable, the
@@ -296,7 +292,7 @@ mod simd {
         a: f32,
         b: f32,
     ) -> bool {
-        if !is_x86_feature_detected!("avx2") || (ss != 1 && ss != 3) {
+        if !super::super::cpu::avx2() || (ss != 1 && ss != 3) {
             return false;
         }
         let ss = ss as usize;

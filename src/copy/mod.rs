@@ -12,6 +12,7 @@
 //! submodules states its reason, enforced here (also inside `unsafe fn` bodies).
 
 pub(crate) mod affine;
+mod cpu;
 pub(crate) mod engine;
 mod float_int;
 pub(crate) mod kernels;
@@ -345,7 +346,7 @@ impl TensorImpl {
                 self.itemsize() as isize,
                 sdt.itemsize() as isize,
             );
-            let stream = self.numel() as usize * self.itemsize() >= affine::STREAM_BYTES;
+            let stream = self.numel() as usize * self.itemsize() >= kernels::STREAM_BYTES;
             if n == 1 {
                 let (a, b) = param(0);
                 // SAFETY: validated layouts that do not overlap (snapshot otherwise).
