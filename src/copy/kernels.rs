@@ -116,22 +116,21 @@ impl<T: Copy> Kernel for CopySame<T> {
         if super::cpu::avx2() {
             // Streaming stores need 32-byte aligned rows.
             let stream = self.stream && (d as usize).is_multiple_of(32) && dr % 32 == 0;
-            // The SIMD calls below rely on: the CPU has AVX2 (checked just above); the tile
-            // is tile's contract's tile with dc == sr == size_of::<T>() (asserted above: the
-            // engine tiles only then, and CopySame's T is the dtype's item size); `stream`
-            // only when d and dr are multiples of 32, as streaming stores require.
             // Register blocks of 32 x 32 bytes: 8x8 4-byte items or 4x4 8-byte ones.
             let b = 32 / size_of::<T>();
-            if (size_of::<T>() == 4 || size_of::<T>() == 8) && rows >= b && cols >= b {
-                // SAFETY: as said above, with the 4- or 8-byte items `tile` moves.
-                unsafe { simd::tile::<T>(stream, d, s, rows, cols, dr, sc) };
-                return true;
-            }
+            let blocks = (size_of::<T>() == 4 || size_of::<T>() == 8) && rows >= b && cols >= b;
             // A few planes interleaved into dense rows (NCHW -> NHWC with 2-4 channels).
-            if dr == cols as isize * size_of::<T>() as isize {
-                // SAFETY: as above, and dr == C·size_of::<T>() (the `if` just above) with
-                // C == cols, as `interleave` requires (dr == 12 for interleave3_u32).
-                let done = unsafe {
+            let planes = dr == cols as isize * size_of::<T>() as isize;
+            // SAFETY: CPU checked. The tile is tile's contract's with dc == sr ==
+            // size_of::<T>() (asserted above: the engine tiles only then, and CopySame's T
+            // is the dtype's item size); simd::tile gets 4- or 8-byte items, and `stream`
+            // only when d and dr are multiples of 32; the interleaves get dr ==
+            // C·size_of::<T>() with C == cols (`planes`; dr == 12 for interleave3_u32).
+            let done = unsafe {
+                if blocks {
+                    simd::tile::<T>(stream, d, s, rows, cols, dr, sc);
+                    true
+                } else if planes {
                     match cols {
                         2 => simd::interleave::<T, 2>(d, s, rows, sc),
                         3 if size_of::<T>() == 4 => simd::interleave3_u32(d, s, rows, sc),
@@ -139,10 +138,12 @@ impl<T: Copy> Kernel for CopySame<T> {
                         4 => simd::interleave::<T, 4>(d, s, rows, sc),
                         _ => false,
                     }
-                };
-                if done {
-                    return true;
+                } else {
+                    false
                 }
+            };
+            if done {
+                return true;
             }
         }
         // SAFETY: tile's contract with dc == sr == size_of::<T>() (asserted above), which
