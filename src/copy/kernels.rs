@@ -119,18 +119,17 @@ impl<T: Copy> Kernel for CopySame<T> {
             // Register blocks of 32 x 32 bytes: 8x8 4-byte items or 4x4 8-byte ones.
             let b = 32 / size_of::<T>();
             let blocks = (size_of::<T>() == 4 || size_of::<T>() == 8) && rows >= b && cols >= b;
-            // A few planes interleaved into dense rows (NCHW -> NHWC with 2-4 channels).
-            let planes = dr == cols as isize * size_of::<T>() as isize;
             // SAFETY: CPU checked. The tile is tile's contract's with dc == sr ==
             // size_of::<T>() (asserted above: the engine tiles only then, and CopySame's T
             // is the dtype's item size); simd::tile gets 4- or 8-byte items, and `stream`
             // only when d and dr are multiples of 32; the interleaves get dr ==
-            // C·size_of::<T>() with C == cols (`planes`; dr == 12 for interleave3_u32).
+            // C·size_of::<T>() with C == cols (tested; dr == 12 for interleave3_u32).
             let done = unsafe {
                 if blocks {
                     simd::tile::<T>(stream, d, s, rows, cols, dr, sc);
                     true
-                } else if planes {
+                } else if dr == cols as isize * size_of::<T>() as isize {
+                    // A few planes interleaved into dense rows (NCHW -> NHWC, 2-4 channels).
                     match cols {
                         2 => simd::interleave::<T, 2>(d, s, rows, sc),
                         3 if size_of::<T>() == 4 => simd::interleave3_u32(d, s, rows, sc),
@@ -275,6 +274,7 @@ mod simd {
         dr: isize,
         sc: isize,
     ) {
+        debug_assert!(size_of::<T>() == 4 || size_of::<T>() == 8);
         // SAFETY: the caller's tile contract is blocked's; blocked hands the closures only
         // origins of B x B blocks inside the tile (B = 8 for 4-byte items, 4 for 8-byte
         // ones), whose B source columns and B destination rows of 32 bytes are then inside
@@ -536,7 +536,8 @@ pub(crate) fn f32_to_bf16_bits(f: f32) -> u16 {
 }
 
 /// Contiguous, aligned runs of the fast pairs: f32 <-> f16 / bf16 here, float ->
-/// integer in `float_int/`. Returns false when `S -> D` has no fast path.
+/// integer in `float_int/`. Returns false when `S -> D` has no fast path (true for an
+/// empty run: nothing to convert).
 ///
 /// # Safety
 /// `n` contiguous `S` items at `s` are readable, `n` contiguous `D` items at `d` writable,
@@ -549,14 +550,17 @@ unsafe fn fast_contiguous<S: Element, D: Element>(
     stream: bool,
 ) -> bool {
     use half::slice::HalfFloatSliceExt;
+    if n == 0 {
+        return true;
+    }
     let aligned = (d as usize).is_multiple_of(std::mem::align_of::<D>())
         && (s as usize).is_multiple_of(std::mem::align_of::<S>());
     if !aligned {
         return false;
     }
-    // SAFETY: the two runs of the contract, aligned (checked above), as slices of their
-    // own item types (numbers, Bool(u8) and pairs of floats: every bit pattern is valid);
-    // they do not overlap, so the mutable one aliases nothing.
+    // SAFETY: the two runs of the contract (n > 0 items: non-null), aligned (checked
+    // above), as slices of their own item types (numbers, Bool(u8) and pairs of floats:
+    // every bit pattern is valid); they do not overlap, so the mutable one aliases nothing.
     let (src, dst) = unsafe {
         (
             std::slice::from_raw_parts(s as *const S, n),

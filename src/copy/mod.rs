@@ -8,8 +8,10 @@
 //! freshly made outputs are not bumped.
 //!
 //! Unsafe code: the kernels and the engine work on raw pointers (see `kernels.rs` for why
-//! and for the contract they share); every unsafe operation in this module and its
-//! submodules states its reason, enforced here (also inside `unsafe fn` bodies).
+//! and for the contract they share), except the float -> integer kernels (`float_int/`),
+//! which get aligned contiguous runs as slices and are safe functions; SIMD code runs
+//! after one check in `cpu.rs`. Every unsafe operation in this module and its submodules
+//! states its reason, enforced here (also inside `unsafe fn` bodies).
 
 pub(crate) mod affine;
 mod cpu;

@@ -123,6 +123,9 @@ fn all_halves() -> (Vec<f16>, Vec<bf16>) {
     )
 }
 
+// Minutes under Miri: `every_pair_on_a_sample_equals_the_dtype_rule` is its Miri-sized
+// sample.
+#[cfg_attr(miri, ignore)]
 #[test]
 fn every_float_int_pair_equals_the_dtype_rule() {
     let v = interesting_f64();
@@ -170,6 +173,24 @@ fn every_float_int_pair_equals_the_dtype_rule() {
         &[1f32, 2.0],
         false
     ));
+}
+
+/// Every pair through the dispatch on a sample of the values above, at two output
+/// offsets (runs too short to stream): small enough for Miri, which runs the baseline loops (it reports
+/// no AVX2), this CPU's kernels otherwise.
+#[test]
+fn every_pair_on_a_sample_equals_the_dtype_rule() {
+    let v: Vec<f64> = interesting_f64().into_iter().step_by(23).collect();
+    let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    let (h, b) = all_halves();
+    let h: Vec<f16> = h.into_iter().step_by(331).collect();
+    let b: Vec<bf16> = b.into_iter().step_by(331).collect();
+    for skew in [0, 3] {
+        all_ints::<f64>(&v, skew, false);
+        all_ints::<f32>(&f, skew, false);
+        all_ints::<f16>(&h, skew, false);
+        all_ints::<bf16>(&b, skew, false);
+    }
 }
 
 #[test]
