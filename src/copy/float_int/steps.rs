@@ -47,8 +47,10 @@ pub(super) fn drive<S: Copy, D: Copy, const STREAM: bool>(
     for (o, &x) in dh.iter_mut().zip(sh) {
         *o = one(x);
     }
-    let mut chunks = dst.chunks_exact_mut(per);
-    for (o, s) in (&mut chunks).zip(src.chunks_exact(per)) {
+    let m = src.len() / per * per;
+    let (dst, dt) = dst.split_at_mut(m);
+    let (src, st) = src.split_at(m);
+    for (o, s) in dst.chunks_exact_mut(per).zip(src.chunks_exact(per)) {
         let v = block(s);
         let q = o.as_mut_ptr() as *mut __m256i;
         // SAFETY: q is the chunk `o`, `per` items of D: 32 bytes, ours to write. Streamed
@@ -62,8 +64,7 @@ pub(super) fn drive<S: Copy, D: Copy, const STREAM: bool>(
             }
         }
     }
-    let done = src.len() / per * per;
-    for (o, &x) in chunks.into_remainder().iter_mut().zip(&src[done..]) {
+    for (o, &x) in dt.iter_mut().zip(st) {
         *o = one(x);
     }
     if STREAM {
