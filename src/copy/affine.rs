@@ -69,10 +69,6 @@ impl<S, D> Affine<S, D> {
     }
 }
 
-/// Outputs at least this big are written with streaming stores: the copy kernels'
-/// threshold, for the same reason.
-pub(crate) use super::kernels::STREAM_BYTES;
-
 impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
     #[inline]
     unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool {
@@ -82,9 +78,10 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
         let (a, b) = (self.scale, self.shift);
         if is::<S, u8>() && is::<D, f32>() && ds == 4 {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: n u8 items ss apart at s and n contiguous f32 at d (ds == 4): the run
-            // u8_to_f32 requires (it checks the CPU and the stride itself).
-            if unsafe { simd::u8_to_f32(self.stream, d, s, n, ss, a as f32, b as f32) } {
+            if super::cpu::avx2() && (ss == 1 || ss == 3) {
+                // SAFETY: CPU checked; n u8 items ss (1 or 3) apart at s and n contiguous
+                // f32 at d (ds == 4): the run u8_to_f32 requires.
+                unsafe { simd::u8_to_f32(self.stream, d, s, n, ss as usize, a as f32, b as f32) };
                 return true;
             }
             // Scalar: the same two float32 roundings as the SIMD loop.
@@ -132,7 +129,7 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
 }
 
 /// Runs the affine kernel for `S -> D` over one layout pair (the dtype dispatch).
-/// `stream`: the whole op's output is big (see [`STREAM_BYTES`]).
+/// `stream`: the whole op's output is big (see [`STREAM_BYTES`](super::kernels::STREAM_BYTES)).
 ///
 /// # Safety
 /// As the engine's `execute`: both layouts valid for their pointers, `dst` writable, the
@@ -281,25 +278,21 @@ mod simd {
 
     /// `n` bytes read `ss` apart (1 or 3) to `n` contiguous f32 `x·a + b` (a multiply and
     /// an add, each rounded: the scalar loop's values). `stream`: streaming stores (after
-    /// a scalar head up to 32-byte alignment), fenced before returning. Returns false when
-    /// it does not handle this stride or the CPU lacks AVX2.
+    /// a scalar head up to 32-byte alignment), fenced before returning.
     ///
     /// # Safety
     /// The `n` bytes `s + i·ss` (i < n) are readable and the `n` f32 (unaligned) at `d`
-    /// writable, not overlapping them.
+    /// writable, not overlapping them; `ss` is 1 or 3; the CPU supports AVX2.
+    #[target_feature(enable = "avx2")]
     pub(super) unsafe fn u8_to_f32(
         stream: bool,
         d: *mut u8,
         s: *const u8,
         n: usize,
-        ss: isize,
+        ss: usize,
         a: f32,
         b: f32,
-    ) -> bool {
-        if !is_x86_feature_detected!("avx2") || (ss != 1 && ss != 3) {
-            return false;
-        }
-        let ss = ss as usize;
+    ) {
         let d = d as *mut f32;
         // Streaming stores need 32-byte aligned outputs: scalar items up to there (only
         // when the output is 4-byte aligned, i.e. a whole number of items away).
@@ -317,7 +310,7 @@ mod simd {
         };
         let aligned = stream && (d2 as usize).is_multiple_of(32);
         // SAFETY: the rest of the runs, items head..n, with ss 1 (dense) or 3 (stride3),
-        // as each requires; the CPU has AVX2 (checked above); streaming stores only when
+        // as each requires; AVX2 is enabled here (the contract); streaming stores only when
         // d2 is 32-byte aligned (then every 8-item store of dense / stride3 is).
         unsafe {
             match (ss, aligned) {
@@ -330,7 +323,6 @@ mod simd {
                 _mm_sfence();
             }
         }
-        true
     }
 
     /// Eight bytes (in the low half of `v`) to eight floats `x·a + b` at `d` (32-byte

@@ -113,28 +113,23 @@ impl<T: Copy> Kernel for CopySame<T> {
         // The engine tiles only when dst is contiguous along columns and src along rows.
         debug_assert!(dc == size_of::<T>() as isize && sr == size_of::<T>() as isize);
         #[cfg(target_arch = "x86_64")]
-        if simd::has_avx2() {
+        if super::cpu::avx2() {
             // Streaming stores need 32-byte aligned rows.
             let stream = self.stream && (d as usize).is_multiple_of(32) && dr % 32 == 0;
-            // The SIMD calls below rely on: the CPU has AVX2 (checked just above); the tile
-            // is tile's contract's tile with dc == sr == size_of::<T>() (asserted above: the
-            // engine tiles only then, and CopySame's T is the dtype's item size); `stream`
-            // only when d and dr are multiples of 32, as streaming stores require.
-            if size_of::<T>() == 4 && rows >= 8 && cols >= 8 {
-                // SAFETY: as said above, with 4-byte items as tile_u32 moves.
-                unsafe { simd::tile_u32(stream, d, s, rows, cols, dr, sc) };
-                return true;
-            }
-            if size_of::<T>() == 8 && rows >= 4 && cols >= 4 {
-                // SAFETY: as said above, with 8-byte items as tile_u64 moves.
-                unsafe { simd::tile_u64(stream, d, s, rows, cols, dr, sc) };
-                return true;
-            }
-            // A few planes interleaved into dense rows (NCHW -> NHWC with 2-4 channels).
-            if dr == cols as isize * size_of::<T>() as isize {
-                // SAFETY: as above, and dr == C·size_of::<T>() (the `if` just above) with
-                // C == cols, as `interleave` requires (dr == 12 for interleave3_u32).
-                let done = unsafe {
+            // Register blocks of 32 x 32 bytes: 8x8 4-byte items or 4x4 8-byte ones.
+            let b = 32 / size_of::<T>();
+            let blocks = (size_of::<T>() == 4 || size_of::<T>() == 8) && rows >= b && cols >= b;
+            // SAFETY: CPU checked. The tile is tile's contract's with dc == sr ==
+            // size_of::<T>() (asserted above: the engine tiles only then, and CopySame's T
+            // is the dtype's item size); simd::tile gets 4- or 8-byte items, and `stream`
+            // only when d and dr are multiples of 32; the interleaves get dr ==
+            // C·size_of::<T>() with C == cols (tested; dr == 12 for interleave3_u32).
+            let done = unsafe {
+                if blocks {
+                    simd::tile::<T>(stream, d, s, rows, cols, dr, sc);
+                    true
+                } else if dr == cols as isize * size_of::<T>() as isize {
+                    // A few planes interleaved into dense rows (NCHW -> NHWC, 2-4 channels).
                     match cols {
                         2 => simd::interleave::<T, 2>(d, s, rows, sc),
                         3 if size_of::<T>() == 4 => simd::interleave3_u32(d, s, rows, sc),
@@ -142,10 +137,12 @@ impl<T: Copy> Kernel for CopySame<T> {
                         4 => simd::interleave::<T, 4>(d, s, rows, sc),
                         _ => false,
                     }
-                };
-                if done {
-                    return true;
+                } else {
+                    false
                 }
+            };
+            if done {
+                return true;
             }
         }
         // SAFETY: tile's contract with dc == sr == size_of::<T>() (asserted above), which
@@ -206,21 +203,7 @@ unsafe fn scalar_tile<T: Copy>(
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use std::arch::x86_64::*;
-    use std::sync::atomic::{AtomicU8, Ordering};
-
-    static AVX2: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 no, 2 yes
-
-    #[inline]
-    pub(super) fn has_avx2() -> bool {
-        match AVX2.load(Ordering::Relaxed) {
-            0 => {
-                let yes = is_x86_feature_detected!("avx2");
-                AVX2.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-                yes
-            }
-            v => v == 2,
-        }
-    }
+    use std::mem::size_of;
 
     /// Walks a `rows x cols` transposing tile (element (r, c) from `s + r·size + c·sc` to
     /// `d + r·dr + c·size`) in `B x B` blocks handed to `block(dst, src)`; the ragged
@@ -275,14 +258,14 @@ mod simd {
     }
 
     /// Transposes a tile of 4-byte items in 8x8 register blocks (eight 32-byte loads, 24
-    /// shuffles, eight 32-byte stores). `stream`: non-temporal stores (32-byte aligned
-    /// rows required), fenced before returning.
+    /// shuffles, eight 32-byte stores), or of 8-byte items in 4x4 ones. `stream`:
+    /// non-temporal stores (32-byte aligned rows required), fenced before returning.
     ///
     /// # Safety
-    /// As `Kernel::tile` with 4-byte items and `dc == sr == 4`; the CPU must support AVX2;
-    /// with `stream`, `d` and `dr` are multiples of 32.
+    /// As `Kernel::tile` with `dc == sr == size_of::<T>()`, which is 4 or 8; the CPU must
+    /// support AVX2; with `stream`, `d` and `dr` are multiples of 32.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn tile_u32(
+    pub(super) unsafe fn tile<T: Copy>(
         stream: bool,
         d: *mut u8,
         s: *const u8,
@@ -291,55 +274,30 @@ mod simd {
         dr: isize,
         sc: isize,
     ) {
+        debug_assert!(size_of::<T>() == 4 || size_of::<T>() == 8);
         // SAFETY: the caller's tile contract is blocked's; blocked hands the closures only
-        // origins of 8x8 blocks inside the tile, whose 8 source columns and 8
-        // destination rows of 32 bytes are then inside it: block8's contract. AVX2 is
-        // enabled here (target_feature; the caller checked the CPU). With `stream`, a block
-        // origin d + r·dr + c·4 (c a multiple of 8) is 32-byte aligned as d and dr are.
+        // origins of B x B blocks inside the tile (B = 8 for 4-byte items, 4 for 8-byte
+        // ones), whose B source columns and B destination rows of 32 bytes are then inside
+        // it: block8's and block4's contract. AVX2 is enabled here (target_feature; the
+        // caller checked the CPU). With `stream`, a block origin d + r·dr + c·size (c·size
+        // a multiple of 32) is 32-byte aligned as d and dr are.
         unsafe {
-            if stream {
-                blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
+            match (size_of::<T>() == 4, stream) {
+                (true, true) => blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
                     block8::<true>(dd, dr, ss, sc)
-                });
-                _mm_sfence();
-            } else {
-                blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
+                }),
+                (true, false) => blocked::<u32, 8>(d, s, rows, cols, dr, sc, |dd, ss| {
                     block8::<false>(dd, dr, ss, sc)
-                });
-            }
-        }
-    }
-
-    /// [`tile_u32`] for 8-byte items, in 4x4 register blocks.
-    ///
-    /// # Safety
-    /// As `Kernel::tile` with 8-byte items and `dc == sr == 8`; the CPU must support AVX2;
-    /// with `stream`, `d` and `dr` are multiples of 32.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn tile_u64(
-        stream: bool,
-        d: *mut u8,
-        s: *const u8,
-        rows: usize,
-        cols: usize,
-        dr: isize,
-        sc: isize,
-    ) {
-        // SAFETY: the caller's tile contract is blocked's; blocked hands the closures only
-        // origins of 4x4 blocks inside the tile, whose 4 source columns and 4
-        // destination rows of 32 bytes are then inside it: block4's contract. AVX2 is
-        // enabled here (target_feature; the caller checked the CPU). With `stream`, a block
-        // origin d + r·dr + c·8 (c a multiple of 4) is 32-byte aligned as d and dr are.
-        unsafe {
-            if stream {
-                blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
+                }),
+                (false, true) => blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
                     block4::<true>(dd, dr, ss, sc)
-                });
-                _mm_sfence();
-            } else {
-                blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
+                }),
+                (false, false) => blocked::<u64, 4>(d, s, rows, cols, dr, sc, |dd, ss| {
                     block4::<false>(dd, dr, ss, sc)
-                });
+                }),
+            }
+            if stream {
+                _mm_sfence();
             }
         }
     }
@@ -550,6 +508,19 @@ pub(super) fn is<A: 'static, B: 'static>() -> bool {
     TypeId::of::<A>() == TypeId::of::<B>()
 }
 
+/// `s` as a slice of `T` when `S` is `T`, else None (constant-folded as [`is`]): how a
+/// generic kernel hands its run to a kernel for one type, without pointer casts.
+pub(super) fn same<S: 'static, T: 'static>(s: &[S]) -> Option<&[T]> {
+    // SAFETY: S is T (equal TypeIds): the same slice, retyped to itself.
+    is::<S, T>().then(|| unsafe { &*(s as *const [S] as *const [T]) })
+}
+
+/// [`same`] for a mutable slice.
+pub(super) fn same_mut<S: 'static, T: 'static>(s: &mut [S]) -> Option<&mut [T]> {
+    // SAFETY: S is T (equal TypeIds): the same slice, retyped to itself.
+    is::<S, T>().then(|| unsafe { &mut *(s as *mut [S] as *mut [T]) })
+}
+
 /// f32 -> bf16, round to nearest even, NaN kept quiet with its top payload bits: the same
 /// bits as `bf16::from_f32` (the dtype.rs rule), written branch-free so it vectorises.
 #[inline(always)]
@@ -564,8 +535,9 @@ pub(crate) fn f32_to_bf16_bits(f: f32) -> u16 {
     }
 }
 
-/// Contiguous, aligned runs of the fast pairs (float -> integer in `float_int.rs`).
-/// Returns false when `S -> D` has no fast path.
+/// Contiguous, aligned runs of the fast pairs: f32 <-> f16 / bf16 here, float ->
+/// integer in `float_int/`. Returns false when `S -> D` has no fast path (true for an
+/// empty run: nothing to convert).
 ///
 /// # Safety
 /// `n` contiguous `S` items at `s` are readable, `n` contiguous `D` items at `d` writable,
@@ -578,64 +550,40 @@ unsafe fn fast_contiguous<S: Element, D: Element>(
     stream: bool,
 ) -> bool {
     use half::slice::HalfFloatSliceExt;
+    if n == 0 {
+        return true;
+    }
     let aligned = (d as usize).is_multiple_of(std::mem::align_of::<D>())
         && (s as usize).is_multiple_of(std::mem::align_of::<S>());
     if !aligned {
         return false;
     }
-    // Each slice pair below is the two runs of the contract, aligned (checked above), as
-    // items of the very type S or D that the `is` test of the branch identified (u16 / u32
-    // have the size and alignment of bf16 / f32, and every bit pattern is valid in each);
-    // they do not overlap, so the shared and the mutable slice never alias.
-    if is::<S, f32>() && is::<D, f16>() {
-        // SAFETY: the two runs as typed slices, as explained above.
-        let (src, dst) = unsafe {
-            (
-                std::slice::from_raw_parts(s as *const f32, n),
-                std::slice::from_raw_parts_mut(d as *mut f16, n),
-            )
-        };
-        dst.convert_from_f32_slice(src);
-        true
-    } else if is::<S, f16>() && is::<D, f32>() {
-        // SAFETY: the two runs as typed slices, as explained above.
-        let (src, dst) = unsafe {
-            (
-                std::slice::from_raw_parts(s as *const f16, n),
-                std::slice::from_raw_parts_mut(d as *mut f32, n),
-            )
-        };
-        src.convert_to_f32_slice(dst);
-        true
-    } else if is::<S, f32>() && is::<D, bf16>() {
-        // SAFETY: the two runs as typed slices, as explained above.
-        let (src, dst) = unsafe {
-            (
-                std::slice::from_raw_parts(s as *const f32, n),
-                std::slice::from_raw_parts_mut(d as *mut u16, n),
-            )
-        };
-        for (o, &x) in dst.iter_mut().zip(src) {
+    // SAFETY: the two runs of the contract (n > 0 items: non-null), aligned (checked
+    // above), as slices of their own item types (numbers, Bool(u8) and pairs of floats:
+    // every bit pattern is valid); they do not overlap, so the mutable one aliases nothing.
+    let (src, dst) = unsafe {
+        (
+            std::slice::from_raw_parts(s as *const S, n),
+            std::slice::from_raw_parts_mut(d as *mut D, n),
+        )
+    };
+    if let (Some(s), Some(d)) = (same::<S, f32>(src), same_mut::<D, f16>(dst)) {
+        d.convert_from_f32_slice(s);
+    } else if let (Some(s), Some(d)) = (same::<S, f16>(src), same_mut::<D, f32>(dst)) {
+        s.convert_to_f32_slice(d);
+    } else if let (Some(s), Some(d)) = (same::<S, f32>(src), same_mut::<D, bf16>(dst)) {
+        for (o, &x) in d.reinterpret_cast_mut().iter_mut().zip(s) {
             *o = f32_to_bf16_bits(x);
         }
-        true
-    } else if is::<S, bf16>() && is::<D, f32>() {
+    } else if let (Some(s), Some(d)) = (same::<S, bf16>(src), same_mut::<D, f32>(dst)) {
         // Exact: bf16 is the top half of an f32.
-        // SAFETY: the two runs as typed slices, as explained above.
-        let (src, dst) = unsafe {
-            (
-                std::slice::from_raw_parts(s as *const u16, n),
-                std::slice::from_raw_parts_mut(d as *mut u32, n),
-            )
-        };
-        for (o, &x) in dst.iter_mut().zip(src) {
-            *o = (x as u32) << 16;
+        for (o, &x) in d.iter_mut().zip(s.reinterpret_cast()) {
+            *o = f32::from_bits((x as u32) << 16);
         }
-        true
     } else {
-        // SAFETY: this function's contract, which is float_to_int's.
-        unsafe { super::float_int::float_to_int::<S, D>(d, s, n, stream) }
+        return super::float_int::float_to_int(dst, src, stream);
     }
+    true
 }
 
 impl<S: Element, D: Element> Kernel for Convert<S, D> {

@@ -8,10 +8,13 @@
 //! freshly made outputs are not bumped.
 //!
 //! Unsafe code: the kernels and the engine work on raw pointers (see `kernels.rs` for why
-//! and for the contract they share); every unsafe operation in this module and its
-//! submodules states its reason, enforced here (also inside `unsafe fn` bodies).
+//! and for the contract they share), except the float -> integer kernels (`float_int/`),
+//! which get aligned contiguous runs as slices and are safe functions; SIMD code runs
+//! after one check in `cpu.rs`. Every unsafe operation in this module and its submodules
+//! states its reason, enforced here (also inside `unsafe fn` bodies).
 
 pub(crate) mod affine;
+mod cpu;
 pub(crate) mod engine;
 mod float_int;
 pub(crate) mod kernels;
@@ -345,7 +348,7 @@ impl TensorImpl {
                 self.itemsize() as isize,
                 sdt.itemsize() as isize,
             );
-            let stream = self.numel() as usize * self.itemsize() >= affine::STREAM_BYTES;
+            let stream = self.numel() as usize * self.itemsize() >= kernels::STREAM_BYTES;
             if n == 1 {
                 let (a, b) = param(0);
                 // SAFETY: validated layouts that do not overlap (snapshot otherwise).
