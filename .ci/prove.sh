@@ -141,7 +141,8 @@ step_miri() {
     cargo +nightly miri test --lib -- refcount:: storage:: dlpack:: copy::engine:: \
     copy::tests::bool_copies copy::tests::copy_with_overlapping copy::tests::copy_between_storages \
     copy::tests::in_place_errors copy::tests::write_checks copy::tests::equal_on_the_same \
-    copy::tests::repeat_matches copy::tests::copy_broadcasts
+    copy::tests::repeat_matches copy::tests::copy_broadcasts \
+    copy::float_int::tests::every_pair_on_a_sample copy::float_int::tests::baseline_float
 }
 
 step_oom() {
