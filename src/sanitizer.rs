@@ -2,7 +2,7 @@
 //! or this library built with `-Zsanitizer=address`) or a valgrind tool that replaces
 //! `malloc` (memcheck, helgrind, drd, massif, dhat; not callgrind or cachegrind, which
 //! measure the library as it runs for everyone). Decided once, at the allocator's first
-//! use ([`checker`]). The per-thread caches step aside for a checker (allocator.rs: a
+//! use ([`checker`]). The per-thread caches step aside for a checker (`crate::allocator`: a
 //! recycled block hides a use after free from it), and under AddressSanitizer a C handle
 //! is checked against ASan's shadow memory before it is read ([`asan_freed`]).
 //!

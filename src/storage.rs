@@ -62,7 +62,7 @@ struct Data {
     ptr: *mut u8,
     /// Size of the block in bytes, at most `isize::MAX` (checked at creation and by
     /// `resize`), so any offset inside it fits `ptr.offset`. There is no separate
-    /// capacity: the built-in allocator rounds its own blocks (allocator.rs) and gets the
+    /// capacity: the built-in allocator rounds its own blocks (`crate::allocator`) and gets the
     /// size back in `deallocate`.
     nbytes: usize,
     /// Who frees `ptr`, and how (see [`Owner`]).
@@ -399,7 +399,7 @@ impl StorageImpl {
 }
 
 impl Intrusive for StorageImpl {
-    const BLOCK_SLOT: Option<usize> = Some(crate::allocator::OBJ_STORAGE);
+    type Boxes = crate::allocator::StorageBoxes;
 
     fn release_resources(&self) {
         self.release_data();

@@ -24,7 +24,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The version counter shared by a tensor and all its views (bumped by in-place writes).
 pub struct VersionCounter(AtomicU64);
-impl Intrusive for VersionCounter {}
+impl Intrusive for VersionCounter {
+    type Boxes = crate::refcount::Global;
+}
 pub type VersionPtr = IntrusivePtr<VersionCounter>;
 
 /// Memory formats (codes equal `c10::MemoryFormat`'s).
@@ -101,7 +103,7 @@ pub struct TensorImpl {
 }
 
 impl Intrusive for TensorImpl {
-    const BLOCK_SLOT: Option<usize> = Some(crate::allocator::OBJ_TENSOR);
+    type Boxes = crate::allocator::TensorBoxes;
 
     /// Called at strong count 0 only while weak references exist, and the only weak
     /// reference to a tensor is the memory snapshot's registration: so this unregisters
