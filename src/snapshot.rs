@@ -10,7 +10,9 @@
 //! are the tensors made on them (a weak reference each, removed by the tensor's
 //! `release_resources` at strong count 0). Making a tensor tests one flag of its storage
 //! (`StorageImpl::is_tracked`); releasing an untracked tensor is unchanged (no weak
-//! reference, so the one-step fast path).
+//! reference, so the one-step fast path). The foundation only declares those calls
+//! (`storage::StorageObserver`, `tensor_impl::TensorObserver`); this module implements
+//! them, so nothing below it names it.
 //!
 //! A snapshot takes no reference of either kind: it reads everything under the registry
 //! lock, from what a registration guarantees to be there (a registered storage's count
@@ -22,8 +24,8 @@
 
 use crate::error::{Error, Result, Status};
 use crate::refcount::{box_of, counts_of, WeakIntrusivePtr};
-use crate::storage::{Storage, StorageImpl, StorageKind};
-use crate::tensor_impl::{Tensor, TensorImpl};
+use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
+use crate::tensor_impl::{Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
@@ -69,7 +71,7 @@ fn read_env() {
 
 /// Should a storage being made now be registered? Reads the environment the first time.
 #[inline]
-pub(crate) fn tracking_storages() -> bool {
+fn tracking_storages() -> bool {
     read_env();
     TRACKING.load(Ordering::Relaxed)
 }
@@ -103,7 +105,7 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
 /// Best effort: out of memory leaves the storage unregistered.
 #[cold]
 #[inline(never)]
-pub(crate) fn register_storage(s: &Storage) {
+fn register_storage(s: &Storage) {
     let figures = Figures {
         data: s.data_ptr() as usize,
         nbytes: s.nbytes(),
@@ -117,11 +119,11 @@ pub(crate) fn register_storage(s: &Storage) {
     })
 }
 
-/// Called by `resize` after it replaced a tracked storage's block (by the storage's only
+/// Told by `resize` after it replaced a tracked storage's block (by the storage's only
 /// user: the resize contract).
 #[cold]
 #[inline(never)]
-pub(crate) fn storage_resized(s: &StorageImpl) {
+fn storage_resized(s: &StorageImpl) {
     let (data, nbytes) = (s.data_ptr() as usize, s.nbytes());
     let mut r = registry();
     if let Some(f) = r
@@ -153,7 +155,7 @@ fn remove_entry(f: impl FnOnce(&mut Registry) -> Option<WeakIntrusivePtr<TensorI
 
 #[cold]
 #[inline(never)]
-pub(crate) fn unregister_storage(s: &StorageImpl) {
+fn unregister_storage(s: &StorageImpl) {
     remove_entry(|r| {
         r.storages.remove(&(s as *const StorageImpl as usize));
         None
@@ -163,7 +165,7 @@ pub(crate) fn unregister_storage(s: &StorageImpl) {
 /// Registers a new tensor made on a tracked storage (best effort, as storages).
 #[cold]
 #[inline(never)]
-pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
+fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     let Ok(t) = t else { return t };
     if !TRACKING.load(Ordering::Relaxed) {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
@@ -180,13 +182,45 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     Ok(t)
 }
 
-/// Called from the tensor's `release_resources` (strong count 0).
+/// Told by the tensor's `release_resources` (strong count 0).
 #[cold]
 #[inline(never)]
-pub(crate) fn unregister_tensor(t: &TensorImpl) {
+fn unregister_tensor(t: &TensorImpl) {
     // The weak reference is dropped unlocked; never the last weak unit (the caller's
     // strong-0 path holds one).
     remove_entry(|r| r.tensors.remove(&(t as *const TensorImpl as usize)))
+}
+
+/// The registry is what watches storages and the tensors on them (the foundation declares
+/// the calls, `storage::StorageObserver` and `tensor_impl::TensorObserver`).
+impl StorageObserver for Observer {
+    #[inline]
+    fn watching() -> bool {
+        tracking_storages()
+    }
+    #[inline]
+    fn made(s: &Storage) {
+        register_storage(s)
+    }
+    #[inline]
+    fn resized(s: &StorageImpl) {
+        storage_resized(s)
+    }
+    #[inline]
+    fn dropped(s: &StorageImpl) {
+        unregister_storage(s)
+    }
+}
+
+impl TensorObserver for Observer {
+    #[inline]
+    fn tensor_made(t: Result<Tensor>) -> Result<Tensor> {
+        register_tensor(t)
+    }
+    #[inline]
+    fn tensor_released(t: &TensorImpl) {
+        unregister_tensor(t)
+    }
 }
 
 /// One live storage in a snapshot.

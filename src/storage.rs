@@ -10,7 +10,6 @@ use crate::allocator::{stats_storage_born, stats_storage_died, Allocator};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
 use crate::refcount::{Intrusive, IntrusivePtr};
-use crate::snapshot;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -35,6 +34,29 @@ enum Owner {
     /// Data already released: `ptr` is NULL and `nbytes` 0; nothing is freed again.
     Released,
 }
+
+/// What watches storages from above the foundation: told when a storage it chose to watch
+/// (its `tracked` flag, fixed at creation) is made, resized and dropped. Storage declares
+/// the calls and names no watcher; the one implementation, for [`Observer`], is the memory
+/// snapshot's registry (`crate::snapshot`), as `refcount` declares the allocation
+/// strategy that the object-box cache implements. Every call but `watching` is made only
+/// for a tracked storage.
+pub(crate) trait StorageObserver {
+    /// Should a storage being made now be watched? Called once per storage (cheap: a flag,
+    /// and the first time whatever start-up setting the observer reads).
+    fn watching() -> bool;
+    /// A watched storage was made (it may be reached by address from now on, until
+    /// `dropped`: the storage answers true to `Intrusive::reachable_by_address`).
+    fn made(s: &Storage);
+    /// `resize` replaced a watched storage's block (called by the storage's only user).
+    fn resized(s: &StorageImpl);
+    /// A watched storage's object is being dropped (before its data is released).
+    fn dropped(s: &StorageImpl);
+}
+
+/// The observer of storages, and of the tensors on them (`tensor_impl::TensorObserver`):
+/// a name for the implementation above the foundation.
+pub(crate) enum Observer {}
 
 /// Where a storage's bytes come from, fixed at creation (reported by the memory snapshot
 /// as `tensor_storage_kind_t` codes, and by `storage_is_mapped`). Allocated storages own
@@ -102,10 +124,11 @@ pub struct StorageImpl {
     /// Where the bytes come from; fixed at creation. `Allocated` iff the owner is (or
     /// was) `Owner::Allocated`; `Mapped` storages are external with an unmapping deleter.
     kind: StorageKind,
-    /// Registered with the memory snapshot (tracking was on when it was made); fixed.
-    /// While set, the snapshot registry holds this object's address (with a copy of its
-    /// data pointer, size and kind, which `resize` updates), and `Drop` removes it (under
-    /// the registry lock) before the object is freed.
+    /// Watched by the [`StorageObserver`] (it was watching when this was made); fixed.
+    /// While set, the observer may hold this object's address (the memory snapshot's
+    /// registry, with a copy of its data pointer, size and kind, which `resize` reports),
+    /// and `Drop` tells it (it removes the entry under its lock) before the object is
+    /// freed.
     tracked: bool,
     /// The version counter of the tensor made together with this storage and its views
     /// (`tensor_impl::VersionOf::Storage`).
@@ -156,14 +179,14 @@ impl StorageImpl {
             disarmed: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind: StorageKind::Allocated,
-            tracked: snapshot::tracking_storages(),
+            tracked: Observer::watching(),
             version: AtomicU64::new(0),
         };
         stats_storage_born(false);
         // On failure the StorageImpl drops here and frees the block.
         let p = IntrusivePtr::try_new(s).map_err(|_| oom("storage"))?;
         if p.tracked {
-            snapshot::register_storage(&p);
+            Observer::made(&p);
         }
         Ok(p)
     }
@@ -217,14 +240,14 @@ impl StorageImpl {
             disarmed: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind,
-            tracked: snapshot::tracking_storages(),
+            tracked: Observer::watching(),
             version: AtomicU64::new(0),
         };
         stats_storage_born(true);
         match IntrusivePtr::try_new(s) {
             Ok(p) => {
                 if p.tracked {
-                    snapshot::register_storage(&p);
+                    Observer::made(&p);
                 }
                 Ok(p)
             }
@@ -261,7 +284,7 @@ impl StorageImpl {
         matches!(self.data().owner, Owner::Allocated(_))
     }
 
-    /// Registered with the memory snapshot (so are the tensors made on it).
+    /// Watched by the [`StorageObserver`] (so are the tensors made on it).
     #[inline(always)]
     pub fn is_tracked(&self) -> bool {
         self.tracked
@@ -368,7 +391,7 @@ impl StorageImpl {
             d.nbytes = nbytes;
         }
         if self.tracked {
-            snapshot::storage_resized(self);
+            Observer::resized(self);
         }
         Ok(())
     }
@@ -405,8 +428,8 @@ impl Intrusive for StorageImpl {
         self.release_data();
     }
 
-    /// A tracked storage is in the snapshot's registry by address (`snapshot()` reads its
-    /// count word there under the registry lock, and leaves out a storage at strong 0).
+    /// A tracked storage may be held by address by its observer (the memory snapshot reads
+    /// its count word under the registry lock, and leaves out a storage at strong 0).
     #[inline]
     fn reachable_by_address(&self) -> bool {
         self.tracked
@@ -416,7 +439,7 @@ impl Intrusive for StorageImpl {
 impl Drop for StorageImpl {
     fn drop(&mut self) {
         if self.tracked {
-            snapshot::unregister_storage(self);
+            Observer::dropped(self);
         }
         self.release_data();
     }

@@ -73,4 +73,3 @@ pub fn memory_stats() -> MemoryStats {
         cache_limit_bytes: cache_limit() as u64,
     }
 }
-

@@ -201,17 +201,27 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         .lines()
         .filter_map(|l| {
             let l = l.trim();
-            let decl = l.strip_prefix("pub(crate) mod ").or(l.strip_prefix("pub mod "))?;
+            let decl = l
+                .strip_prefix("pub(crate) mod ")
+                .or(l.strip_prefix("pub mod "))?;
             Some(decl.strip_suffix(';')?.to_string())
         })
         .collect();
-    assert!(modules.contains("refcount") && modules.contains("ffi"), "{modules:?}");
+    assert!(
+        modules.contains("refcount") && modules.contains("ffi"),
+        "{modules:?}"
+    );
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     for f in files {
         let rel = f.strip_prefix(&src).unwrap();
-        let top = rel.components().next().unwrap().as_os_str().to_string_lossy();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
         let top = top.trim_end_matches(".rs").to_string();
         // Test-only files: a module's `tests.rs`, the ffi name test, src/tests/.
         let stem = f.file_stem().unwrap().to_string_lossy();
@@ -275,7 +285,11 @@ fn module_graph_points_up() {
             }
         }
     }
-    assert!(broken.is_empty(), "module rules broken:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "module rules broken:\n{}",
+        broken.join("\n")
+    );
 }
 
 /// The reader itself: comments, strings and test items are not code; groups are split.
