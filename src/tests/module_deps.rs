@@ -303,3 +303,54 @@ fn module_graph_reader() {
     let names: Vec<String> = named_modules(&code, &modules).into_iter().collect();
     assert_eq!(names, ["a", "b", "c"]);
 }
+
+/// The allocator's files (one per job) form no loop either: each names only the files
+/// below it (`super::x`), and only `mod.rs`, the facade, names them all.
+#[test]
+fn allocator_files_point_down() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/allocator");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let parts: BTreeSet<String> = files
+        .iter()
+        .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+        .filter(|s| s != "mod")
+        .collect();
+    assert!(
+        parts.contains("objects") && parts.contains("stats"),
+        "{parts:?}"
+    );
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let part = f.file_stem().unwrap().to_string_lossy().into_owned();
+        if part == "mod" {
+            continue;
+        }
+        let code = without_test_items(&code_only(&std::fs::read_to_string(f).unwrap()));
+        let code = code
+            .replace("super::", "crate::")
+            .replace("crate::allocator::", "crate::");
+        let names = named_modules(&code, &parts);
+        graph
+            .entry(part.clone())
+            .or_default()
+            .extend(names.into_iter().filter(|n| *n != part));
+    }
+    let mut broken = Vec::new();
+    for (m, deps) in &graph {
+        println!(
+            "allocator::{m:8} -> {}",
+            deps.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+        for d in deps {
+            if let Some(back) = path_back(&graph, d, m) {
+                broken.push(format!("{m} -> {}", back.join(" -> ")));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "allocator files loop:\n{}",
+        broken.join("\n")
+    );
+}
