@@ -27,14 +27,19 @@ use crate::refcount::{box_of, counts_of, WeakIntrusivePtr};
 use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
 use crate::tensor_impl::{Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
 /// Environment variable, a boolean (`crate::env::flag`): true turns tracking on at start-up
 /// (read once, when the first storage is made or tracking is queried).
 pub const ENV_TRACKING: &str = "TENSOR_MEMORY_TRACKING";
 
-static TRACKING: AtomicBool = AtomicBool::new(false);
+/// Tracking off or on: [`OFF`] or [`ON`] once the environment has been read ([`UNREAD`]
+/// before), so that the test every new storage makes is one load.
+static TRACKING: AtomicU8 = AtomicU8::new(UNREAD);
+const UNREAD: u8 = 0;
+const OFF: u8 = 1;
+const ON: u8 = 2;
 static ENV: Once = Once::new();
 
 /// What the snapshot reports of a registered storage besides its counts: copied at
@@ -63,17 +68,22 @@ fn registry() -> MutexGuard<'static, Option<Registry>> {
 
 fn read_env() {
     ENV.call_once(|| {
-        if crate::env::flag(ENV_TRACKING) == Some(true) {
-            TRACKING.store(true, Ordering::Relaxed);
-        }
+        let on = crate::env::flag(ENV_TRACKING) == Some(true);
+        TRACKING.store(if on { ON } else { OFF }, Ordering::Relaxed);
     });
 }
 
 /// Should a storage being made now be registered? Reads the environment the first time.
 #[inline]
-fn tracking_storages() -> bool {
-    read_env();
-    TRACKING.load(Ordering::Relaxed)
+pub(crate) fn tracking_storages() -> bool {
+    match TRACKING.load(Ordering::Relaxed) {
+        ON => true,
+        OFF => false,
+        _ => {
+            read_env();
+            TRACKING.load(Ordering::Relaxed) == ON
+        }
+    }
 }
 
 /// Is tracking on?
@@ -86,7 +96,8 @@ pub fn is_tracking() -> bool {
 /// tracks what is created from then on, not what already exists.
 pub fn set_tracking(on: bool) -> bool {
     read_env();
-    let prev = TRACKING.swap(on, Ordering::Relaxed);
+    // After read_env: the environment's value never overwrites this one.
+    let prev = TRACKING.swap(if on { ON } else { OFF }, Ordering::Relaxed) == ON;
     if !on {
         let old = registry().take();
         drop(old);
@@ -105,7 +116,7 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
 /// Best effort: out of memory leaves the storage unregistered.
 #[cold]
 #[inline(never)]
-fn register_storage(s: &Storage) {
+pub(crate) fn register_storage(s: &Storage) {
     let figures = Figures {
         data: s.data_ptr() as usize,
         nbytes: s.nbytes(),
@@ -123,7 +134,7 @@ fn register_storage(s: &Storage) {
 /// user: the resize contract).
 #[cold]
 #[inline(never)]
-fn storage_resized(s: &StorageImpl) {
+pub(crate) fn storage_resized(s: &StorageImpl) {
     let (data, nbytes) = (s.data_ptr() as usize, s.nbytes());
     let mut r = registry();
     if let Some(f) = r
@@ -155,7 +166,7 @@ fn remove_entry(f: impl FnOnce(&mut Registry) -> Option<WeakIntrusivePtr<TensorI
 
 #[cold]
 #[inline(never)]
-fn unregister_storage(s: &StorageImpl) {
+pub(crate) fn unregister_storage(s: &StorageImpl) {
     remove_entry(|r| {
         r.storages.remove(&(s as *const StorageImpl as usize));
         None
@@ -165,9 +176,9 @@ fn unregister_storage(s: &StorageImpl) {
 /// Registers a new tensor made on a tracked storage (best effort, as storages).
 #[cold]
 #[inline(never)]
-fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
+pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     let Ok(t) = t else { return t };
-    if !TRACKING.load(Ordering::Relaxed) {
+    if TRACKING.load(Ordering::Relaxed) != ON {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
     let weak = t.0.downgrade();
@@ -185,7 +196,7 @@ fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
 /// Told by the tensor's `release_resources` (strong count 0).
 #[cold]
 #[inline(never)]
-fn unregister_tensor(t: &TensorImpl) {
+pub(crate) fn unregister_tensor(t: &TensorImpl) {
     // The weak reference is dropped unlocked; never the last weak unit (the caller's
     // strong-0 path holds one).
     remove_entry(|r| r.tensors.remove(&(t as *const TensorImpl as usize)))

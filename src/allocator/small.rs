@@ -96,6 +96,7 @@ fn small_class(nbytes: usize) -> (usize, usize) {
 
 /// A block for a small request (`nbytes` in 1..=SMALL_MAX): a cached one of its class,
 /// else a fresh one of the class's capacity; NULL when out of memory.
+#[inline] // into `Allocator::allocate`, as `free` into `deallocate`
 pub(super) fn alloc(nbytes: usize) -> *mut u8 {
     let (class, cap) = small_class(nbytes);
     if let Some(p) = with_small(|s| pop(&mut s.len[class], &s.blocks[class])).flatten() {
@@ -109,6 +110,7 @@ pub(super) fn alloc(nbytes: usize) -> *mut u8 {
 ///
 /// # Safety
 /// `p` came from [`alloc`]`(nbytes)` and the caller gives it up.
+#[inline]
 pub(super) unsafe fn free(p: *mut u8, nbytes: usize) {
     let (class, cap) = small_class(nbytes);
     let kept = thread_caching()
