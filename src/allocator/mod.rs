@@ -23,6 +23,7 @@ mod system;
 
 pub(crate) use objects::{StorageBoxes, TensorBoxes};
 pub(crate) use policy::cache_limit;
+pub use stats::MemoryStats;
 pub(crate) use stats::{memory_stats, stats_storage_born, stats_storage_died};
 pub(crate) use system::{ALIGNMENT, HUGE_THRESHOLD};
 
