@@ -31,11 +31,16 @@ extern "C" {
     fn __asan_describe_address(p: *mut c_void);
 }
 
-/// The checker watching this process (e.g. "AddressSanitizer", "valgrind (memcheck)"),
+/// The checker watching this process (e.g. "AddressSanitizer", "valgrind (memcheck)",
+/// "Miri"),
 /// if any. Decided on the first call.
 pub(crate) fn checker() -> Option<&'static str> {
     static CHECKER: OnceLock<Option<&'static str>> = OnceLock::new();
     *CHECKER.get_or_init(|| {
+        // Miri checks every allocation too (and cannot call dl_iterate_phdr).
+        if cfg!(miri) {
+            return Some("Miri");
+        }
         if find_asan() {
             Some("AddressSanitizer")
         } else {
