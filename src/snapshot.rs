@@ -11,8 +11,9 @@
 //! `release_resources` at strong count 0). Making a tensor tests one flag of its storage
 //! (`StorageImpl::is_tracked`); releasing an untracked tensor is unchanged (no weak
 //! reference, so the one-step fast path). The foundation only declares those calls
-//! (`storage::StorageObserver`, `tensor_impl::TensorObserver`); this module implements
-//! them, so nothing below it names it.
+//! (`storage::StorageObserver`, `tensor_impl::TensorObserver`) and the switch of new
+//! storages (`storage::set_watching`, which [`set_tracking`] sets); this module implements
+//! the calls, so nothing below it names it.
 //!
 //! A snapshot takes no reference of either kind: it reads everything under the registry
 //! lock, from what a registration guarantees to be there (a registered storage's count
@@ -27,20 +28,12 @@ use crate::refcount::{box_of, counts_of, WeakIntrusivePtr};
 use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
 use crate::tensor_impl::{Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
 /// Environment variable, a boolean (`crate::env::flag`): true turns tracking on at start-up
 /// (read once, when the first storage is made or tracking is queried).
 pub const ENV_TRACKING: &str = "TENSOR_MEMORY_TRACKING";
-
-/// Tracking off or on: [`OFF`] or [`ON`] once the environment has been read ([`UNREAD`]
-/// before), so that the test every new storage makes is one load.
-static TRACKING: AtomicU8 = AtomicU8::new(UNREAD);
-const UNREAD: u8 = 0;
-const OFF: u8 = 1;
-const ON: u8 = 2;
-static ENV: Once = Once::new();
 
 /// What the snapshot reports of a registered storage besides its counts: copied at
 /// registration and by `resize` (under the lock), so that a snapshot never reads the
@@ -66,38 +59,17 @@ fn registry() -> MutexGuard<'static, Option<Registry>> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn read_env() {
-    ENV.call_once(|| {
-        let on = crate::env::flag(ENV_TRACKING) == Some(true);
-        TRACKING.store(if on { ON } else { OFF }, Ordering::Relaxed);
-    });
-}
-
-/// Should a storage being made now be registered? Reads the environment the first time.
-#[inline]
-pub(crate) fn tracking_storages() -> bool {
-    match TRACKING.load(Ordering::Relaxed) {
-        ON => true,
-        OFF => false,
-        _ => {
-            read_env();
-            TRACKING.load(Ordering::Relaxed) == ON
-        }
-    }
-}
-
-/// Is tracking on?
+/// Should storages made now be registered? (The storages' switch, which this module sets;
+/// the environment is read the first time.)
 pub fn is_tracking() -> bool {
-    tracking_storages()
+    crate::storage::watching()
 }
 
 /// Turns tracking on or off; returns the previous state. Turning it off forgets every
 /// registration (objects made while it was on unregister harmlessly later); turning it on
 /// tracks what is created from then on, not what already exists.
 pub fn set_tracking(on: bool) -> bool {
-    read_env();
-    // After read_env: the environment's value never overwrites this one.
-    let prev = TRACKING.swap(if on { ON } else { OFF }, Ordering::Relaxed) == ON;
+    let prev = crate::storage::set_watching(on);
     if !on {
         let old = registry().take();
         drop(old);
@@ -178,7 +150,7 @@ pub(crate) fn unregister_storage(s: &StorageImpl) {
 #[inline(never)]
 pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     let Ok(t) = t else { return t };
-    if TRACKING.load(Ordering::Relaxed) != ON {
+    if !crate::storage::watching() {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
     let weak = t.0.downgrade();
@@ -205,9 +177,17 @@ pub(crate) fn unregister_tensor(t: &TensorImpl) {
 /// The registry is what watches storages and the tensors on them (the foundation declares
 /// the calls, `storage::StorageObserver` and `tensor_impl::TensorObserver`).
 impl StorageObserver for Observer {
-    #[inline]
-    fn watching() -> bool {
-        tracking_storages()
+    /// `TENSOR_MEMORY_TRACKING` (read once).
+    fn watch_from_start() -> bool {
+        static ENV: Once = Once::new();
+        static ON: AtomicBool = AtomicBool::new(false);
+        ENV.call_once(|| {
+            ON.store(
+                crate::env::flag(ENV_TRACKING) == Some(true),
+                Ordering::Relaxed,
+            )
+        });
+        ON.load(Ordering::Relaxed)
     }
     #[inline]
     fn made(s: &Storage) {

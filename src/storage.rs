@@ -12,7 +12,7 @@ use crate::error::{Error, Result, Status};
 use crate::refcount::{Intrusive, IntrusivePtr};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
 pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
@@ -39,12 +39,13 @@ enum Owner {
 /// (its `tracked` flag, fixed at creation) is made, resized and dropped. Storage declares
 /// the calls and names no watcher; the one implementation, for [`Observer`], is the memory
 /// snapshot's registry (`crate::snapshot`), as `refcount` declares the allocation
-/// strategy that the object-box cache implements. Every call but `watching` is made only
-/// for a tracked storage.
+/// strategy that the object-box cache implements. Whether new storages are watched is the
+/// switch below ([`set_watching`]), which the observer turns on and off.
 pub(crate) trait StorageObserver {
-    /// Should a storage being made now be watched? Called once per storage (cheap: a flag,
-    /// and the first time whatever start-up setting the observer reads).
-    fn watching() -> bool;
+    /// Whether to watch from the start, before any [`set_watching`] (the observer's
+    /// start-up setting: an environment variable). Asked once, when the first storage is
+    /// made or the switch is first read or set.
+    fn watch_from_start() -> bool;
     /// A watched storage was made (it may be reached by address from now on, until
     /// `dropped`: the storage answers true to `Intrusive::reachable_by_address`).
     fn made(s: &Storage);
@@ -57,6 +58,42 @@ pub(crate) trait StorageObserver {
 /// The observer of storages, and of the tensors on them (`tensor_impl::TensorObserver`):
 /// a name for the implementation above the foundation.
 pub(crate) enum Observer {}
+
+/// Whether storages made now are watched: [`WATCH_OFF`] or [`WATCH_ON`] once the start-up
+/// setting has been asked ([`WATCH_UNASKED`] before), so that each new storage tests one
+/// byte.
+static WATCHING: AtomicU8 = AtomicU8::new(WATCH_UNASKED);
+const WATCH_OFF: u8 = 0;
+const WATCH_ON: u8 = 1;
+const WATCH_UNASKED: u8 = 2;
+
+/// Are storages made now watched by the [`StorageObserver`]?
+#[inline]
+pub(crate) fn watching() -> bool {
+    let w = WATCHING.load(Ordering::Relaxed);
+    if w <= WATCH_ON {
+        return w == WATCH_ON;
+    }
+    watching_from_start()
+}
+
+#[cold]
+#[inline(never)]
+fn watching_from_start() -> bool {
+    let on = Observer::watch_from_start();
+    let w = if on { WATCH_ON } else { WATCH_OFF };
+    // Unless a concurrent first call or `set_watching` got there first.
+    let _ = WATCHING.compare_exchange(WATCH_UNASKED, w, Ordering::Relaxed, Ordering::Relaxed);
+    WATCHING.load(Ordering::Relaxed) == WATCH_ON
+}
+
+/// Starts or stops watching the storages made from now on; returns the previous state. The
+/// start-up setting is asked first, so that it never overrides this.
+pub(crate) fn set_watching(on: bool) -> bool {
+    let _ = watching();
+    let w = if on { WATCH_ON } else { WATCH_OFF };
+    WATCHING.swap(w, Ordering::Relaxed) == WATCH_ON
+}
 
 /// Where a storage's bytes come from, fixed at creation (reported by the memory snapshot
 /// as `tensor_storage_kind_t` codes, and by `storage_is_mapped`). Allocated storages own
@@ -179,7 +216,7 @@ impl StorageImpl {
             disarmed: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind: StorageKind::Allocated,
-            tracked: Observer::watching(),
+            tracked: watching(),
             version: AtomicU64::new(0),
         };
         stats_storage_born(false);
@@ -240,7 +277,7 @@ impl StorageImpl {
             disarmed: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind,
-            tracked: Observer::watching(),
+            tracked: watching(),
             version: AtomicU64::new(0),
         };
         stats_storage_born(true);
