@@ -56,6 +56,7 @@ mod header {
     pub fn generate(crate_dir: &Path) {
         let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
         println!("cargo:rerun-if-changed=src/ffi");
+        println!("cargo:rerun-if-changed=src/allocator/stats.rs");
         println!("cargo:rerun-if-changed=cbindgen.toml");
         println!("cargo:rerun-if-changed=include/tensor.h");
         println!("cargo:rerun-if-env-changed=TENSOR_UPDATE_HEADER");
@@ -83,6 +84,9 @@ mod header {
         let bindings = cbindgen::Builder::new()
             .with_config(config)
             .with_src(crate_dir.join("src/ffi/mod.rs"))
+            // The memory statistics struct is the core's own (`tensor_memory_stats_t`,
+            // renamed in cbindgen.toml): one struct for the core and the C API.
+            .with_src(crate_dir.join("src/allocator/stats.rs"))
             .generate()
             .expect("cbindgen could not generate tensor.h");
         let mut text = Vec::new();

@@ -149,8 +149,9 @@ typedef int32_t tensor_memory_format_t;
 typedef int32_t tensor_map_mode_t;
 
 /**
- * Library-wide memory counters. The caller sets `out->struct_size = sizeof(*out)`; only
- * the fields that fit in that size are written.
+ * Library-wide memory counters (the core's own struct, which the C API hands out as it
+ * is). The caller sets `out->struct_size = sizeof(*out)`; only the fields that fit in
+ * that size are written.
  * Errors: NULL_POINTER; INVALID_ARGUMENT when struct_size is smaller than the first field.
  */
 typedef struct tensor_memory_stats_t {
@@ -181,15 +182,17 @@ typedef struct tensor_memory_stats_t {
   /**
    * Bytes the built-in allocator holds from the system and has not returned: the
    * blocks of live storages (blocks <= 1 KiB counted at their size rounded up to 64
-   * bytes, blocks >= 2 MiB at their size rounded up to 2 MiB) plus `cached_bytes`. Like PyTorch's "reserved" (allocated is `live_bytes`, which
-   * also counts custom-allocator storages; reserved does not). malloc's own overhead is
-   * not included.
+   * bytes, blocks >= 2 MiB at their size rounded up to 2 MiB) plus `cached_bytes`. Like
+   * PyTorch's "reserved" (allocated is `live_bytes`, which also counts custom-allocator
+   * storages; reserved does not). malloc's own overhead is not included.
    */
   uint64_t reserved_bytes;
   /**
    * Bytes of freed blocks kept for reuse: big blocks (returned to the system by
    * `tensor_empty_cache`, by lowering the limit) and every thread's small blocks (see
-   * `tensor_empty_cache`). Nothing is kept while the limit is 0.
+   * `tensor_empty_cache`). Nothing is kept while the limit is 0. The library's own
+   * objects kept per thread (TensorImpl and StorageImpl boxes) are not tensor memory
+   * and are not counted.
    */
   uint64_t cached_bytes;
   /**

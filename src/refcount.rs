@@ -26,28 +26,67 @@ const STRONG_MASK: u64 = 0xFFFF_FFFF;
 const STRONG_MAX: u64 = STRONG_MASK;
 const WEAK_MAX: u64 = (1 << 31) - 1;
 
-/// Hook for objects that hold resources worth freeing before the last weak reference dies.
+/// Where the heap blocks of a type's [`RcBox`]es come from and go back to: the allocation
+/// strategy an [`Intrusive`] type names ([`Intrusive::Boxes`]). [`Global`] is Rust's global
+/// allocator; a cache that keeps freed boxes for reuse implements this trait above this
+/// module (the per-thread object-box cache, `allocator::objects`).
+pub trait BoxAlloc {
+    /// An uninitialised block for `layout`, or NULL when out of memory.
+    ///
+    /// # Safety
+    /// `layout` has a non-zero size (a box holds the count word).
+    unsafe fn alloc(layout: Layout) -> *mut u8;
+
+    /// Takes back a block: keeps it for a later `alloc` of the same layout, or frees it.
+    ///
+    /// # Safety
+    /// `p` came from `Self::alloc(layout)`, holds no live value any more, and the caller
+    /// gives it up.
+    unsafe fn free(p: *mut u8, layout: Layout);
+}
+
+/// Boxes straight from and back to Rust's global allocator (`std::alloc`).
+pub struct Global;
+
+impl BoxAlloc for Global {
+    #[inline(always)]
+    unsafe fn alloc(layout: Layout) -> *mut u8 {
+        // SAFETY: a non-zero size (the contract).
+        unsafe { alloc(layout) }
+    }
+
+    #[inline(always)]
+    unsafe fn free(p: *mut u8, layout: Layout) {
+        // SAFETY: p came from `alloc(layout)` above and is given up (the contract).
+        unsafe { dealloc(p, layout) }
+    }
+}
+
+/// What the counter asks of the objects it counts: one hook, [`release_resources`] (as
+/// c10's `intrusive_ptr_target`), the allocation strategy of their boxes, and whether they
+/// can be reached by address.
+///
+/// [`release_resources`]: Intrusive::release_resources
 pub trait Intrusive {
+    /// Where this type's boxes come from and go back to ([`Global`] unless a cache of
+    /// this type's boxes is chosen).
+    type Boxes: BoxAlloc;
+
     /// Called exactly once, when the strong count reaches 0 while weak references remain.
     /// `Drop` runs later (when the weak count reaches 0) and must cope with either state.
     fn release_resources(&self) {}
 
     /// Whether other threads may reach this object by its address alone, with no
     /// reference of either kind, and read its counts ([`counts_of`]) or upgrade
-    /// ([`try_upgrade`]) there (the memory snapshot's registry of tracked storages reads
-    /// the counts). Then the last strong reference is always released by a decrement,
-    /// never by the sole-owner shortcut: with the count left at 1 while `Drop` runs, a
-    /// concurrent `try_upgrade` would revive the object being freed, and `counts_of` would
-    /// report a dying object as alive.
+    /// ([`try_upgrade`]) there (a registry of objects by address, whose entry the object's
+    /// `Drop` removes under the registry's lock). Then the last strong reference is always
+    /// released by a decrement, never by the sole-owner shortcut: with the count left at 1
+    /// while `Drop` runs, a concurrent `try_upgrade` would revive the object being freed,
+    /// and `counts_of` would report a dying object as alive.
     #[inline(always)]
     fn reachable_by_address(&self) -> bool {
         false
     }
-
-    /// The per-thread object-block slot (`allocator::OBJ_SLOTS`) that recycles this type's
-    /// boxes, if any. One type per slot (a slot keeps blocks of one layout only; another
-    /// type's blocks would be freed instead of kept).
-    const BLOCK_SLOT: Option<usize> = None;
 }
 
 /// The heap block behind every handle: the counter first, then the value.
@@ -75,8 +114,9 @@ pub struct RcBox<T> {
     ///   loads with `Acquire` for the same reason; `try_upgrade` succeeds with `Acquire`.
     /// * Increments abort one below either count's maximum: the strong count never
     ///   carries into the weak bits and neither wraps to 0.
-    /// * A destroyed box that the object-block cache keeps holds 0 (the released mark,
-    ///   written by `destroy`) until `init` reuses it. A strong increment or decrement that
+    /// * A destroyed box that its allocation strategy keeps for reuse ([`BoxAlloc`]: the
+    ///   object-box cache) holds 0 (the released mark, written by `destroy`) until `init`
+    ///   reuses it. A strong increment or decrement that
     ///   finds strong 0, or a weak decrement that finds weak 0, can only come from a C
     ///   handle used after its release, and unwinds to the call's guard, which aborts
     ///   ([`released_handle`]). A box given back to the allocator is not ours to read:
@@ -130,7 +170,7 @@ impl<T> RcBox<T> {
     pub fn weak_count(&self) -> u64 {
         weak_of(self.refcount.load(Ordering::Acquire))
     }
-    /// No strong reference exists (a released handle's box: a box kept by the object-block
+    /// No strong reference exists (a released handle's box: a box kept by the object-box
     /// cache holds 0, `destroy`; a storage's box kept by weak references holds strong 0).
     #[inline(always)]
     pub fn no_strong(&self) -> bool {
@@ -203,18 +243,13 @@ impl<T: Intrusive> IntrusivePtr<T> {
         Some(unsafe { Self::init(ptr, make()) })
     }
 
-    /// An uninitialised block for `RcBox<T>`: one this thread's object-block cache kept
-    /// (`Intrusive::BLOCK_SLOT`), else a new one. `None` when out of memory.
+    /// An uninitialised block for `RcBox<T>`, from the type's allocation strategy
+    /// (`Intrusive::Boxes`: a block a cache kept, else a new one). `None` when out of
+    /// memory.
     #[inline(always)]
     fn alloc_box() -> Option<NonNull<RcBox<T>>> {
-        let layout = Layout::new::<RcBox<T>>();
-        let cached = T::BLOCK_SLOT.and_then(|slot| crate::allocator::obj_take(slot, layout));
-        let raw = match cached {
-            // A block that destroy gave back, allocated with this same layout.
-            Some(p) => p,
-            // SAFETY: RcBox<T> has non-zero size (it holds the counter).
-            None => unsafe { alloc(layout) },
-        };
+        // SAFETY: RcBox<T> has non-zero size (it holds the counter).
+        let raw = unsafe { T::Boxes::alloc(Layout::new::<RcBox<T>>()) };
         NonNull::new(raw as *mut RcBox<T>)
     }
 
@@ -330,14 +365,9 @@ unsafe fn destroy<T: Intrusive>(p: NonNull<RcBox<T>>) {
         // leaves one strong and one weak unit), so a C handle to it used again is caught
         // instead of taking the block twice (`released_handle`).
         (*p.as_ptr()).refcount.store(0, Ordering::Relaxed);
-        let (block, layout) = (p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
-        // Recycled through its type's slot (which holds only this layout), else freed.
-        if let Some(slot) = T::BLOCK_SLOT {
-            if crate::allocator::obj_put(slot, block, layout) {
-                return;
-            }
-        }
-        dealloc(block, layout);
+        // Kept for reuse or freed, as the type's allocation strategy decides: a block of
+        // `alloc_box`'s layout, holding no value now.
+        T::Boxes::free(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
     }
 }
 
@@ -356,7 +386,7 @@ unsafe fn release_weak<T: Intrusive>(p: NonNull<RcBox<T>>) {
         // hold the shared unit): no reference remains.
         unsafe { destroy(p) };
     } else if weak_of(old) == 0 {
-        // A weak handle released twice (its box in the object-block cache).
+        // A weak handle released twice (its box kept by the object-box cache).
         released_handle(p.as_ptr() as *const u8);
     }
 }
@@ -536,6 +566,7 @@ mod tests {
         dropped: Arc<AtomicUsize>,
     }
     impl Intrusive for Probe {
+        type Boxes = Global;
         fn release_resources(&self) {
             self.released.fetch_add(1, Ordering::SeqCst);
         }
@@ -628,6 +659,7 @@ mod tests {
         use std::sync::Mutex;
         struct Registered(Arc<Mutex<()>>);
         impl Intrusive for Registered {
+            type Boxes = Global;
             fn reachable_by_address(&self) -> bool {
                 true
             }

@@ -2,7 +2,7 @@
 //! or this library built with `-Zsanitizer=address`) or a valgrind tool that replaces
 //! `malloc` (memcheck, helgrind, drd, massif, dhat; not callgrind or cachegrind, which
 //! measure the library as it runs for everyone). Decided once, at the allocator's first
-//! use ([`checker`]). The per-thread caches step aside for a checker (allocator.rs: a
+//! use ([`checker`]). The per-thread caches step aside for a checker (`crate::allocator`: a
 //! recycled block hides a use after free from it), and under AddressSanitizer a C handle
 //! is checked against ASan's shadow memory before it is read ([`asan_freed`]).
 //!
@@ -31,16 +31,17 @@ extern "C" {
     fn __asan_describe_address(p: *mut c_void);
 }
 
-/// The checker watching this process (e.g. "AddressSanitizer", "valgrind (memcheck)"),
+/// The checker watching this process (e.g. "AddressSanitizer", "valgrind (memcheck)",
+/// "Miri"),
 /// if any. Decided on the first call.
 pub(crate) fn checker() -> Option<&'static str> {
     static CHECKER: OnceLock<Option<&'static str>> = OnceLock::new();
     *CHECKER.get_or_init(|| {
+        // Miri checks every allocation too (and cannot call dl_iterate_phdr).
         if cfg!(miri) {
-            // Miri cannot look up loaded objects (dl_iterate_phdr); it runs the library as
-            // it normally runs, caches included.
-            None
-        } else if find_asan() {
+            return Some("Miri");
+        }
+        if find_asan() {
             Some("AddressSanitizer")
         } else {
             valgrind_tool()

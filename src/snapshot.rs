@@ -10,7 +10,10 @@
 //! are the tensors made on them (a weak reference each, removed by the tensor's
 //! `release_resources` at strong count 0). Making a tensor tests one flag of its storage
 //! (`StorageImpl::is_tracked`); releasing an untracked tensor is unchanged (no weak
-//! reference, so the one-step fast path).
+//! reference, so the one-step fast path). The foundation only declares those calls
+//! (`storage::StorageObserver`, `tensor_impl::TensorObserver`) and the switch of new
+//! storages (`storage::set_watching`, which [`set_tracking`] sets); this module implements
+//! the calls, so nothing below it names it.
 //!
 //! A snapshot takes no reference of either kind: it reads everything under the registry
 //! lock, from what a registration guarantees to be there (a registered storage's count
@@ -22,8 +25,8 @@
 
 use crate::error::{Error, Result, Status};
 use crate::refcount::{box_of, counts_of, WeakIntrusivePtr};
-use crate::storage::{Storage, StorageImpl, StorageKind};
-use crate::tensor_impl::{Tensor, TensorImpl};
+use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
+use crate::tensor_impl::{Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
@@ -31,9 +34,6 @@ use std::sync::{Mutex, MutexGuard, Once};
 /// Environment variable, a boolean (`crate::env::flag`): true turns tracking on at start-up
 /// (read once, when the first storage is made or tracking is queried).
 pub const ENV_TRACKING: &str = "TENSOR_MEMORY_TRACKING";
-
-static TRACKING: AtomicBool = AtomicBool::new(false);
-static ENV: Once = Once::new();
 
 /// What the snapshot reports of a registered storage besides its counts: copied at
 /// registration and by `resize` (under the lock), so that a snapshot never reads the
@@ -59,32 +59,17 @@ fn registry() -> MutexGuard<'static, Option<Registry>> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn read_env() {
-    ENV.call_once(|| {
-        if crate::env::flag(ENV_TRACKING) == Some(true) {
-            TRACKING.store(true, Ordering::Relaxed);
-        }
-    });
-}
-
-/// Should a storage being made now be registered? Reads the environment the first time.
-#[inline]
-pub(crate) fn tracking_storages() -> bool {
-    read_env();
-    TRACKING.load(Ordering::Relaxed)
-}
-
-/// Is tracking on?
+/// Should storages made now be registered? (The storages' switch, which this module sets;
+/// the environment is read the first time.)
 pub fn is_tracking() -> bool {
-    tracking_storages()
+    crate::storage::watching()
 }
 
 /// Turns tracking on or off; returns the previous state. Turning it off forgets every
 /// registration (objects made while it was on unregister harmlessly later); turning it on
 /// tracks what is created from then on, not what already exists.
 pub fn set_tracking(on: bool) -> bool {
-    read_env();
-    let prev = TRACKING.swap(on, Ordering::Relaxed);
+    let prev = crate::storage::set_watching(on);
     if !on {
         let old = registry().take();
         drop(old);
@@ -117,7 +102,7 @@ pub(crate) fn register_storage(s: &Storage) {
     })
 }
 
-/// Called by `resize` after it replaced a tracked storage's block (by the storage's only
+/// Told by `resize` after it replaced a tracked storage's block (by the storage's only
 /// user: the resize contract).
 #[cold]
 #[inline(never)]
@@ -165,7 +150,7 @@ pub(crate) fn unregister_storage(s: &StorageImpl) {
 #[inline(never)]
 pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     let Ok(t) = t else { return t };
-    if !TRACKING.load(Ordering::Relaxed) {
+    if !crate::storage::watching() {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
     let weak = t.0.downgrade();
@@ -180,13 +165,53 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     Ok(t)
 }
 
-/// Called from the tensor's `release_resources` (strong count 0).
+/// Told by the tensor's `release_resources` (strong count 0).
 #[cold]
 #[inline(never)]
 pub(crate) fn unregister_tensor(t: &TensorImpl) {
     // The weak reference is dropped unlocked; never the last weak unit (the caller's
     // strong-0 path holds one).
     remove_entry(|r| r.tensors.remove(&(t as *const TensorImpl as usize)))
+}
+
+/// The registry is what watches storages and the tensors on them (the foundation declares
+/// the calls, `storage::StorageObserver` and `tensor_impl::TensorObserver`).
+impl StorageObserver for Observer {
+    /// `TENSOR_MEMORY_TRACKING` (read once).
+    fn watch_from_start() -> bool {
+        static ENV: Once = Once::new();
+        static ON: AtomicBool = AtomicBool::new(false);
+        ENV.call_once(|| {
+            ON.store(
+                crate::env::flag(ENV_TRACKING) == Some(true),
+                Ordering::Relaxed,
+            )
+        });
+        ON.load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn made(s: &Storage) {
+        register_storage(s)
+    }
+    #[inline]
+    fn resized(s: &StorageImpl) {
+        storage_resized(s)
+    }
+    #[inline]
+    fn dropped(s: &StorageImpl) {
+        unregister_storage(s)
+    }
+}
+
+impl TensorObserver for Observer {
+    #[inline]
+    fn tensor_made(t: Result<Tensor>) -> Result<Tensor> {
+        register_tensor(t)
+    }
+    #[inline]
+    fn tensor_released(t: &TensorImpl) {
+        unregister_tensor(t)
+    }
 }
 
 /// One live storage in a snapshot.

@@ -10,10 +10,9 @@ use crate::allocator::{stats_storage_born, stats_storage_died, Allocator};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
 use crate::refcount::{Intrusive, IntrusivePtr};
-use crate::snapshot;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
 pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
@@ -34,6 +33,66 @@ enum Owner {
     },
     /// Data already released: `ptr` is NULL and `nbytes` 0; nothing is freed again.
     Released,
+}
+
+/// What watches storages from above the foundation: told when a storage it chose to watch
+/// (its `tracked` flag, fixed at creation) is made, resized and dropped. Storage declares
+/// the calls and names no watcher; the one implementation, for [`Observer`], is the memory
+/// snapshot's registry (`crate::snapshot`), as `refcount` declares the allocation
+/// strategy that the object-box cache implements. Whether new storages are watched is the
+/// switch below ([`set_watching`]), which the observer turns on and off.
+pub(crate) trait StorageObserver {
+    /// Whether to watch from the start, before any [`set_watching`] (the observer's
+    /// start-up setting: an environment variable). Asked once, when the first storage is
+    /// made or the switch is first read or set.
+    fn watch_from_start() -> bool;
+    /// A watched storage was made (it may be reached by address from now on, until
+    /// `dropped`: the storage answers true to `Intrusive::reachable_by_address`).
+    fn made(s: &Storage);
+    /// `resize` replaced a watched storage's block (called by the storage's only user).
+    fn resized(s: &StorageImpl);
+    /// A watched storage's object is being dropped (before its data is released).
+    fn dropped(s: &StorageImpl);
+}
+
+/// The observer of storages, and of the tensors on them (`tensor_impl::TensorObserver`):
+/// a name for the implementation above the foundation.
+pub(crate) enum Observer {}
+
+/// Whether storages made now are watched: [`WATCH_OFF`] or [`WATCH_ON`] once the start-up
+/// setting has been asked ([`WATCH_UNASKED`] before), so that each new storage tests one
+/// byte.
+static WATCHING: AtomicU8 = AtomicU8::new(WATCH_UNASKED);
+const WATCH_OFF: u8 = 0;
+const WATCH_ON: u8 = 1;
+const WATCH_UNASKED: u8 = 2;
+
+/// Are storages made now watched by the [`StorageObserver`]?
+#[inline]
+pub(crate) fn watching() -> bool {
+    let w = WATCHING.load(Ordering::Relaxed);
+    if w <= WATCH_ON {
+        return w == WATCH_ON;
+    }
+    watching_from_start()
+}
+
+#[cold]
+#[inline(never)]
+fn watching_from_start() -> bool {
+    let on = Observer::watch_from_start();
+    let w = if on { WATCH_ON } else { WATCH_OFF };
+    // Unless a concurrent first call or `set_watching` got there first.
+    let _ = WATCHING.compare_exchange(WATCH_UNASKED, w, Ordering::Relaxed, Ordering::Relaxed);
+    WATCHING.load(Ordering::Relaxed) == WATCH_ON
+}
+
+/// Starts or stops watching the storages made from now on; returns the previous state. The
+/// start-up setting is asked first, so that it never overrides this.
+pub(crate) fn set_watching(on: bool) -> bool {
+    let _ = watching();
+    let w = if on { WATCH_ON } else { WATCH_OFF };
+    WATCHING.swap(w, Ordering::Relaxed) == WATCH_ON
 }
 
 /// Where a storage's bytes come from, fixed at creation (reported by the memory snapshot
@@ -62,7 +121,7 @@ struct Data {
     ptr: *mut u8,
     /// Size of the block in bytes, at most `isize::MAX` (checked at creation and by
     /// `resize`), so any offset inside it fits `ptr.offset`. There is no separate
-    /// capacity: the built-in allocator rounds its own blocks (allocator.rs) and gets the
+    /// capacity: the built-in allocator rounds its own blocks (`crate::allocator`) and gets the
     /// size back in `deallocate`.
     nbytes: usize,
     /// Who frees `ptr`, and how (see [`Owner`]).
@@ -102,10 +161,11 @@ pub struct StorageImpl {
     /// Where the bytes come from; fixed at creation. `Allocated` iff the owner is (or
     /// was) `Owner::Allocated`; `Mapped` storages are external with an unmapping deleter.
     kind: StorageKind,
-    /// Registered with the memory snapshot (tracking was on when it was made); fixed.
-    /// While set, the snapshot registry holds this object's address (with a copy of its
-    /// data pointer, size and kind, which `resize` updates), and `Drop` removes it (under
-    /// the registry lock) before the object is freed.
+    /// Watched by the [`StorageObserver`] (it was watching when this was made); fixed.
+    /// While set, the observer may hold this object's address (the memory snapshot's
+    /// registry, with a copy of its data pointer, size and kind, which `resize` reports),
+    /// and `Drop` tells it (it removes the entry under its lock) before the object is
+    /// freed.
     tracked: bool,
     /// The version counter of the tensor made together with this storage and its views
     /// (`tensor_impl::VersionOf::Storage`).
@@ -180,14 +240,14 @@ impl StorageImpl {
             disarmed: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind: StorageKind::Allocated,
-            tracked: snapshot::tracking_storages(),
+            tracked: watching(),
             version: AtomicU64::new(0),
         };
         stats_storage_born(false);
         // On failure the StorageImpl drops here and frees the block.
         let p = IntrusivePtr::try_new(s).map_err(|_| oom("storage"))?;
         if p.tracked {
-            snapshot::register_storage(&p);
+            Observer::made(&p);
         }
         Ok(p)
     }
@@ -239,14 +299,14 @@ impl StorageImpl {
             disarmed: AtomicBool::new(false),
             exports: AtomicUsize::new(0),
             kind,
-            tracked: snapshot::tracking_storages(),
+            tracked: watching(),
             version: AtomicU64::new(0),
         };
         stats_storage_born(true);
         match IntrusivePtr::try_new(s) {
             Ok(p) => {
                 if p.tracked {
-                    snapshot::register_storage(&p);
+                    Observer::made(&p);
                 }
                 Ok(p)
             }
@@ -283,7 +343,7 @@ impl StorageImpl {
         matches!(self.data().owner, Owner::Allocated(_))
     }
 
-    /// Registered with the memory snapshot (so are the tensors made on it).
+    /// Watched by the [`StorageObserver`] (so are the tensors made on it).
     #[inline(always)]
     pub fn is_tracked(&self) -> bool {
         self.tracked
@@ -390,7 +450,7 @@ impl StorageImpl {
             d.nbytes = nbytes;
         }
         if self.tracked {
-            snapshot::storage_resized(self);
+            Observer::resized(self);
         }
         Ok(())
     }
@@ -421,7 +481,7 @@ impl StorageImpl {
 }
 
 impl Intrusive for StorageImpl {
-    const BLOCK_SLOT: Option<usize> = Some(crate::allocator::OBJ_STORAGE);
+    type Boxes = crate::allocator::StorageBoxes;
 
     // Out of line: the release of a storage reference is inlined into every tensor's
     // release, and with the data release inlined too it grows past what the compiler
@@ -432,8 +492,8 @@ impl Intrusive for StorageImpl {
         self.release_data();
     }
 
-    /// A tracked storage is in the snapshot's registry by address (`snapshot()` reads its
-    /// count word there under the registry lock, and leaves out a storage at strong 0).
+    /// A tracked storage may be held by address by its observer (the memory snapshot reads
+    /// its count word under the registry lock, and leaves out a storage at strong 0).
     #[inline]
     fn reachable_by_address(&self) -> bool {
         self.tracked
@@ -443,7 +503,7 @@ impl Intrusive for StorageImpl {
 impl Drop for StorageImpl {
     fn drop(&mut self) {
         if self.tracked {
-            snapshot::unregister_storage(self);
+            Observer::dropped(self);
         }
         self.release_data();
     }

@@ -18,13 +18,15 @@ use crate::error::{Error, Result, Status};
 use crate::layout::{CachedFlags, CheckedLayout, Flags, Layout, LayoutRef, Strides};
 use crate::refcount::{Intrusive, IntrusivePtr};
 use crate::shape::{self, fmt_dims, Dims};
-use crate::storage::{Blob, Storage, StorageImpl, StorageKind};
+use crate::storage::{Blob, Observer, Storage, StorageImpl, StorageKind};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The version counter shared by a tensor and all its views (bumped by in-place writes).
 pub struct VersionCounter(AtomicU64);
-impl Intrusive for VersionCounter {}
+impl Intrusive for VersionCounter {
+    type Boxes = crate::refcount::Global;
+}
 pub type VersionPtr = IntrusivePtr<VersionCounter>;
 
 /// Memory formats (codes equal `c10::MemoryFormat`'s).
@@ -101,14 +103,27 @@ pub struct TensorImpl {
 }
 
 impl Intrusive for TensorImpl {
-    const BLOCK_SLOT: Option<usize> = Some(crate::allocator::OBJ_TENSOR);
+    type Boxes = crate::allocator::TensorBoxes;
 
     /// Called at strong count 0 only while weak references exist, and the only weak
-    /// reference to a tensor is the memory snapshot's registration: so this unregisters
-    /// it, and an untracked tensor's release path stays the one-step fast path.
+    /// reference to a tensor is its observer's (the memory snapshot's registration): so
+    /// this tells the observer, and an untracked tensor's release path stays the one-step
+    /// fast path.
     fn release_resources(&self) {
-        crate::snapshot::unregister_tensor(self);
+        Observer::tensor_released(self);
     }
+}
+
+/// What watches the tensors made on a tracked storage (`StorageImpl::is_tracked`), from
+/// above the foundation, as `storage::StorageObserver` watches storages: the memory
+/// snapshot implements both for [`Observer`].
+pub(crate) trait TensorObserver {
+    /// A tensor was made on a tracked storage: the observer may keep a weak reference to
+    /// it (its only weak references), and hands the tensor back.
+    fn tensor_made(t: Result<Tensor>) -> Result<Tensor>;
+    /// A tensor made on a tracked storage reached strong count 0 while weak references
+    /// remain (`release_resources`).
+    fn tensor_released(t: &TensorImpl);
 }
 
 /// A strong reference to a TensorImpl (`Clone` = retain, `Drop` = release); the C handle
@@ -169,9 +184,9 @@ impl Tensor {
         })
         .map(Tensor)
         .ok_or_else(|| oom("tensor"));
-        // Tensors on a storage the memory snapshot tracks are registered too.
+        // Tensors on a tracked storage are watched too (the memory snapshot registers them).
         if storage.is_tracked() {
-            return crate::snapshot::register_tensor(t);
+            return Observer::tensor_made(t);
         }
         t
     }

@@ -2,46 +2,17 @@
 //! storages.
 
 use super::*;
-use crate::allocator::memory_stats;
+use crate::allocator::{memory_stats, MemoryStats};
 use crate::storage::StorageKind;
 
-/// Library-wide memory counters. The caller sets `out->struct_size = sizeof(*out)`; only
-/// the fields that fit in that size are written.
-/// Errors: NULL_POINTER; INVALID_ARGUMENT when struct_size is smaller than the first field.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct tensor_memory_stats_t {
-    /// Caller sets sizeof(tensor_memory_stats_t): lets the struct grow.
-    pub struct_size: usize,
-    /// StorageImpls whose data is alive (allocated or wrapped).
-    pub live_storages: u64,
-    /// Bytes the library allocated for storages still alive.
-    pub live_bytes: u64,
-    /// Highest live_bytes seen.
-    pub peak_bytes: u64,
-    /// Allocations made for storages since the library loaded.
-    pub total_allocations: u64,
-    /// from_blob / DLPack wraps not yet released.
-    pub live_external_storages: u64,
-    /// Bytes the built-in allocator holds from the system and has not returned: the
-    /// blocks of live storages (blocks <= 1 KiB counted at their size rounded up to 64
-    /// bytes, blocks >= 2 MiB at their size rounded up to 2 MiB) plus `cached_bytes`. Like PyTorch's "reserved" (allocated is `live_bytes`, which
-    /// also counts custom-allocator storages; reserved does not). malloc's own overhead is
-    /// not included.
-    pub reserved_bytes: u64,
-    /// Bytes of freed blocks kept for reuse: big blocks (returned to the system by
-    /// `tensor_empty_cache`, by lowering the limit) and every thread's small blocks (see
-    /// `tensor_empty_cache`). Nothing is kept while the limit is 0.
-    pub cached_bytes: u64,
-    /// The cache limit in force (`tensor_set_cache_limit`, `TENSOR_CACHE_LIMIT`,
-    /// `TENSOR_NO_CACHING`; default 268435456).
-    pub cache_limit_bytes: u64,
-}
+/// The C struct `tensor_memory_stats_t` is the core's counters struct (its fields and
+/// their meaning are documented there, and the header is generated from it).
+pub use crate::allocator::MemoryStats as tensor_memory_stats_t;
 
 /// Fills `*out` with the library-wide memory counters (see `tensor_memory_stats_t`).
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).
 #[no_mangle]
-pub extern "C" fn tensor_memory_stats(out: *mut tensor_memory_stats_t) -> tensor_status_t {
+pub extern "C" fn tensor_memory_stats(out: *mut MemoryStats) -> tensor_status_t {
     call("tensor_memory_stats", || {
         let out = out_arg(out)?;
         let size = out.struct_size;
@@ -51,19 +22,11 @@ pub extern "C" fn tensor_memory_stats(out: *mut tensor_memory_stats_t) -> tensor
             InvalidArgument,
             "struct_size {size} is smaller than {header}; set it to sizeof(tensor_memory_stats_t)"
         );
-        let s = memory_stats();
-        let full = tensor_memory_stats_t {
+        let full = MemoryStats {
             struct_size: size,
-            live_storages: s.live_storages,
-            live_bytes: s.live_bytes,
-            peak_bytes: s.peak_bytes,
-            total_allocations: s.total_allocations,
-            live_external_storages: s.live_external_storages,
-            reserved_bytes: s.reserved_bytes,
-            cached_bytes: s.cached_bytes,
-            cache_limit_bytes: s.cache_limit_bytes,
+            ..memory_stats()
         };
-        let n = size.min(std::mem::size_of::<tensor_memory_stats_t>());
+        let n = size.min(std::mem::size_of::<MemoryStats>());
         // SAFETY: the caller's struct holds struct_size bytes; we copy at most that many.
         unsafe {
             std::ptr::copy_nonoverlapping(

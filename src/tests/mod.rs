@@ -7,3 +7,5 @@
 mod file_parsers;
 /// Random view chains against a reference model (was `tests/view_props.rs`).
 mod view_props;
+/// The module graph read from the sources, and the rules it keeps.
+mod module_deps;
