@@ -17,26 +17,7 @@
 
 #include "harness.h"
 
-static char dir[64];
-
-static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
-
-static void write_file(const char *path, const void *data, size_t n) {
-  FILE *f = fopen(path, "wb");
-  CHECK(f != NULL);
-  if (!f) return;
-  CHECK(n == 0 || fwrite(data, 1, n, f) == n);
-  fclose(f);
-}
-
-static size_t read_file(const char *path, unsigned char *buf, size_t cap) {
-  FILE *f = fopen(path, "rb");
-  size_t n;
-  if (!f) return 0;
-  n = fread(buf, 1, cap, f);
-  fclose(f);
-  return n;
-}
+#include "files_util.h"
 
 /* A 1-D int32 tensor of n elements, all `value`. */
 static tensor_t *filled(int64_t n, double value) {

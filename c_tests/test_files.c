@@ -27,26 +27,7 @@ struct DLManagedTensorVersioned {
 
 #include "harness.h"
 
-static char dir[64];
-
-static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
-
-static void write_file(const char *path, const void *data, size_t n) {
-  FILE *f = fopen(path, "wb");
-  CHECK(f != NULL);
-  if (!f) return;
-  CHECK(n == 0 || fwrite(data, 1, n, f) == n);
-  fclose(f);
-}
-
-static size_t read_file(const char *path, unsigned char *buf, size_t cap) {
-  FILE *f = fopen(path, "rb");
-  size_t n;
-  if (!f) return 0;
-  n = fread(buf, 1, cap, f);
-  fclose(f);
-  return n;
-}
+#include "files_util.h"
 
 /* Whether `path` appears in this process's mappings. */
 static int is_mapped_now(const char *path) {
