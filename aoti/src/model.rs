@@ -2,8 +2,8 @@
 //!
 //! A `.pt2` is a zip (entries stored); its CPU model is
 //! `<package>/data/aotinductor/<model>/<hash>.wrapper.so` with `AOTI_DEVICE_KEY: cpu` in the
-//! `.wrapper_metadata.json` beside it. The `.so` is copied into an anonymous memory file and
-//! `dlopen`ed from there with `RTLD_NOW` (every `aoti_torch_*` and `Sleef_*` reference must
+//! `.wrapper_metadata.json` beside it. The `.so` is copied into a temporary file (unlinked once
+//! open) and `dlopen`ed from there with `RTLD_NOW` (every `aoti_torch_*` and `Sleef_*` reference must
 //! resolve: libtensor_aoti first makes its own symbols global). The entry points
 //! (`AOTInductorModelContainer*`) are `extern "C"` in the model itself.
 
@@ -153,25 +153,33 @@ fn read_package(path: &str) -> Result<(Vec<u8>, Option<String>)> {
     Ok((bytes, src))
 }
 
-/// `dlopen` of `bytes` through an anonymous memory file.
+/// `dlopen` of `bytes`: written to a temporary file whose name no other load of this
+/// process uses (dlopen returns an already loaded library of the same name), opened, and
+/// unlinked at once.
 fn dlopen_bytes(bytes: &[u8], what: &str) -> Result<*mut c_void> {
-    let fd = unsafe { libc::memfd_create(c"tensor_aoti_model".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return err(sys::TENSOR_ERR_IO, format!("memfd_create: {}", std::io::Error::last_os_error()));
-    }
-    let mut written = 0;
-    while written < bytes.len() {
-        let n = unsafe { libc::write(fd, bytes[written..].as_ptr().cast(), bytes.len() - written) };
-        if n <= 0 {
-            let e = std::io::Error::last_os_error();
-            unsafe { libc::close(fd) };
-            return err(sys::TENSOR_ERR_IO, format!("writing {what} to a memory file: {e}"));
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("tensor_aoti-{}-{n}.so", std::process::id()));
+    let io = |e: std::io::Error| error::Error {
+        status: sys::TENSOR_ERR_IO,
+        msg: format!("writing {what} to {}: {e}", path.display()),
+    };
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io)?;
+        if let Err(e) = f.write_all(bytes) {
+            let _ = std::fs::remove_file(&path);
+            return Err(io(e));
         }
-        written += n as usize;
     }
-    let path = CString::new(format!("/proc/self/fd/{fd}")).unwrap();
-    let lib = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    unsafe { libc::close(fd) };
+    let c = CString::new(path.to_string_lossy().as_bytes()).unwrap();
+    let lib = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    let _ = std::fs::remove_file(&path);
     if lib.is_null() {
         return err(sys::TENSOR_ERR_IO, format!("dlopen of {what}: {}", dlerror()));
     }
@@ -342,10 +350,9 @@ impl Drop for Model {
         if !self.container.is_null() {
             unsafe { (self.delete)(self.container) };
         }
-        // The model's code stays mapped (no dlclose): its OpenMP workers and thread-local
-        // destructors may still refer to it. Its weights and tensors are gone with the
-        // container.
-        let _ = self.lib;
+        // (A model with thread-local destructors pending stays mapped until those threads
+        // exit: glibc holds it.)
+        unsafe { libc::dlclose(self.lib) };
     }
 }
 

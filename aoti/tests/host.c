@@ -67,7 +67,7 @@ done:
 
 /* Runs `m` on DIR/<stem>in<i>.npy and compares with DIR/<stem>out<i>.npy. */
 static void run_and_compare(tensor_aoti_model_t *m, const char *dir, const char *name,
-                            const char *stem_in, const char *stem_out) {
+                            const char *stem_in, const char *stem_out, int channels_last) {
   size_t nin = tensor_aoti_num_inputs(m), nout = tensor_aoti_num_outputs(m), i;
   tensor_t *in[16] = {0}, *out[16] = {0};
   tensor_status_t s;
@@ -75,7 +75,15 @@ static void run_and_compare(tensor_aoti_model_t *m, const char *dir, const char 
     CHECK(0, "%s: too many inputs/outputs", name);
     return;
   }
-  for (i = 0; i < nin; i++) in[i] = load_npy(dir, stem_in, (int)i);
+  for (i = 0; i < nin; i++) {
+    in[i] = load_npy(dir, stem_in, (int)i);
+    if (channels_last && in[i]) { /* the model was traced with channels-last inputs */
+      tensor_t *c = NULL;
+      tensor_contiguous(in[i], TENSOR_CHANNELS_LAST, &c);
+      tensor_release(in[i]);
+      in[i] = c;
+    }
+  }
   s = tensor_aoti_run(m, in, nin, out, nout);
   CHECK(s == TENSOR_OK, "%s (%s): run failed: %s", name, stem_in, tensor_aoti_last_error());
   for (i = 0; s == TENSOR_OK && i < nout; i++) {
@@ -198,10 +206,12 @@ int main(int argc, char **argv) {
     tensor_aoti_release(NULL);
   }
   while (fgets(line, sizeof line, manifest)) {
-    char name[256], stem_in[300], stem_out[300];
+    char name[256], stem_in[300], stem_out[300], layout[16];
     int nin, nout, nruns, k, wanted = argc == 2;
     tensor_aoti_model_t *m = NULL;
-    if (sscanf(line, "%255s %d %d %d", name, &nin, &nout, &nruns) != 4) continue;
+    int cl;
+    if (sscanf(line, "%255s %d %d %d %15s", name, &nin, &nout, &nruns, layout) != 5) continue;
+    cl = strcmp(layout, "cl") == 0;
     for (k = 2; k < argc; k++) wanted |= strcmp(argv[k], name) == 0;
     if (!wanted) continue;
     snprintf(path, sizeof path, "%s/%s.pt2", argv[1], name);
@@ -215,12 +225,12 @@ int main(int argc, char **argv) {
           tensor_aoti_num_outputs(m), nout);
     snprintf(stem_in, sizeof stem_in, "%s.in", name);
     snprintf(stem_out, sizeof stem_out, "%s.out", name);
-    run_and_compare(m, argv[1], name, stem_in, stem_out);
-    run_and_compare(m, argv[1], name, stem_in, stem_out); /* twice: the workspace is reused */
+    run_and_compare(m, argv[1], name, stem_in, stem_out, cl);
+    run_and_compare(m, argv[1], name, stem_in, stem_out, cl); /* twice: the workspace is reused */
     for (k = 0; k < nruns; k++) {
       snprintf(stem_in, sizeof stem_in, "%s.run%d.in", name, k);
       snprintf(stem_out, sizeof stem_out, "%s.run%d.out", name, k);
-      run_and_compare(m, argv[1], name, stem_in, stem_out);
+      run_and_compare(m, argv[1], name, stem_in, stem_out, cl);
     }
     wrong_inputs(m, name);
     tensor_aoti_release(m);

@@ -5,7 +5,8 @@ link_libtorch=False, freezing=False) into OUT_DIR, with their inputs and eager o
 Usage: python make_models.py OUT_DIR [name ...]
 Writes OUT_DIR/<name>.pt2, <name>.in<i>.npy, <name>.out<i>.npy and, for a model run at
 other shapes than traced, <name>.run<k>.in<i>.npy / .out<i>.npy; OUT_DIR/manifest.txt lists
-"name n_inputs n_outputs n_runs" per line.
+"name n_inputs n_outputs n_runs layout" per line (layout "cl": the inputs are channels-last;
+the .npy files are always C order).
 """
 
 import os
@@ -135,7 +136,8 @@ def main():
                 o = o if isinstance(o, tuple) else (o,)
                 save(out, f"{name}.run{k}.in", run_args)
                 save(out, f"{name}.run{k}.out", o)
-        manifest.append(f"{name} {len(args)} {len(outs)} {len(runs)}")
+        cl = all(a.dim() == 4 and a.is_contiguous(memory_format=torch.channels_last) for a in args)
+        manifest.append(f"{name} {len(args)} {len(outs)} {len(runs)} {'cl' if cl else '-'}")
         print(f"compiled {name} -> {path} in {time.time() - t0:.1f}s", flush=True)
     with open(os.path.join(out, "manifest.txt"), "w") as f:
         f.write("\n".join(manifest) + "\n")
