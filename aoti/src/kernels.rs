@@ -315,12 +315,47 @@ fn params<'a>(p: *const i64, n: i64, spatial: usize, name: &str) -> Result<Vec<i
     }
 }
 
-/// The output memory format ATen's CPU convolution gives: channels-last when the input or
-/// the weight suggests channels-last (`mkldnn_conv_use_channels_last`), else contiguous.
-fn conv_channels_last(input: Handle, weight: Handle) -> bool {
-    let nd = util::sizes(input).len();
-    let want = if nd == 4 { 2 } else if nd == 5 { 3 } else { return false };
-    unsafe { sys::tensor_suggest_memory_format(input) == want || sys::tensor_suggest_memory_format(weight) == want }
+/// Whether ATen's CPU convolution would take its oneDNN backend (`use_mkldnn` in
+/// Convolution.cpp, for float inputs, with one thread: its `get_num_threads() > 1` term is
+/// taken as false).
+fn conv_uses_mkldnn(xs: &[i64], ws: &[i64], stride: &[i64], dilation: &[i64], groups: i64) -> bool {
+    let strided = stride.iter().any(|&s| s != 1);
+    let dilated = dilation.iter().any(|&d| d != 1);
+    let n = ws.len();
+    (strided || dilated || xs[0] >= 16 || ws[n - 1] != 1 || ws[n - 2] != 1)
+        && (groups > 1 || (ws[n - 1] > 3 && ws[n - 2] > 3) || xs[0] > 1 || xs[0] * xs[1] * xs[2] * xs[3] > 20480)
+}
+
+/// The output strides ATen's CPU convolution gives. 4-D: channels-last when the input or
+/// the weight suggests channels-last (both its oneDNN and its native path). 3-D (conv1d):
+/// channels-last (then that dim dropped) when the 4-D view of the weight ATen makes (a
+/// size-1 dim inserted at 2) suggests it; a 3-D input never suggests it (measured against
+/// torch 2.15 by aoti/tests/kernels.py). 5-D: channels-last-3d when either suggests it and the oneDNN path is taken (the
+/// native 3-D path returns contiguous). Else contiguous.
+fn conv_out_strides(x: Handle, w: Handle, os: &[i64], stride: &[i64], dilation: &[i64], groups: i64) -> Result<Vec<i64>> {
+    let nd = os.len();
+    let suggests = |t: Handle, fmt: i32| unsafe { sys::tensor_suggest_memory_format(t) == fmt };
+    match nd {
+        4 => Ok(if suggests(x, 2) || suggests(w, 2) { channels_last_strides(os) } else { contiguous_strides(os) }),
+        3 => {
+            let view4 = |t: Handle| -> Result<Owned> {
+                let (sz, st) = (util::sizes(t), util::strides(t));
+                let s4 = [sz[0], sz[1], 1, sz[2]];
+                let t4 = [st[0], st[1], st[2] * sz[2].max(1), st[2]];
+                make(|o| unsafe { sys::tensor_as_strided(t, s4.as_ptr(), t4.as_ptr(), 4, sys::tensor_storage_offset(t), o) })
+            };
+            let w4 = view4(w)?;
+            let o4 = [os[0], os[1], 1, os[2]];
+            let st = if suggests(w4.0, 2) { channels_last_strides(&o4) } else { contiguous_strides(&o4) };
+            Ok(vec![st[0], st[1], st[3]])
+        }
+        5 => {
+            let (xs, ws) = (util::sizes(x), util::sizes(w));
+            let cl = (suggests(x, 3) || suggests(w, 3)) && conv_uses_mkldnn(xs, ws, stride, dilation, groups);
+            Ok(if cl { channels_last_strides(os) } else { contiguous_strides(os) })
+        }
+        _ => Ok(contiguous_strides(os)),
+    }
 }
 
 #[no_mangle]
@@ -394,8 +429,7 @@ pub extern "C" fn aoti_torch_cpu_convolution(
         if let Some(b) = b {
             expect_sizes(b, &[ws[0]], "bias")?;
         }
-        let cl = conv_channels_last(x, w);
-        let ost = if cl { channels_last_strides(&os) } else { contiguous_strides(&os) };
+        let ost = conv_out_strides(x, w, &os, &stride, &dilation, groups)?;
         let result = empty(&os, &ost, dtype)?;
         if dtype == BF16 || dtype == F16 {
             let (x32, w32) = (as_f32(x)?, as_f32(w)?);
@@ -564,10 +598,28 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
         }
         let scale = if scale.is_null() { 1.0 / (e as f64).sqrt() } else { unsafe { *scale } };
         let osz = [bsz, h, l, ev];
-        let ost = [l * h * ev, ev, h * ev, 1];
+        // ATen's output is laid out like the query (empty_like(query) when E == Ev: the
+        // query's strides if it is dense, e.g. the (B, L, H, E).transpose(1, 2) a model's
+        // projection gives); otherwise dense in the query's dim order.
+        let ost: Vec<i64> = if e == ev {
+            let like = make(|o| unsafe { sys::tensor_empty_like(q, sys::TENSOR_PRESERVE_FORMAT, o) })?;
+            util::strides(like.0).to_vec()
+        } else {
+            let qst = util::strides(q);
+            let mut order: Vec<usize> = (0..4).collect();
+            order.sort_by(|&a, &b| qst[b].cmp(&qst[a]));
+            let mut st = [0i64; 4];
+            let mut acc = 1;
+            for &d in order.iter().rev() {
+                st[d] = acc;
+                acc *= osz[d].max(1);
+            }
+            st.to_vec()
+        };
         let lsz = [bsz, h, l];
         let lst = [l * h, 1, h];
         let outp = empty(&osz, &ost, dtype)?;
+        let _ = contiguous_strides; // (used by the mask below)
         let lse = empty(&lsz, &lst, F32.max(if dtype == F64 { F64 } else { F32 }))?;
         // Float32 (float64 for float64) working copies, contiguous.
         let work = if dtype == F64 { F64 } else { F32 };
@@ -659,8 +711,8 @@ fn attention<T: Real>(
     let vp = unsafe { sys::tensor_data_ptr(v.0) } as *mut u8;
     let mp = mask.map(|m| unsafe { sys::tensor_data_ptr(m.0) } as *const T);
     // Results in the working dtype with the output strides, then converted if needed.
-    let ost = [l * h * ev, ev, h * ev, 1];
-    let o_work = if out_dtype == work { None } else { Some(empty(&[bsz as i64, h as i64, l as i64, ev as i64], &ost.map(|x| x as i64), work)?) };
+    let ost: Vec<usize> = util::strides(outp.0).iter().map(|&x| x as usize).collect();
+    let o_work = if out_dtype == work { None } else { Some(empty(util::sizes(outp.0), util::strides(outp.0), work)?) };
     let op = unsafe { sys::tensor_data_ptr(o_work.as_ref().map_or(outp.0, |o| o.0)) } as *mut u8;
     let lp = unsafe { sys::tensor_data_ptr(lse.0) } as *mut u8;
     let lse_f64 = unsafe { sys::tensor_dtype(lse.0) } == F64;
@@ -726,11 +778,11 @@ fn attention<T: Real>(
                 };
             }
             // out[b, h] (rows at stride h*ev) = P @ v
-            let dst = Mat { ptr: op.wrapping_offset((bi * ost[0] + hi * ost[1]) as isize * item), rs: ost[2] as isize, cs: 1 };
+            let dst = Mat { ptr: op.wrapping_offset((bi * ost[0] + hi * ost[1]) as isize * item), rs: ost[2] as isize, cs: ost[3] as isize };
             if s == 0 {
                 for i in 0..l {
                     for c in 0..ev {
-                        unsafe { *(dst.ptr.wrapping_offset((i as isize * dst.rs + c as isize) * item) as *mut T) = T::f(0.0) };
+                        unsafe { *(dst.ptr.wrapping_offset((i as isize * dst.rs + c as isize * dst.cs) * item) as *mut T) = T::f(0.0) };
                     }
                 }
                 continue;

@@ -64,10 +64,10 @@ constants! {
     aoti_torch_layout_strided = 0;
     aoti_torch_layout_sparse_coo = 1;
     aoti_torch_layout_sparse_csr = 2;
-    aoti_torch_layout_sparse_csc = 3;
-    aoti_torch_layout_sparse_bsr = 4;
-    aoti_torch_layout_sparse_bsc = 5;
-    aoti_torch_layout__mkldnn = 6;
+    aoti_torch_layout__mkldnn = 3;
+    aoti_torch_layout_sparse_csc = 4;
+    aoti_torch_layout_sparse_bsr = 5;
+    aoti_torch_layout_sparse_bsc = 6;
     aoti_torch_layout_jagged = 7;
     aoti_torch_memory_format_contiguous_format = 0;
     aoti_torch_memory_format_channels_last = 2;
@@ -195,15 +195,9 @@ macro_rules! accessor {
     };
 }
 
+// c10's data_ptr(): NULL for a tensor without elements, else storage data + offset.
 accessor!(aoti_torch_get_data_ptr, *mut c_void, |t| unsafe {
-    // c10's data_ptr(): storage data + offset even with no elements.
-    let base = sys::storage_data_ptr(sys::tensor_storage(t));
-    if base.is_null() {
-        std::ptr::null_mut()
-    } else {
-        let off = sys::tensor_storage_offset(t) as usize * sys::tensor_dtype_itemsize(sys::tensor_dtype(t));
-        base.cast::<u8>().wrapping_add(off).cast()
-    }
+    sys::tensor_data_ptr(t)
 });
 accessor!(aoti_torch_get_storage_size, i64, |t| unsafe {
     sys::storage_nbytes(sys::tensor_storage(t)) as i64
@@ -403,7 +397,7 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob_v2(
         if layout != 0 {
             return err(
                 sys::TENSOR_ERR_INVALID_ARGUMENT,
-                format!("layout {layout} is not supported (only strided, 0; layout 6 is oneDNN's, made by freezing=True)"),
+                format!("layout {layout} is not supported (only strided, 0; layout 3 is oneDNN's, made by freezing=True)"),
             );
         }
         if opaque_metadata_size != 0 {

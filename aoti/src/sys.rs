@@ -66,7 +66,6 @@ extern "C" {
         out: *mut *mut storage_t,
     ) -> tensor_status_t;
     pub fn storage_release(s: *mut storage_t);
-    pub fn storage_data_ptr(s: *const storage_t) -> *mut c_void;
     pub fn storage_nbytes(s: *const storage_t) -> usize;
     pub fn storage_device(s: *const storage_t) -> tensor_device_t;
     pub fn tensor_from_storage(
@@ -81,6 +80,7 @@ extern "C" {
     pub fn tensor_storage(t: *const tensor_t) -> *mut storage_t;
     pub fn tensor_alias(t: *const tensor_t, out: *mut *mut tensor_t) -> tensor_status_t;
     pub fn tensor_use_count(t: *const tensor_t) -> u64;
+    pub fn tensor_empty_like(t: *const tensor_t, fmt: i32, out: *mut *mut tensor_t) -> tensor_status_t;
     pub fn tensor_suggest_memory_format(t: *const tensor_t) -> i32;
     pub fn tensor_ndim(t: *const tensor_t) -> i64;
     pub fn tensor_sizes(t: *const tensor_t) -> *const i64;
