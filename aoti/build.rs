@@ -15,6 +15,8 @@ fn main() {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-changed=build.rs");
+    // The tests compile C programs for the same target.
+    println!("cargo:rustc-env=TENSOR_AOTI_TARGET={}", std::env::var("TARGET").unwrap());
     println!("cargo:rerun-if-changed=src/sys.rs");
     println!("cargo:rerun-if-changed=src/check.cpp");
     println!("cargo:rerun-if-changed=../cmake/tensor.map");

@@ -113,7 +113,7 @@ static void expect_refused(tensor_aoti_model_t *m, tensor_t *const *in, size_t n
 static void wrong_inputs(tensor_aoti_model_t *m, const char *name) {
   size_t nin = tensor_aoti_num_inputs(m), i;
   tensor_t *in[16] = {0};
-  char what[256];
+  char what[300];
   int64_t big[2] = {7, 16}, small[2] = {1, 16}, flat[1] = {64}, wide[3] = {4, 16, 1};
   for (i = 0; i < nin; i++) tensor_zeros(big, 2, TENSOR_FLOAT32, &in[i]);
   snprintf(what, sizeof what, "%s: batch 7", name);
