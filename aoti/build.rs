@@ -16,7 +16,10 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-changed=build.rs");
     // The tests compile C programs for the same target.
-    println!("cargo:rustc-env=TENSOR_AOTI_TARGET={}", std::env::var("TARGET").unwrap());
+    println!(
+        "cargo:rustc-env=TENSOR_AOTI_TARGET={}",
+        std::env::var("TARGET").unwrap()
+    );
     println!("cargo:rerun-if-changed=src/sys.rs");
     println!("cargo:rerun-if-changed=src/check.cpp");
     println!("cargo:rerun-if-changed=../cmake/tensor.map");
@@ -31,9 +34,15 @@ fn main() {
         .collect();
     names.sort();
     names.dedup();
-    assert!(!names.is_empty(), "no libtensor functions found in src/sys.rs");
+    assert!(
+        !names.is_empty(),
+        "no libtensor functions found in src/sys.rs"
+    );
     let stub_c = out.join("tensor_stub.c");
-    let body: String = names.iter().map(|n| format!("void {n}(void) {{}}\n")).collect();
+    let body: String = names
+        .iter()
+        .map(|n| format!("void {n}(void) {{}}\n"))
+        .collect();
     std::fs::write(&stub_c, body).unwrap();
 
     let compiler = cc::Build::new().cargo_metadata(false).get_compiler();

@@ -65,7 +65,11 @@ unsafe fn gemm_any(
     match dtype {
         F32 => go!(f32, alpha as f32, beta as f32),
         F64 => go!(f64, alpha, beta),
-        F16 => go!(gemm::f16, gemm::f16::from_f64(alpha), gemm::f16::from_f64(beta)),
+        F16 => go!(
+            gemm::f16,
+            gemm::f16::from_f64(alpha),
+            gemm::f16::from_f64(beta)
+        ),
         _ => unreachable!(),
     }
 }
@@ -106,7 +110,10 @@ fn same_dtype(ts: &[(Handle, &str)]) -> Result<i32> {
     if !matches!(d, F16 | F32 | F64 | BF16) {
         return err(
             sys::TENSOR_ERR_DTYPE,
-            format!("{} is not supported (float32, float64, float16, bfloat16)", util::dtype_name(d)),
+            format!(
+                "{} is not supported (float32, float64, float16, bfloat16)",
+                util::dtype_name(d)
+            ),
         );
     }
     Ok(d)
@@ -126,7 +133,10 @@ fn expect_dim(t: Handle, n: usize, name: &str) -> Result<()> {
     if util::sizes(t).len() != n {
         return err(
             sys::TENSOR_ERR_SHAPE,
-            format!("{name} must be a {n}-D tensor, got sizes {:?}", util::sizes(t)),
+            format!(
+                "{name} must be a {n}-D tensor, got sizes {:?}",
+                util::sizes(t)
+            ),
         );
     }
     Ok(())
@@ -157,8 +167,16 @@ fn matmul_into(
     expect_dim(a, nd, "mat1")?;
     expect_dim(b, nd, "mat2")?;
     let (sa, sb) = (util::sizes(a), util::sizes(b));
-    let (bt, m, k) = if batched { (sa[0], sa[1], sa[2]) } else { (1, sa[0], sa[1]) };
-    let (bb, k2, n) = if batched { (sb[0], sb[1], sb[2]) } else { (1, sb[0], sb[1]) };
+    let (bt, m, k) = if batched {
+        (sa[0], sa[1], sa[2])
+    } else {
+        (1, sa[0], sa[1])
+    };
+    let (bb, k2, n) = if batched {
+        (sb[0], sb[1], sb[2])
+    } else {
+        (1, sb[0], sb[1])
+    };
     if k != k2 || bt != bb {
         return err(
             sys::TENSOR_ERR_SHAPE,
@@ -170,14 +188,27 @@ fn matmul_into(
     let addend = self_.filter(|_| beta != 0.0);
     if let Some(s) = addend {
         crate::error::check(unsafe { sys::tensor_copy_(outp, s) }).map_err(|mut e| {
-            e.msg = format!("self {:?} does not broadcast to out {want:?}: {}", util::sizes(s), e.msg);
+            e.msg = format!(
+                "self {:?} does not broadcast to out {want:?}: {}",
+                util::sizes(s),
+                e.msg
+            );
             e
         })?;
     }
     if dtype == BF16 {
         // Through float32: the product in float32, rounded once into the bfloat16 out.
         let (a32, b32, o32) = (as_f32(a)?, as_f32(b)?, as_f32(outp)?);
-        matmul_f(o32.0, addend.is_some(), a32.0, b32.0, beta, alpha, batched, F32)?;
+        matmul_f(
+            o32.0,
+            addend.is_some(),
+            a32.0,
+            b32.0,
+            beta,
+            alpha,
+            batched,
+            F32,
+        )?;
         return crate::error::check(unsafe { sys::tensor_copy_(outp, o32.0) });
     }
     matmul_f(outp, addend.is_some(), a, b, beta, alpha, batched, dtype)
@@ -202,7 +233,13 @@ fn matmul_f(
         return Ok(());
     }
     let (mo, ma, mb) = (mat(outp, d, d + 1), mat(a, d, d + 1), mat(b, d, d + 1));
-    let bstride = |t: Handle| if batched { util::strides(t)[0] as isize * item } else { 0 };
+    let bstride = |t: Handle| {
+        if batched {
+            util::strides(t)[0] as isize * item
+        } else {
+            0
+        }
+    };
     let (bo, ba, bb) = (bstride(outp), bstride(a), bstride(b));
     for i in 0..batch as isize {
         unsafe {
@@ -224,9 +261,21 @@ fn matmul_f(
 }
 
 #[no_mangle]
-pub extern "C" fn aoti_torch_cpu_mm_out(out_: AtenTensorHandle, self_: AtenTensorHandle, mat2: AtenTensorHandle) -> i32 {
+pub extern "C" fn aoti_torch_cpu_mm_out(
+    out_: AtenTensorHandle,
+    self_: AtenTensorHandle,
+    mat2: AtenTensorHandle,
+) -> i32 {
     shim("aoti_torch_cpu_mm_out", || {
-        matmul_into(handle(out_, "out")?, None, handle(self_, "self")?, handle(mat2, "mat2")?, 0.0, 1.0, false)
+        matmul_into(
+            handle(out_, "out")?,
+            None,
+            handle(self_, "self")?,
+            handle(mat2, "mat2")?,
+            0.0,
+            1.0,
+            false,
+        )
     })
 }
 
@@ -241,14 +290,34 @@ pub extern "C" fn aoti_torch_cpu_addmm_out(
 ) -> i32 {
     shim("aoti_torch_cpu_addmm_out", || {
         let s = handle(self_, "self")?;
-        matmul_into(handle(out_, "out")?, Some(s), handle(mat1, "mat1")?, handle(mat2, "mat2")?, beta, alpha, false)
+        matmul_into(
+            handle(out_, "out")?,
+            Some(s),
+            handle(mat1, "mat1")?,
+            handle(mat2, "mat2")?,
+            beta,
+            alpha,
+            false,
+        )
     })
 }
 
 #[no_mangle]
-pub extern "C" fn aoti_torch_cpu_bmm_out(out_: AtenTensorHandle, self_: AtenTensorHandle, mat2: AtenTensorHandle) -> i32 {
+pub extern "C" fn aoti_torch_cpu_bmm_out(
+    out_: AtenTensorHandle,
+    self_: AtenTensorHandle,
+    mat2: AtenTensorHandle,
+) -> i32 {
     shim("aoti_torch_cpu_bmm_out", || {
-        matmul_into(handle(out_, "out")?, None, handle(self_, "self")?, handle(mat2, "mat2")?, 0.0, 1.0, true)
+        matmul_into(
+            handle(out_, "out")?,
+            None,
+            handle(self_, "self")?,
+            handle(mat2, "mat2")?,
+            0.0,
+            1.0,
+            true,
+        )
     })
 }
 
@@ -263,7 +332,15 @@ pub extern "C" fn aoti_torch_cpu_baddbmm_out(
 ) -> i32 {
     shim("aoti_torch_cpu_baddbmm_out", || {
         let s = handle(self_, "self")?;
-        matmul_into(handle(out_, "out")?, Some(s), handle(batch1, "batch1")?, handle(batch2, "batch2")?, beta, alpha, true)
+        matmul_into(
+            handle(out_, "out")?,
+            Some(s),
+            handle(batch1, "batch1")?,
+            handle(batch2, "batch2")?,
+            beta,
+            alpha,
+            true,
+        )
     })
 }
 
@@ -296,14 +373,22 @@ fn channels_last_strides(sizes: &[i64]) -> Vec<i64> {
 
 /// An uninitialised tensor with the given strides.
 fn empty(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<Owned> {
-    make(|o| unsafe { sys::tensor_empty_strided(sizes.as_ptr(), strides.as_ptr(), sizes.len() as i64, dtype, o) })
+    make(|o| unsafe {
+        sys::tensor_empty_strided(
+            sizes.as_ptr(),
+            strides.as_ptr(),
+            sizes.len() as i64,
+            dtype,
+            o,
+        )
+    })
 }
 
 fn contiguous(t: Handle) -> Result<Owned> {
     make(|o| unsafe { sys::tensor_contiguous(t, sys::TENSOR_CONTIGUOUS_FORMAT, o) })
 }
 
-fn params<'a>(p: *const i64, n: i64, spatial: usize, name: &str) -> Result<Vec<i64>> {
+fn params(p: *const i64, n: i64, spatial: usize, name: &str) -> Result<Vec<i64>> {
     let v = util::array(p, n, name)?;
     match v.len() {
         1 => Ok(vec![v[0]; spatial]),
@@ -323,7 +408,10 @@ fn conv_uses_mkldnn(xs: &[i64], ws: &[i64], stride: &[i64], dilation: &[i64], gr
     let dilated = dilation.iter().any(|&d| d != 1);
     let n = ws.len();
     (strided || dilated || xs[0] >= 16 || ws[n - 1] != 1 || ws[n - 2] != 1)
-        && (groups > 1 || (ws[n - 1] > 3 && ws[n - 2] > 3) || xs[0] > 1 || xs[0] * xs[1] * xs[2] * xs[3] > 20480)
+        && (groups > 1
+            || (ws[n - 1] > 3 && ws[n - 2] > 3)
+            || xs[0] > 1
+            || xs[0] * xs[1] * xs[2] * xs[3] > 20480)
 }
 
 /// The output strides ATen's CPU convolution gives. 4-D: channels-last when the input or
@@ -332,27 +420,56 @@ fn conv_uses_mkldnn(xs: &[i64], ws: &[i64], stride: &[i64], dilation: &[i64], gr
 /// size-1 dim inserted at 2) suggests it; a 3-D input never suggests it (measured against
 /// torch 2.15 by aoti/tests/kernels.py). 5-D: channels-last-3d when either suggests it and the oneDNN path is taken (the
 /// native 3-D path returns contiguous). Else contiguous.
-fn conv_out_strides(x: Handle, w: Handle, os: &[i64], stride: &[i64], dilation: &[i64], groups: i64) -> Result<Vec<i64>> {
+fn conv_out_strides(
+    x: Handle,
+    w: Handle,
+    os: &[i64],
+    stride: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Vec<i64>> {
     let nd = os.len();
     let suggests = |t: Handle, fmt: i32| unsafe { sys::tensor_suggest_memory_format(t) == fmt };
     match nd {
-        4 => Ok(if suggests(x, 2) || suggests(w, 2) { channels_last_strides(os) } else { contiguous_strides(os) }),
+        4 => Ok(if suggests(x, 2) || suggests(w, 2) {
+            channels_last_strides(os)
+        } else {
+            contiguous_strides(os)
+        }),
         3 => {
             let view4 = |t: Handle| -> Result<Owned> {
                 let (sz, st) = (util::sizes(t), util::strides(t));
                 let s4 = [sz[0], sz[1], 1, sz[2]];
                 let t4 = [st[0], st[1], st[2] * sz[2].max(1), st[2]];
-                make(|o| unsafe { sys::tensor_as_strided(t, s4.as_ptr(), t4.as_ptr(), 4, sys::tensor_storage_offset(t), o) })
+                make(|o| unsafe {
+                    sys::tensor_as_strided(
+                        t,
+                        s4.as_ptr(),
+                        t4.as_ptr(),
+                        4,
+                        sys::tensor_storage_offset(t),
+                        o,
+                    )
+                })
             };
             let w4 = view4(w)?;
             let o4 = [os[0], os[1], 1, os[2]];
-            let st = if suggests(w4.0, 2) { channels_last_strides(&o4) } else { contiguous_strides(&o4) };
+            let st = if suggests(w4.0, 2) {
+                channels_last_strides(&o4)
+            } else {
+                contiguous_strides(&o4)
+            };
             Ok(vec![st[0], st[1], st[3]])
         }
         5 => {
             let (xs, ws) = (util::sizes(x), util::sizes(w));
-            let cl = (suggests(x, 3) || suggests(w, 3)) && conv_uses_mkldnn(xs, ws, stride, dilation, groups);
-            Ok(if cl { channels_last_strides(os) } else { contiguous_strides(os) })
+            let cl = (suggests(x, 3) || suggests(w, 3))
+                && conv_uses_mkldnn(xs, ws, stride, dilation, groups);
+            Ok(if cl {
+                channels_last_strides(os)
+            } else {
+                contiguous_strides(os)
+            })
         }
         _ => Ok(contiguous_strides(os)),
     }
@@ -378,10 +495,17 @@ pub extern "C" fn aoti_torch_cpu_convolution(
     shim("aoti_torch_cpu_convolution", || {
         let x = handle(input, "input")?;
         let w = handle(weight, "weight")?;
-        let b = if bias.is_null() { None } else { Some(unsafe { *bias }).filter(|p| !p.is_null()) };
+        let b = if bias.is_null() {
+            None
+        } else {
+            Some(unsafe { *bias }).filter(|p| !p.is_null())
+        };
         let r = out(ret0, "ret0")?;
         if transposed != 0 {
-            return err(sys::TENSOR_ERR_INVALID_ARGUMENT, "transposed convolution is not implemented");
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                "transposed convolution is not implemented",
+            );
         }
         let _ = (output_padding, output_padding_len_);
         let mut ts = vec![(x, "input"), (w, "weight")];
@@ -408,7 +532,10 @@ pub extern "C" fn aoti_torch_cpu_convolution(
                 format!("input {xs:?} with {groups} groups does not match weight {ws:?} (input channels must be weight.size(1) * groups, output channels divisible by groups)"),
             );
         }
-        if stride.iter().any(|&s| s < 1) || dilation.iter().any(|&d| d < 1) || padding.iter().any(|&p| p < 0) {
+        if stride.iter().any(|&s| s < 1)
+            || dilation.iter().any(|&d| d < 1)
+            || padding.iter().any(|&p| p < 0)
+        {
             return err(
                 sys::TENSOR_ERR_INVALID_ARGUMENT,
                 format!("stride {stride:?} and dilation {dilation:?} must be >= 1, padding {padding:?} >= 0"),
@@ -433,12 +560,27 @@ pub extern "C" fn aoti_torch_cpu_convolution(
         let result = empty(&os, &ost, dtype)?;
         if dtype == BF16 || dtype == F16 {
             let (x32, w32) = (as_f32(x)?, as_f32(w)?);
-            let b32 = match b { Some(b) => Some(as_f32(b)?), None => None };
+            let b32 = match b {
+                Some(b) => Some(as_f32(b)?),
+                None => None,
+            };
             let o32 = empty(&os, &ost, F32)?;
-            conv_f(o32.0, x32.0, w32.0, b32.as_ref().map(|b| b.0), &stride, &padding, &dilation, groups, F32)?;
+            conv_f(
+                o32.0,
+                x32.0,
+                w32.0,
+                b32.as_ref().map(|b| b.0),
+                &stride,
+                &padding,
+                &dilation,
+                groups,
+                F32,
+            )?;
             crate::error::check(unsafe { sys::tensor_copy_(result.0, o32.0) })?;
         } else {
-            conv_f(result.0, x, w, b, &stride, &padding, &dilation, groups, dtype)?;
+            conv_f(
+                result.0, x, w, b, &stride, &padding, &dilation, groups, dtype,
+            )?;
         }
         *r = result.into_raw();
         Ok(())
@@ -475,16 +617,21 @@ fn conv_f(
         return Ok(());
     }
     // col: [kk, p] contiguous, in dtype.
-    let mut col = vec![0u8; kk.checked_mul(p).and_then(|v| v.checked_mul(item)).ok_or(crate::error::Error {
-        status: sys::TENSOR_ERR_OVERFLOW,
-        msg: "im2col buffer size overflows".into(),
-    })?];
+    let mut col = vec![
+        0u8;
+        kk.checked_mul(p).and_then(|v| v.checked_mul(item)).ok_or(
+            crate::error::Error {
+                status: sys::TENSOR_ERR_OVERFLOW,
+                msg: "im2col buffer size overflows".into(),
+            }
+        )?
+    ];
     let xptr = unsafe { sys::tensor_data_ptr(x) } as *const u8;
     let wptr = unsafe { sys::tensor_data_ptr(wc.0) } as *mut u8;
     let optr = unsafe { sys::tensor_data_ptr(o) } as *mut u8;
     let item_i = item as isize;
     let pstride = ost[xs.len() - 1] as isize; // the last spatial dim's stride
-    // Spatial index decomposition helpers.
+                                              // Spatial index decomposition helpers.
     let mut oidx = vec![0usize; sp];
     let mut kidx = vec![0usize; sp];
     for n in 0..xs[0] as usize {
@@ -508,7 +655,8 @@ fn conv_f(
                         let mut inside = true;
                         let mut off = n as isize * xst[0] as isize + c as isize * xst[1] as isize;
                         for d in 0..sp {
-                            let i = oidx[d] as i64 * stride[d] - padding[d] + kidx[d] as i64 * dilation[d];
+                            let i = oidx[d] as i64 * stride[d] - padding[d]
+                                + kidx[d] as i64 * dilation[d];
                             if i < 0 || i >= xs[2 + d] {
                                 inside = false;
                                 break;
@@ -517,7 +665,13 @@ fn conv_f(
                         }
                         let dst = &mut col[(row * p + pf) * item..(row * p + pf + 1) * item];
                         if inside {
-                            unsafe { std::ptr::copy_nonoverlapping(xptr.offset(off * item_i), dst.as_mut_ptr(), item) };
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    xptr.offset(off * item_i),
+                                    dst.as_mut_ptr(),
+                                    item,
+                                )
+                            };
                         } else {
                             dst.fill(0);
                         }
@@ -526,12 +680,23 @@ fn conv_f(
             }
             // out[n, g*cout_g .. , :] = W_g [cout_g, kk] @ col [kk, p]
             let dst = Mat {
-                ptr: optr.wrapping_offset((n as isize * ost[0] as isize + (g * cout_g) as isize * ost[1] as isize) * item_i),
+                ptr: optr.wrapping_offset(
+                    (n as isize * ost[0] as isize + (g * cout_g) as isize * ost[1] as isize)
+                        * item_i,
+                ),
                 rs: ost[1] as isize,
                 cs: pstride,
             };
-            let lhs = Mat { ptr: wptr.wrapping_offset((g * cout_g * kk) as isize * item_i), rs: kk as isize, cs: 1 };
-            let rhs = Mat { ptr: col.as_mut_ptr(), rs: p as isize, cs: 1 };
+            let lhs = Mat {
+                ptr: wptr.wrapping_offset((g * cout_g * kk) as isize * item_i),
+                rs: kk as isize,
+                cs: 1,
+            };
+            let rhs = Mat {
+                ptr: col.as_mut_ptr(),
+                rs: p as isize,
+                cs: 1,
+            };
             unsafe { gemm_any(dtype, cout_g, p, kk, dst, false, lhs, rhs, 0.0, 1.0) };
         }
     }
@@ -542,7 +707,12 @@ fn conv_f(
         for n in 0..os[0] as usize {
             for c in 0..os[1] as usize {
                 for pf in 0..p {
-                    let at = optr.wrapping_offset((n as isize * ost[0] as isize + c as isize * ost[1] as isize + pf as isize * pstride) * item_i);
+                    let at = optr.wrapping_offset(
+                        (n as isize * ost[0] as isize
+                            + c as isize * ost[1] as isize
+                            + pf as isize * pstride)
+                            * item_i,
+                    );
                     unsafe {
                         match dtype {
                             F32 => *(at as *mut f32) += *(bptr as *const f32).add(c),
@@ -573,101 +743,152 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     ret0: *mut AtenTensorHandle,
     ret1: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu", || {
-        let q = handle(query, "query")?;
-        let k = handle(key, "key")?;
-        let v = handle(value, "value")?;
-        let mask = if attn_mask.is_null() { None } else { Some(unsafe { *attn_mask }).filter(|p| !p.is_null()) };
-        let r0 = out(ret0, "ret0")?;
-        let r1 = out(ret1, "ret1")?;
-        if dropout_p != 0.0 {
-            return err(sys::TENSOR_ERR_INVALID_ARGUMENT, format!("dropout_p {dropout_p} is not supported (inference: 0)"));
-        }
-        let dtype = same_dtype(&[(q, "query"), (k, "key"), (v, "value")])?;
-        for (t, n) in [(q, "query"), (k, "key"), (v, "value")] {
-            expect_dim(t, 4, n)?;
-        }
-        let (qs, ks, vs) = (util::sizes(q).to_vec(), util::sizes(k).to_vec(), util::sizes(v).to_vec());
-        let (bsz, h, l, e) = (qs[0], qs[1], qs[2], qs[3]);
-        let (s, ev) = (ks[2], vs[3]);
-        if ks[0] != bsz || vs[0] != bsz || ks[1] != h || vs[1] != h || ks[3] != e || vs[2] != s {
-            return err(
+    shim(
+        "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu",
+        || {
+            let q = handle(query, "query")?;
+            let k = handle(key, "key")?;
+            let v = handle(value, "value")?;
+            let mask = if attn_mask.is_null() {
+                None
+            } else {
+                Some(unsafe { *attn_mask }).filter(|p| !p.is_null())
+            };
+            let r0 = out(ret0, "ret0")?;
+            let r1 = out(ret1, "ret1")?;
+            if dropout_p != 0.0 {
+                return err(
+                    sys::TENSOR_ERR_INVALID_ARGUMENT,
+                    format!("dropout_p {dropout_p} is not supported (inference: 0)"),
+                );
+            }
+            let dtype = same_dtype(&[(q, "query"), (k, "key"), (v, "value")])?;
+            for (t, n) in [(q, "query"), (k, "key"), (v, "value")] {
+                expect_dim(t, 4, n)?;
+            }
+            let (qs, ks, vs) = (
+                util::sizes(q).to_vec(),
+                util::sizes(k).to_vec(),
+                util::sizes(v).to_vec(),
+            );
+            let (bsz, h, l, e) = (qs[0], qs[1], qs[2], qs[3]);
+            let (s, ev) = (ks[2], vs[3]);
+            if ks[0] != bsz || vs[0] != bsz || ks[1] != h || vs[1] != h || ks[3] != e || vs[2] != s
+            {
+                return err(
                 sys::TENSOR_ERR_SHAPE,
                 format!("query {qs:?}, key {ks:?} and value {vs:?} do not fit [B, H, L, E], [B, H, S, E], [B, H, S, Ev]"),
             );
-        }
-        let scale = if scale.is_null() { 1.0 / (e as f64).sqrt() } else { unsafe { *scale } };
-        let osz = [bsz, h, l, ev];
-        // ATen's output is laid out like the query (empty_like(query) when E == Ev: the
-        // query's strides if it is dense, e.g. the (B, L, H, E).transpose(1, 2) a model's
-        // projection gives); otherwise dense in the query's dim order.
-        let ost: Vec<i64> = if e == ev {
-            let like = make(|o| unsafe { sys::tensor_empty_like(q, sys::TENSOR_PRESERVE_FORMAT, o) })?;
-            util::strides(like.0).to_vec()
-        } else {
-            let qst = util::strides(q);
-            let mut order: Vec<usize> = (0..4).collect();
-            order.sort_by(|&a, &b| qst[b].cmp(&qst[a]));
-            let mut st = [0i64; 4];
-            let mut acc = 1;
-            for &d in order.iter().rev() {
-                st[d] = acc;
-                acc *= osz[d].max(1);
             }
-            st.to_vec()
-        };
-        let lsz = [bsz, h, l];
-        let lst = [l * h, 1, h];
-        let outp = empty(&osz, &ost, dtype)?;
-        let _ = contiguous_strides; // (used by the mask below)
-        let lse = empty(&lsz, &lst, F32.max(if dtype == F64 { F64 } else { F32 }))?;
-        // Float32 (float64 for float64) working copies, contiguous.
-        let work = if dtype == F64 { F64 } else { F32 };
-        let cvt = |t: Handle| -> Result<Owned> {
-            let c = make(|o| unsafe { sys::tensor_to_dtype(t, work, o) })?;
-            contiguous(c.0)
-        };
-        let (qc, kc, vc) = (cvt(q)?, cvt(k)?, cvt(v)?);
-        let mc = match mask {
-            Some(m) => {
-                // broadcast to [B, H, L, S] as float (bool: true keeps, false is -inf)
-                let full = empty(&[bsz, h, l, s], &contiguous_strides(&[bsz, h, l, s]), work)?;
-                let mdt = unsafe { sys::tensor_dtype(m) };
-                if mdt == 11 {
-                    let f = make(|o| unsafe { sys::tensor_to_dtype(m, work, o) })?;
-                    crate::error::check(unsafe { sys::tensor_copy_(full.0, f.0) })?;
-                    let n = (bsz * h * l * s) as usize;
-                    let p = unsafe { sys::tensor_data_ptr(full.0) };
-                    for i in 0..n {
-                        unsafe {
-                            if work == F64 {
-                                let x = (p as *mut f64).add(i);
-                                *x = if *x != 0.0 { 0.0 } else { f64::NEG_INFINITY };
-                            } else {
-                                let x = (p as *mut f32).add(i);
-                                *x = if *x != 0.0 { 0.0 } else { f32::NEG_INFINITY };
+            let scale = if scale.is_null() {
+                1.0 / (e as f64).sqrt()
+            } else {
+                unsafe { *scale }
+            };
+            let osz = [bsz, h, l, ev];
+            // ATen's output is laid out like the query (empty_like(query) when E == Ev: the
+            // query's strides if it is dense, e.g. the (B, L, H, E).transpose(1, 2) a model's
+            // projection gives); otherwise dense in the query's dim order.
+            let ost: Vec<i64> = if e == ev {
+                let like =
+                    make(|o| unsafe { sys::tensor_empty_like(q, sys::TENSOR_PRESERVE_FORMAT, o) })?;
+                util::strides(like.0).to_vec()
+            } else {
+                let qst = util::strides(q);
+                let mut order: Vec<usize> = (0..4).collect();
+                order.sort_by(|&a, &b| qst[b].cmp(&qst[a]));
+                let mut st = [0i64; 4];
+                let mut acc = 1;
+                for &d in order.iter().rev() {
+                    st[d] = acc;
+                    acc *= osz[d].max(1);
+                }
+                st.to_vec()
+            };
+            let lsz = [bsz, h, l];
+            let lst = [l * h, 1, h];
+            let outp = empty(&osz, &ost, dtype)?;
+            let _ = contiguous_strides; // (used by the mask below)
+            let lse = empty(&lsz, &lst, F32.max(if dtype == F64 { F64 } else { F32 }))?;
+            // Float32 (float64 for float64) working copies, contiguous.
+            let work = if dtype == F64 { F64 } else { F32 };
+            let cvt = |t: Handle| -> Result<Owned> {
+                let c = make(|o| unsafe { sys::tensor_to_dtype(t, work, o) })?;
+                contiguous(c.0)
+            };
+            let (qc, kc, vc) = (cvt(q)?, cvt(k)?, cvt(v)?);
+            let mc = match mask {
+                Some(m) => {
+                    // broadcast to [B, H, L, S] as float (bool: true keeps, false is -inf)
+                    let full = empty(&[bsz, h, l, s], &contiguous_strides(&[bsz, h, l, s]), work)?;
+                    let mdt = unsafe { sys::tensor_dtype(m) };
+                    if mdt == 11 {
+                        let f = make(|o| unsafe { sys::tensor_to_dtype(m, work, o) })?;
+                        crate::error::check(unsafe { sys::tensor_copy_(full.0, f.0) })?;
+                        let n = (bsz * h * l * s) as usize;
+                        let p = unsafe { sys::tensor_data_ptr(full.0) };
+                        for i in 0..n {
+                            unsafe {
+                                if work == F64 {
+                                    let x = (p as *mut f64).add(i);
+                                    *x = if *x != 0.0 { 0.0 } else { f64::NEG_INFINITY };
+                                } else {
+                                    let x = (p as *mut f32).add(i);
+                                    *x = if *x != 0.0 { 0.0 } else { f32::NEG_INFINITY };
+                                }
                             }
                         }
+                    } else {
+                        crate::error::check(unsafe { sys::tensor_copy_(full.0, m) }).map_err(
+                            |mut er| {
+                                er.msg = format!(
+                                    "attn_mask {:?} does not broadcast to {:?}: {}",
+                                    util::sizes(m),
+                                    [bsz, h, l, s],
+                                    er.msg
+                                );
+                                er
+                            },
+                        )?;
                     }
-                } else {
-                    crate::error::check(unsafe { sys::tensor_copy_(full.0, m) }).map_err(|mut er| {
-                        er.msg = format!("attn_mask {:?} does not broadcast to {:?}: {}", util::sizes(m), [bsz, h, l, s], er.msg);
-                        er
-                    })?;
+                    Some(full)
                 }
-                Some(full)
+                None => None,
+            };
+            if work == F64 {
+                attention::<f64>(
+                    &qc,
+                    &kc,
+                    &vc,
+                    mc.as_ref(),
+                    [bsz, h, l, s, e, ev],
+                    scale,
+                    is_causal != 0,
+                    F64,
+                    &outp,
+                    &lse,
+                    dtype,
+                )?;
+            } else {
+                attention::<f32>(
+                    &qc,
+                    &kc,
+                    &vc,
+                    mc.as_ref(),
+                    [bsz, h, l, s, e, ev],
+                    scale,
+                    is_causal != 0,
+                    F32,
+                    &outp,
+                    &lse,
+                    dtype,
+                )?;
             }
-            None => None,
-        };
-        if work == F64 {
-            attention::<f64>(&qc, &kc, &vc, mc.as_ref(), [bsz, h, l, s, e, ev], scale, is_causal != 0, F64, &outp, &lse, dtype)?;
-        } else {
-            attention::<f32>(&qc, &kc, &vc, mc.as_ref(), [bsz, h, l, s, e, ev], scale, is_causal != 0, F32, &outp, &lse, dtype)?;
-        }
-        *r0 = outp.into_raw();
-        *r1 = lse.into_raw();
-        Ok(())
-    })
+            *r0 = outp.into_raw();
+            *r1 = lse.into_raw();
+            Ok(())
+        },
+    )
 }
 
 trait Real: Copy + 'static {
@@ -712,7 +933,11 @@ fn attention<T: Real>(
     let mp = mask.map(|m| unsafe { sys::tensor_data_ptr(m.0) } as *const T);
     // Results in the working dtype with the output strides, then converted if needed.
     let ost: Vec<usize> = util::strides(outp.0).iter().map(|&x| x as usize).collect();
-    let o_work = if out_dtype == work { None } else { Some(empty(util::sizes(outp.0), util::strides(outp.0), work)?) };
+    let o_work = if out_dtype == work {
+        None
+    } else {
+        Some(empty(util::sizes(outp.0), util::strides(outp.0), work)?)
+    };
     let op = unsafe { sys::tensor_data_ptr(o_work.as_ref().map_or(outp.0, |o| o.0)) } as *mut u8;
     let lp = unsafe { sys::tensor_data_ptr(lse.0) } as *mut u8;
     let lse_f64 = unsafe { sys::tensor_dtype(lse.0) } == F64;
@@ -731,10 +956,22 @@ fn attention<T: Real>(
                         l,
                         s,
                         e,
-                        Mat { ptr: scores.as_mut_ptr().cast(), rs: s as isize, cs: 1 },
+                        Mat {
+                            ptr: scores.as_mut_ptr().cast(),
+                            rs: s as isize,
+                            cs: 1,
+                        },
                         false,
-                        Mat { ptr: qp.wrapping_offset((bh * l * e) as isize * item), rs: e as isize, cs: 1 },
-                        Mat { ptr: kp.wrapping_offset((bh * s * e) as isize * item), rs: 1, cs: e as isize },
+                        Mat {
+                            ptr: qp.wrapping_offset((bh * l * e) as isize * item),
+                            rs: e as isize,
+                            cs: 1,
+                        },
+                        Mat {
+                            ptr: kp.wrapping_offset((bh * s * e) as isize * item),
+                            rs: 1,
+                            cs: e as isize,
+                        },
                         0.0,
                         scale,
                     )
@@ -767,8 +1004,14 @@ fn attention<T: Real>(
                 } else {
                     row.fill(T::f(0.0)); // a fully masked row: zeros, as ATen's flash kernel
                 }
-                let lv = if mx.is_finite() { mx + sum.ln() } else { f64::INFINITY };
-                let at = lp.wrapping_offset(((bi * l * h) + i * h + hi) as isize * if lse_f64 { 8 } else { 4 });
+                let lv = if mx.is_finite() {
+                    mx + sum.ln()
+                } else {
+                    f64::INFINITY
+                };
+                let at = lp.wrapping_offset(
+                    ((bi * l * h) + i * h + hi) as isize * if lse_f64 { 8 } else { 4 },
+                );
                 unsafe {
                     if lse_f64 {
                         *(at as *mut f64) = lv
@@ -778,11 +1021,20 @@ fn attention<T: Real>(
                 };
             }
             // out[b, h] (rows at stride h*ev) = P @ v
-            let dst = Mat { ptr: op.wrapping_offset((bi * ost[0] + hi * ost[1]) as isize * item), rs: ost[2] as isize, cs: ost[3] as isize };
+            let dst = Mat {
+                ptr: op.wrapping_offset((bi * ost[0] + hi * ost[1]) as isize * item),
+                rs: ost[2] as isize,
+                cs: ost[3] as isize,
+            };
             if s == 0 {
                 for i in 0..l {
                     for c in 0..ev {
-                        unsafe { *(dst.ptr.wrapping_offset((i as isize * dst.rs + c as isize * dst.cs) * item) as *mut T) = T::f(0.0) };
+                        unsafe {
+                            *(dst
+                                .ptr
+                                .wrapping_offset((i as isize * dst.rs + c as isize * dst.cs) * item)
+                                as *mut T) = T::f(0.0)
+                        };
                     }
                 }
                 continue;
@@ -795,8 +1047,16 @@ fn attention<T: Real>(
                     s,
                     dst,
                     false,
-                    Mat { ptr: scores.as_mut_ptr().cast(), rs: s as isize, cs: 1 },
-                    Mat { ptr: vp.wrapping_offset((bh * s * ev) as isize * item), rs: ev as isize, cs: 1 },
+                    Mat {
+                        ptr: scores.as_mut_ptr().cast(),
+                        rs: s as isize,
+                        cs: 1,
+                    },
+                    Mat {
+                        ptr: vp.wrapping_offset((bh * s * ev) as isize * item),
+                        rs: ev as isize,
+                        cs: 1,
+                    },
                     0.0,
                     1.0,
                 )

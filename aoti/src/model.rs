@@ -66,11 +66,22 @@ fn promote_self() -> Result<()> {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     let anchor = promote_self as *const c_void;
     if unsafe { libc::dladdr(anchor, &mut info) } == 0 || info.dli_fname.is_null() {
-        return err(sys::TENSOR_ERR_INTERNAL, "dladdr cannot find libtensor_aoti itself");
+        return err(
+            sys::TENSOR_ERR_INTERNAL,
+            "dladdr cannot find libtensor_aoti itself",
+        );
     }
-    let h = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL) };
+    let h = unsafe {
+        libc::dlopen(
+            info.dli_fname,
+            libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL,
+        )
+    };
     if h.is_null() {
-        return err(sys::TENSOR_ERR_INTERNAL, format!("cannot make libtensor_aoti global: {}", dlerror()));
+        return err(
+            sys::TENSOR_ERR_INTERNAL,
+            format!("cannot make libtensor_aoti global: {}", dlerror()),
+        );
     }
     // Keeps the count as it was (NOLOAD added one reference).
     unsafe { libc::dlclose(h) };
@@ -95,7 +106,8 @@ fn read_package(path: &str) -> Result<(Vec<u8>, Option<String>)> {
         msg: format!("'{path}': {e}"),
     };
     let f = std::fs::File::open(path).map_err(|e| io(&e))?;
-    let mut zip = zip::ZipArchive::new(f).map_err(|e| io(&format!("not a .pt2 package (zip): {e}")))?;
+    let mut zip =
+        zip::ZipArchive::new(f).map_err(|e| io(&format!("not a .pt2 package (zip): {e}")))?;
     let names: Vec<String> = zip.file_names().map(str::to_string).collect();
     let mut sos: Vec<&String> = names
         .iter()
@@ -111,7 +123,9 @@ fn read_package(path: &str) -> Result<(Vec<u8>, Option<String>)> {
             Ok(mut m) => {
                 let mut s = String::new();
                 m.read_to_string(&mut s).map_err(|e| io(&e))?;
-                if s.contains("\"AOTI_DEVICE_KEY\": \"cpu\"") || s.contains("\"AOTI_DEVICE_KEY\":\"cpu\"") {
+                if s.contains("\"AOTI_DEVICE_KEY\": \"cpu\"")
+                    || s.contains("\"AOTI_DEVICE_KEY\":\"cpu\"")
+                {
                     "cpu".to_string()
                 } else {
                     s
@@ -138,7 +152,13 @@ fn read_package(path: &str) -> Result<(Vec<u8>, Option<String>)> {
     {
         let mut e = zip.by_name(&so).map_err(|e| io(&e))?;
         if e.compression() != zip::CompressionMethod::Stored {
-            return err(sys::TENSOR_ERR_IO, format!("'{path}': entry {so} is compressed ({:?}); torch stores them uncompressed", e.compression()));
+            return err(
+                sys::TENSOR_ERR_IO,
+                format!(
+                    "'{path}': entry {so} is compressed ({:?}); torch stores them uncompressed",
+                    e.compression()
+                ),
+            );
         }
         e.read_to_end(&mut bytes).map_err(|e| io(&e))?;
     }
@@ -181,7 +201,10 @@ fn dlopen_bytes(bytes: &[u8], what: &str) -> Result<*mut c_void> {
     let lib = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     let _ = std::fs::remove_file(&path);
     if lib.is_null() {
-        return err(sys::TENSOR_ERR_IO, format!("dlopen of {what}: {}", dlerror()));
+        return err(
+            sys::TENSOR_ERR_IO,
+            format!("dlopen of {what}: {}", dlerror()),
+        );
     }
     Ok(lib)
 }
@@ -193,19 +216,28 @@ impl Model {
         let mut magic = [0u8; 4];
         std::fs::File::open(path)
             .and_then(|mut f| f.read_exact(&mut magic))
-            .map_err(|e| error::Error { status: sys::TENSOR_ERR_IO, msg: format!("'{path}': {e}") })?;
+            .map_err(|e| error::Error {
+                status: sys::TENSOR_ERR_IO,
+                msg: format!("'{path}': {e}"),
+            })?;
         let (lib, src) = if magic == *b"\x7fELF" {
             let c = CString::new(path).unwrap();
             let lib = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
             if lib.is_null() {
-                return err(sys::TENSOR_ERR_IO, format!("dlopen of '{path}': {}", dlerror()));
+                return err(
+                    sys::TENSOR_ERR_IO,
+                    format!("dlopen of '{path}': {}", dlerror()),
+                );
             }
             // A model .so next to its wrapper source (an unpacked package) gets its specs.
             let cpp = path.strip_suffix(".so").map(|p| format!("{p}.cpp"));
             (lib, cpp.and_then(|c| std::fs::read_to_string(c).ok()))
         } else {
             let (bytes, src) = read_package(path)?;
-            (dlopen_bytes(&bytes, &format!("the model of '{path}'"))?, src)
+            (
+                dlopen_bytes(&bytes, &format!("the model of '{path}'"))?,
+                src,
+            )
         };
         let close = |e| {
             unsafe { libc::dlclose(lib) };
@@ -251,12 +283,21 @@ impl Model {
         if rc != 0 || m.container.is_null() {
             let why = m.model_error();
             m.container = ptr::null_mut();
-            return err(sys::TENSOR_ERR_INVALID_ARGUMENT, format!("creating the model of '{path}' failed: {why}"));
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("creating the model of '{path}' failed: {why}"),
+            );
         }
         if unsafe { n_in(m.container, &mut m.num_inputs) } != 0
             || unsafe { n_out(m.container, &mut m.num_outputs) } != 0
         {
-            return err(sys::TENSOR_ERR_INTERNAL, format!("'{path}': cannot read its input/output counts: {}", m.model_error()));
+            return err(
+                sys::TENSOR_ERR_INTERNAL,
+                format!(
+                    "'{path}': cannot read its input/output counts: {}",
+                    m.model_error()
+                ),
+            );
         }
         m.specs = src.and_then(|s| spec::parse(&s, m.num_inputs));
         Ok(m)
@@ -268,10 +309,15 @@ impl Model {
         if let Some(f) = self.last_error {
             let mut p: *const c_char = ptr::null();
             if unsafe { f(&mut p) } == 0 && !p.is_null() {
-                text = unsafe { CStr::from_ptr(p) }.to_string_lossy().trim().to_string();
+                text = unsafe { CStr::from_ptr(p) }
+                    .to_string_lossy()
+                    .trim()
+                    .to_string();
             }
         }
-        let shim = unsafe { CStr::from_ptr(error::last_error_ptr()) }.to_string_lossy().into_owned();
+        let shim = unsafe { CStr::from_ptr(error::last_error_ptr()) }
+            .to_string_lossy()
+            .into_owned();
         match (text.is_empty(), shim.is_empty()) {
             (true, true) => "the model reported an error (see its message on stderr)".into(),
             (false, true) => text,
@@ -284,13 +330,21 @@ impl Model {
         if inputs.len() != self.num_inputs {
             return err(
                 sys::TENSOR_ERR_INVALID_ARGUMENT,
-                format!("n_inputs is {}, the model takes {}", inputs.len(), self.num_inputs),
+                format!(
+                    "n_inputs is {}, the model takes {}",
+                    inputs.len(),
+                    self.num_inputs
+                ),
             );
         }
         if outputs.len() != self.num_outputs {
             return err(
                 sys::TENSOR_ERR_INVALID_ARGUMENT,
-                format!("n_outputs is {}, the model returns {}", outputs.len(), self.num_outputs),
+                format!(
+                    "n_outputs is {}, the model returns {}",
+                    outputs.len(),
+                    self.num_outputs
+                ),
             );
         }
         for (i, &t) in inputs.iter().enumerate() {
@@ -309,7 +363,10 @@ impl Model {
             let a = make(|o| unsafe { sys::tensor_alias(t, o) })?;
             aliases.push(a);
         }
-        let mut passed: Vec<Handle> = aliases.iter().map(|a| unsafe { sys::tensor_retain(a.0) }).collect();
+        let mut passed: Vec<Handle> = aliases
+            .iter()
+            .map(|a| unsafe { sys::tensor_retain(a.0) })
+            .collect();
         let mut got: Vec<Handle> = vec![ptr::null_mut(); outputs.len()];
         error::set_last_error("");
         let rc = unsafe {
@@ -332,13 +389,19 @@ impl Model {
                     unsafe { sys::tensor_release(a.0) }; // not stolen before the failure
                 }
             }
-            return err(sys::TENSOR_ERR_INVALID_ARGUMENT, format!("the model failed: {}", self.model_error()));
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("the model failed: {}", self.model_error()),
+            );
         }
         if let Some(i) = got.iter().position(|h| h.is_null()) {
             for h in got.iter().filter(|h| !h.is_null()) {
                 unsafe { sys::tensor_release(*h) };
             }
-            return err(sys::TENSOR_ERR_INTERNAL, format!("the model returned no tensor for output {i}"));
+            return err(
+                sys::TENSOR_ERR_INTERNAL,
+                format!("the model returned no tensor for output {i}"),
+            );
         }
         outputs.copy_from_slice(&got);
         Ok(())
@@ -365,16 +428,21 @@ pub struct tensor_aoti_model_t(Model);
 /// not a zip, dlopen failed, e.g. an unresolved symbol), INVALID_ARGUMENT (no CPU model in
 /// the package, not an AOTInductor model, its container could not be created).
 #[no_mangle]
-pub extern "C" fn tensor_aoti_load(path: *const c_char, out_model: *mut *mut tensor_aoti_model_t) -> sys::tensor_status_t {
+pub extern "C" fn tensor_aoti_load(
+    path: *const c_char,
+    out_model: *mut *mut tensor_aoti_model_t,
+) -> sys::tensor_status_t {
     host("tensor_aoti_load", || {
         if path.is_null() {
             return err(sys::TENSOR_ERR_NULL_POINTER, "path is NULL");
         }
         let o = out(out_model, "out")?;
-        let p = unsafe { CStr::from_ptr(path) }.to_str().map_err(|_| error::Error {
-            status: sys::TENSOR_ERR_INVALID_ARGUMENT,
-            msg: "path is not UTF-8".into(),
-        })?;
+        let p = unsafe { CStr::from_ptr(path) }
+            .to_str()
+            .map_err(|_| error::Error {
+                status: sys::TENSOR_ERR_INVALID_ARGUMENT,
+                msg: "path is not UTF-8".into(),
+            })?;
         let m = Model::load(p)?;
         *o = Box::into_raw(Box::new(tensor_aoti_model_t(m)));
         Ok(())
@@ -384,13 +452,25 @@ pub extern "C" fn tensor_aoti_load(path: *const c_char, out_model: *mut *mut ten
 /// Number of inputs the model takes (flattened in pytree order); 0 for NULL.
 #[no_mangle]
 pub extern "C" fn tensor_aoti_num_inputs(m: *const tensor_aoti_model_t) -> usize {
-    host_value(0, || if m.is_null() { 0 } else { unsafe { &*m }.0.num_inputs })
+    host_value(0, || {
+        if m.is_null() {
+            0
+        } else {
+            unsafe { &*m }.0.num_inputs
+        }
+    })
 }
 
 /// Number of outputs the model returns; 0 for NULL.
 #[no_mangle]
 pub extern "C" fn tensor_aoti_num_outputs(m: *const tensor_aoti_model_t) -> usize {
-    host_value(0, || if m.is_null() { 0 } else { unsafe { &*m }.0.num_outputs })
+    host_value(0, || {
+        if m.is_null() {
+            0
+        } else {
+            unsafe { &*m }.0.num_outputs
+        }
+    })
 }
 
 /// Runs the model. `inputs` are borrowed (the model sees aliases of them and may read
@@ -414,13 +494,27 @@ pub extern "C" fn tensor_aoti_run(
             return err(sys::TENSOR_ERR_NULL_POINTER, "model is NULL");
         }
         if inputs.is_null() && n_inputs > 0 {
-            return err(sys::TENSOR_ERR_NULL_POINTER, format!("inputs is NULL with n_inputs {n_inputs}"));
+            return err(
+                sys::TENSOR_ERR_NULL_POINTER,
+                format!("inputs is NULL with n_inputs {n_inputs}"),
+            );
         }
         if outputs.is_null() && n_outputs > 0 {
-            return err(sys::TENSOR_ERR_NULL_POINTER, format!("outputs is NULL with n_outputs {n_outputs}"));
+            return err(
+                sys::TENSOR_ERR_NULL_POINTER,
+                format!("outputs is NULL with n_outputs {n_outputs}"),
+            );
         }
-        let ins = if n_inputs == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(inputs, n_inputs) } };
-        let outs = if n_outputs == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(outputs, n_outputs) } };
+        let ins = if n_inputs == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(inputs, n_inputs) }
+        };
+        let outs = if n_outputs == 0 {
+            &mut [][..]
+        } else {
+            unsafe { std::slice::from_raw_parts_mut(outputs, n_outputs) }
+        };
         unsafe { &mut *m }.0.run(ins, outs)
     })
 }

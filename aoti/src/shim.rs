@@ -79,8 +79,8 @@ constants! {
 #[no_mangle]
 pub extern "C" fn aoti_torch_dtype_element_size(dtype: i32) -> usize {
     shim_value("aoti_torch_dtype_element_size", 0, || match dtype {
-        8 => 4,                    // complex32
-        23..=26 | 44 | 45 => 1,    // float8 / float4x2
+        8 => 4,                 // complex32
+        23..=26 | 44 | 45 => 1, // float8 / float4x2
         d => unsafe { sys::tensor_dtype_itemsize(d) },
     })
 }
@@ -207,14 +207,18 @@ accessor!(aoti_torch_get_storage_numel, i64, |t| unsafe {
     (sys::storage_nbytes(sys::tensor_storage(t)) / item) as i64
 });
 accessor!(aoti_torch_get_dim, i64, |t| unsafe { sys::tensor_ndim(t) });
-accessor!(aoti_torch_get_numel, i64, |t| unsafe { sys::tensor_numel(t) });
+accessor!(aoti_torch_get_numel, i64, |t| unsafe {
+    sys::tensor_numel(t)
+});
 accessor!(aoti_torch_get_sizes, *mut i64, |t| unsafe {
     sys::tensor_sizes(t) as *mut i64
 });
 accessor!(aoti_torch_get_strides, *mut i64, |t| unsafe {
     sys::tensor_strides(t) as *mut i64
 });
-accessor!(aoti_torch_get_dtype, i32, |t| unsafe { sys::tensor_dtype(t) });
+accessor!(aoti_torch_get_dtype, i32, |t| unsafe {
+    sys::tensor_dtype(t)
+});
 accessor!(aoti_torch_get_device_type, i32, |t| unsafe {
     device_to_c10(sys::storage_device(sys::tensor_storage(t)).device_type)
 });
@@ -300,7 +304,10 @@ pub extern "C" fn aoti_torch_empty_strided(
 
 #[no_mangle]
 pub extern "C" fn aoti_torch_empty_strided_pinned() -> i32 {
-    unsupported("aoti_torch_empty_strided_pinned", "pinned memory needs CUDA")
+    unsupported(
+        "aoti_torch_empty_strided_pinned",
+        "pinned memory needs CUDA",
+    )
 }
 
 /// c10's `for_blob(data).storage_offset(off)`: `data` is the storage base, element 0 is at
@@ -344,10 +351,25 @@ fn from_blob(
         })?;
     let mut s: *mut sys::storage_t = std::ptr::null_mut();
     crate::error::check(unsafe {
-        sys::storage_from_blob(data, nbytes as usize, device, None, std::ptr::null_mut(), &mut s)
+        sys::storage_from_blob(
+            data,
+            nbytes as usize,
+            device,
+            None,
+            std::ptr::null_mut(),
+            &mut s,
+        )
     })?;
     let t = make(|o| unsafe {
-        sys::tensor_from_storage(s, storage_offset, sizes.as_ptr(), strides.as_ptr(), ndim, dtype, o)
+        sys::tensor_from_storage(
+            s,
+            storage_offset,
+            sizes.as_ptr(),
+            strides.as_ptr(),
+            ndim,
+            dtype,
+            o,
+        )
     });
     unsafe { sys::storage_release(s) };
     Ok(t?.into_raw())
@@ -369,8 +391,15 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob(
     shim(F, || {
         let r = out(ret, "ret")?;
         *r = from_blob(
-            data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype, device_type,
-            device_index, F,
+            data,
+            ndim,
+            sizes_ptr,
+            strides_ptr,
+            storage_offset,
+            dtype,
+            device_type,
+            device_index,
+            F,
         )?;
         Ok(())
     })
@@ -407,8 +436,15 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob_v2(
             );
         }
         *r = from_blob(
-            data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype, device_type,
-            device_index, F,
+            data,
+            ndim,
+            sizes_ptr,
+            strides_ptr,
+            storage_offset,
+            dtype,
+            device_type,
+            device_index,
+            F,
         )?;
         Ok(())
     })
@@ -429,10 +465,14 @@ pub extern "C" fn aoti_torch__reinterpret_tensor(
         let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
         let r = out(ret_new_tensor, "ret_new_tensor")?;
         let base = unsafe { sys::tensor_storage_offset(t) };
-        let offset = base.checked_add(offset_increment).ok_or(crate::error::Error {
-            status: sys::TENSOR_ERR_OVERFLOW,
-            msg: format!("self's offset {base} + offset_increment {offset_increment} overflows"),
-        })?;
+        let offset = base
+            .checked_add(offset_increment)
+            .ok_or(crate::error::Error {
+                status: sys::TENSOR_ERR_OVERFLOW,
+                msg: format!(
+                    "self's offset {base} + offset_increment {offset_increment} overflows"
+                ),
+            })?;
         let v = make(|o| unsafe {
             sys::tensor_as_strided(t, sizes.as_ptr(), strides.as_ptr(), ndim, offset, o)
         })?;
@@ -529,9 +569,8 @@ pub extern "C" fn aoti_torch_clone_preserve_strides(
         let ext = util::extent(sizes, strides)?;
         let off = unsafe { sys::tensor_storage_offset(t) };
         let flat = make(|o| unsafe { sys::tensor_as_strided(t, &ext, &1, 1, off, o) })?;
-        let copy = make(|o| unsafe {
-            sys::tensor_clone(flat.0, sys::TENSOR_CONTIGUOUS_FORMAT, o)
-        })?;
+        let copy =
+            make(|o| unsafe { sys::tensor_clone(flat.0, sys::TENSOR_CONTIGUOUS_FORMAT, o) })?;
         let n = sizes.len() as i64;
         *r = make(|o| unsafe {
             sys::tensor_as_strided(copy.0, sizes.as_ptr(), strides.as_ptr(), n, 0, o)
@@ -596,14 +635,18 @@ fn item<T: Copy>(t: Handle, want: i32, conv: impl FnOnce(Handle) -> Result<T>) -
 fn get_f64(t: Handle) -> Result<f64> {
     let idx = [0i64; 64];
     let mut v = 0.0;
-    crate::error::check(unsafe { sys::tensor_get_f64(t, idx.as_ptr(), sys::tensor_ndim(t), &mut v) })?;
+    crate::error::check(unsafe {
+        sys::tensor_get_f64(t, idx.as_ptr(), sys::tensor_ndim(t), &mut v)
+    })?;
     Ok(v)
 }
 
 fn get_i64(t: Handle) -> Result<i64> {
     let idx = [0i64; 64];
     let mut v = 0;
-    crate::error::check(unsafe { sys::tensor_get_i64(t, idx.as_ptr(), sys::tensor_ndim(t), &mut v) })?;
+    crate::error::check(unsafe {
+        sys::tensor_get_i64(t, idx.as_ptr(), sys::tensor_ndim(t), &mut v)
+    })?;
     Ok(v)
 }
 
@@ -726,14 +769,27 @@ pub extern "C" fn aoti_torch_print_tensor_handle(self_: AtenTensorHandle, msg: *
 }
 
 #[no_mangle]
-pub extern "C" fn aoti_torch_warn(func: *const c_char, file: *const c_char, line: u32, msg: *const c_char) {
+pub extern "C" fn aoti_torch_warn(
+    func: *const c_char,
+    file: *const c_char,
+    line: u32,
+    msg: *const c_char,
+) {
     shim_value("aoti_torch_warn", (), || {
-        eprintln!("libtensor_aoti: warning in {} ({}:{line}): {}", cstr(func), cstr(file), cstr(msg));
+        eprintln!(
+            "libtensor_aoti: warning in {} ({}:{line}): {}",
+            cstr(func),
+            cstr(file),
+            cstr(msg)
+        );
     })
 }
 
 #[no_mangle]
-pub extern "C" fn aoti_torch_check_inf_and_nan(tensor_name: *const c_char, tensor: AtenTensorHandle) -> i32 {
+pub extern "C" fn aoti_torch_check_inf_and_nan(
+    tensor_name: *const c_char,
+    tensor: AtenTensorHandle,
+) -> i32 {
     shim("aoti_torch_check_inf_and_nan", || {
         let t = handle(tensor, "tensor")?;
         let name = cstr(tensor_name);
@@ -744,12 +800,22 @@ pub extern "C" fn aoti_torch_check_inf_and_nan(tensor_name: *const c_char, tenso
         let c = make(|o| unsafe { sys::tensor_contiguous(f.0, sys::TENSOR_CONTIGUOUS_FORMAT, o) })?;
         let n = unsafe { sys::tensor_numel(c.0) } as usize;
         let p = unsafe { sys::tensor_data_ptr(c.0) } as *const f64;
-        let v = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p, n) } };
+        let v = if n == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(p, n) }
+        };
         if v.iter().any(|x| x.is_nan()) {
-            return err(sys::TENSOR_ERR_INVALID_ARGUMENT, format!("found NaN in {name}"));
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("found NaN in {name}"),
+            );
         }
         if v.iter().any(|x| x.is_infinite()) {
-            return err(sys::TENSOR_ERR_INVALID_ARGUMENT, format!("found Inf in {name}"));
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("found Inf in {name}"),
+            );
         }
         Ok(())
     })

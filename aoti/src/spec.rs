@@ -63,7 +63,11 @@ pub fn parse(src: &str, n: usize) -> Option<Vec<InputSpec>> {
         let body = &body[..end];
         let marker = format!(" = ConstantHandle(input_handles[{i}]);");
         let line = body.lines().find(|l| l.contains(&marker))?;
-        let name = line.trim().strip_prefix("ConstantHandle ")?.split(' ').next()?;
+        let name = line
+            .trim()
+            .strip_prefix("ConstantHandle ")?
+            .split(' ')
+            .next()?;
         let size_p = format!("{name}_size[");
         let stride_p = format!("{name}_stride[");
         let mut spec = InputSpec::default();
@@ -76,7 +80,9 @@ pub fn parse(src: &str, n: usize) -> Option<Vec<InputSpec>> {
         let mut ndim = 0usize;
         for l in body.lines() {
             let l = l.trim();
-            if let Some(rest) = l.strip_prefix(&format!("int32_t {name}_expected_dtype = aoti_torch_dtype_")) {
+            if let Some(rest) = l.strip_prefix(&format!(
+                "int32_t {name}_expected_dtype = aoti_torch_dtype_"
+            )) {
                 spec.dtype = rest.strip_suffix("();").and_then(dtype_code);
                 continue;
             }
@@ -108,7 +114,12 @@ pub fn parse(src: &str, n: usize) -> Option<Vec<InputSpec>> {
         // later literal still gives the rank. (A trailing fully symbolic dim would be
         // missed: the model's own checks then still hold the stride.)
         spec.ndim = ndim;
-        for v in [&mut spec.sizes, &mut spec.min, &mut spec.max, &mut spec.strides] {
+        for v in [
+            &mut spec.sizes,
+            &mut spec.min,
+            &mut spec.max,
+            &mut spec.strides,
+        ] {
             v.resize(ndim, None);
         }
         specs.push(spec);

@@ -80,7 +80,11 @@ extern "C" {
     pub fn tensor_storage(t: *const tensor_t) -> *mut storage_t;
     pub fn tensor_alias(t: *const tensor_t, out: *mut *mut tensor_t) -> tensor_status_t;
     pub fn tensor_use_count(t: *const tensor_t) -> u64;
-    pub fn tensor_empty_like(t: *const tensor_t, fmt: i32, out: *mut *mut tensor_t) -> tensor_status_t;
+    pub fn tensor_empty_like(
+        t: *const tensor_t,
+        fmt: i32,
+        out: *mut *mut tensor_t,
+    ) -> tensor_status_t;
     pub fn tensor_suggest_memory_format(t: *const tensor_t) -> i32;
     pub fn tensor_ndim(t: *const tensor_t) -> i64;
     pub fn tensor_sizes(t: *const tensor_t) -> *const i64;
@@ -98,8 +102,7 @@ extern "C" {
         storage_offset: i64,
         out: *mut *mut tensor_t,
     ) -> tensor_status_t;
-    pub fn tensor_clone(t: *const tensor_t, fmt: i32, out: *mut *mut tensor_t)
-        -> tensor_status_t;
+    pub fn tensor_clone(t: *const tensor_t, fmt: i32, out: *mut *mut tensor_t) -> tensor_status_t;
     pub fn tensor_contiguous(
         t: *const tensor_t,
         fmt: i32,

@@ -78,6 +78,14 @@ class Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
+def example_model():
+    """examples_c/aoti_model.py's classifier (compiled here too, so CI compiles once)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples_c"))
+    import aoti_model
+
+    return aoti_model.Classifier().eval(), (torch.linspace(-1, 1, 8).reshape(1, 8),)
+
+
 def models():
     """name -> (module, example inputs, dynamic_shapes, extra runs (list of inputs), options)."""
     g = torch.Generator().manual_seed(0)
@@ -102,7 +110,19 @@ def models():
         "mlp_gemm": (Mlp(), (r(8, 32),), None, [], gemm),
         "convnet": (ConvNet().eval(), (r(2, 3, 16, 16, cl=True),), None, [], {}),
         "block": (Block().eval(), (r(2, 8, 32),), None, [], {}),
+        "example": (*example_model(), None, [], {}),
     }
+
+
+# Vectorized kernels for AVX2 (x86-64-v3), whatever the build host: they call SLEEF's
+# 256-bit functions (Sleef_*f8_*) and run under valgrind, which has no AVX-512. (Inductor's
+# own ISA probe fails without libtorch's SLEEF, so it is told the ISA works.)
+# TENSOR_AOTI_MARCH=native keeps Inductor's defaults instead.
+ISA = (
+    {}
+    if os.environ.get("TENSOR_AOTI_MARCH") == "native"
+    else {"cpp.vec_isa_ok": True, "cpp.simdlen": 256, "cpp.march": "x86-64-v3"}
+)
 
 
 def save(out, stem, tensors):
@@ -123,6 +143,7 @@ def main():
         with torch.no_grad():
             ep = torch.export.export(mod, args, dynamic_shapes=dyn)
             options = {"aot_inductor.link_libtorch": False, "freezing": False}
+            options.update(ISA)
             options.update(opts)
             path = torch._inductor.aoti_compile_and_package(
                 ep, package_path=os.path.join(out, f"{name}.pt2"), inductor_configs=options
