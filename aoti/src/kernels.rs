@@ -605,7 +605,6 @@ fn conv_f(
     let (os, ost) = (util::sizes(o).to_vec(), util::strides(o).to_vec());
     let wc = contiguous(w)?;
     let ws = util::sizes(wc.0).to_vec();
-    let sp = xs.len() - 2;
     let cin_g = ws[1] as usize;
     let cout_g = (ws[0] / groups) as usize;
     let ksz: Vec<usize> = ws[2..].iter().map(|&k| k as usize).collect();
@@ -631,54 +630,63 @@ fn conv_f(
     let optr = unsafe { sys::tensor_data_ptr(o) } as *mut u8;
     let item_i = item as isize;
     let pstride = ost[xs.len() - 1] as isize; // the last spatial dim's stride
-                                              // Spatial index decomposition helpers.
-    let mut oidx = vec![0usize; sp];
-    let mut kidx = vec![0usize; sp];
-    for n in 0..xs[0] as usize {
-        for g in 0..groups as usize {
-            // im2col
-            for ci in 0..cin_g {
-                let c = g * cin_g + ci;
-                for kf in 0..kvol {
-                    let mut rem = kf;
-                    for d in (0..sp).rev() {
-                        kidx[d] = rem % ksz[d];
-                        rem /= ksz[d];
-                    }
-                    let row = ci * kvol + kf;
-                    for pf in 0..p {
-                        let mut rem = pf;
-                        for d in (0..sp).rev() {
-                            oidx[d] = rem % osp[d];
-                            rem /= osp[d];
+                                              // The bias first: the products are then accumulated onto it.
+    if let Some(b) = b {
+        let bc = contiguous(b)?;
+        let bptr = unsafe { sys::tensor_data_ptr(bc.0) } as *const u8;
+        for n in 0..os[0] as isize {
+            for c in 0..os[1] as isize {
+                let base = n * ost[0] as isize + c * ost[1] as isize;
+                unsafe {
+                    match dtype {
+                        F32 => {
+                            fill_run::<f32>(optr, base, pstride, p, *(bptr as *const f32).offset(c))
                         }
-                        let mut inside = true;
-                        let mut off = n as isize * xst[0] as isize + c as isize * xst[1] as isize;
-                        for d in 0..sp {
-                            let i = oidx[d] as i64 * stride[d] - padding[d]
-                                + kidx[d] as i64 * dilation[d];
-                            if i < 0 || i >= xs[2 + d] {
-                                inside = false;
-                                break;
-                            }
-                            off += i as isize * xst[2 + d] as isize;
-                        }
-                        let dst = &mut col[(row * p + pf) * item..(row * p + pf + 1) * item];
-                        if inside {
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(
-                                    xptr.offset(off * item_i),
-                                    dst.as_mut_ptr(),
-                                    item,
-                                )
-                            };
-                        } else {
-                            dst.fill(0);
+                        _ => {
+                            fill_run::<f64>(optr, base, pstride, p, *(bptr as *const f64).offset(c))
                         }
                     }
                 }
             }
-            // out[n, g*cout_g .. , :] = W_g [cout_g, kk] @ col [kk, p]
+        }
+    }
+    let geo = Geometry {
+        xs: &xs,
+        xst: &xst,
+        osp: &osp,
+        ksz: &ksz,
+        stride,
+        padding,
+        dilation,
+    };
+    for n in 0..xs[0] as usize {
+        for g in 0..groups as usize {
+            for ci in 0..cin_g {
+                let base =
+                    n as isize * xst[0] as isize + (g * cin_g + ci) as isize * xst[1] as isize;
+                for kf in 0..kvol {
+                    let row = (ci * kvol + kf) * p;
+                    unsafe {
+                        match dtype {
+                            F32 => im2col_row::<f32>(
+                                &geo,
+                                xptr,
+                                base,
+                                kf,
+                                col.as_mut_ptr().cast::<f32>().add(row),
+                            ),
+                            _ => im2col_row::<f64>(
+                                &geo,
+                                xptr,
+                                base,
+                                kf,
+                                col.as_mut_ptr().cast::<f64>().add(row),
+                            ),
+                        }
+                    }
+                }
+            }
+            // out[n, g*cout_g .. , :] (+)= W_g [cout_g, kk] @ col [kk, p]
             let dst = Mat {
                 ptr: optr.wrapping_offset(
                     (n as isize * ost[0] as isize + (g * cout_g) as isize * ost[1] as isize)
@@ -697,34 +705,111 @@ fn conv_f(
                 rs: p as isize,
                 cs: 1,
             };
-            unsafe { gemm_any(dtype, cout_g, p, kk, dst, false, lhs, rhs, 0.0, 1.0) };
-        }
-    }
-    if let Some(b) = b {
-        // out += bias[c] over every (n, spatial)
-        let bc = contiguous(b)?;
-        let bptr = unsafe { sys::tensor_data_ptr(bc.0) } as *const u8;
-        for n in 0..os[0] as usize {
-            for c in 0..os[1] as usize {
-                for pf in 0..p {
-                    let at = optr.wrapping_offset(
-                        (n as isize * ost[0] as isize
-                            + c as isize * ost[1] as isize
-                            + pf as isize * pstride)
-                            * item_i,
-                    );
-                    unsafe {
-                        match dtype {
-                            F32 => *(at as *mut f32) += *(bptr as *const f32).add(c),
-                            F64 => *(at as *mut f64) += *(bptr as *const f64).add(c),
-                            _ => unreachable!(),
-                        }
-                    }
-                }
-            }
+            let acc = b.is_some();
+            unsafe {
+                gemm_any(
+                    dtype,
+                    cout_g,
+                    p,
+                    kk,
+                    dst,
+                    acc,
+                    lhs,
+                    rhs,
+                    if acc { 1.0 } else { 0.0 },
+                    1.0,
+                )
+            };
         }
     }
     Ok(())
+}
+
+unsafe fn fill_run<T: Copy>(base_ptr: *mut u8, base: isize, stride: isize, n: usize, v: T) {
+    let p = base_ptr.cast::<T>().offset(base);
+    for i in 0..n as isize {
+        *p.offset(i * stride) = v;
+    }
+}
+
+/// The shape of one convolution, for im2col.
+struct Geometry<'a> {
+    xs: &'a [i64],
+    xst: &'a [i64],
+    osp: &'a [usize],
+    ksz: &'a [usize],
+    stride: &'a [i64],
+    padding: &'a [i64],
+    dilation: &'a [i64],
+}
+
+/// One im2col row: for kernel offset `kf` (flattened over the spatial dims), the input
+/// element each output position reads (0 where it falls in the padding), over every
+/// output position in order. `base` is the (batch, channel) offset into the input.
+unsafe fn im2col_row<T: Copy + Default>(
+    g: &Geometry,
+    x: *const u8,
+    base: isize,
+    kf: usize,
+    dst: *mut T,
+) {
+    let sp = g.osp.len();
+    let mut kidx = [0i64; 3];
+    let mut rem = kf;
+    for d in (0..sp).rev() {
+        kidx[d] = (rem % g.ksz[d]) as i64;
+        rem /= g.ksz[d];
+    }
+    let x = x.cast::<T>();
+    let last = sp - 1;
+    let ow_n = g.osp[last];
+    let (s_l, p_l, d_l, in_l, st_l) = (
+        g.stride[last],
+        g.padding[last],
+        g.dilation[last],
+        g.xs[2 + last],
+        g.xst[2 + last] as isize,
+    );
+    // Odometer over the outer output dims; a run over the last one.
+    let outer: usize = g.osp[..last].iter().product();
+    let mut oidx = [0usize; 3];
+    let mut at = 0usize;
+    for _ in 0..outer {
+        let mut off = base;
+        let mut inside = true;
+        for d in 0..last {
+            let i = oidx[d] as i64 * g.stride[d] - g.padding[d] + kidx[d] * g.dilation[d];
+            if i < 0 || i >= g.xs[2 + d] {
+                inside = false;
+                break;
+            }
+            off += i as isize * g.xst[2 + d] as isize;
+        }
+        let run = dst.add(at);
+        if inside {
+            let k0 = kidx[last] * d_l - p_l;
+            for ow in 0..ow_n {
+                let i = ow as i64 * s_l + k0;
+                *run.add(ow) = if i < 0 || i >= in_l {
+                    T::default()
+                } else {
+                    *x.offset(off + i as isize * st_l)
+                };
+            }
+        } else {
+            for ow in 0..ow_n {
+                *run.add(ow) = T::default();
+            }
+        }
+        at += ow_n;
+        for d in (0..last).rev() {
+            oidx[d] += 1;
+            if oidx[d] < g.osp[d] {
+                break;
+            }
+            oidx[d] = 0;
+        }
+    }
 }
 
 // ------------------------------------------------------------------------------------------

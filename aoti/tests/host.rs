@@ -108,6 +108,27 @@ fn compile_c(src: &Path, out: &Path, lib: &Path, cpp: bool) {
     run(&mut cmd);
 }
 
+/// The C host, under valgrind with `TENSOR_VALGRIND=1` (zero errors, zero leaks; libgomp's
+/// worker threads suppressed: tests/valgrind.supp).
+fn host_cmd(host: &Path) -> Command {
+    if std::env::var("TENSOR_VALGRIND").is_ok_and(|v| v == "1") {
+        let supp = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/valgrind.supp");
+        let mut c = Command::new("valgrind");
+        c.args([
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--show-leak-kinds=definite,indirect,possible",
+            "--errors-for-leak-kinds=definite,indirect,possible",
+            "--quiet",
+        ])
+        .arg(format!("--suppressions={}", supp.display()))
+        .arg(host);
+        c
+    } else {
+        Command::new(host)
+    }
+}
+
 #[test]
 fn aoti_models_kernels_and_exports() {
     let Some(py) = python() else {
@@ -213,22 +234,7 @@ fn aoti_models_kernels_and_exports() {
         !needed.contains("libtorch") && !needed.contains("libc10"),
         "{needed}"
     );
-    let valgrind = std::env::var("TENSOR_VALGRIND").is_ok_and(|v| v == "1");
-    let mut cmd = if valgrind {
-        let mut c = Command::new("valgrind");
-        c.args([
-            "--error-exitcode=1",
-            "--leak-check=full",
-            "--show-leak-kinds=definite,indirect,possible",
-            "--errors-for-leak-kinds=definite,indirect,possible",
-            "--quiet",
-        ])
-        .arg(&host);
-        c
-    } else {
-        Command::new(&host)
-    };
-    let out = run(cmd.arg(&models).env("TENSOR_AOTI_QUIET", "1"));
+    let out = run(host_cmd(&host).arg(&models).env("TENSOR_AOTI_QUIET", "1"));
     print!("{out}");
     assert!(out.contains(" 0 failed"), "{out}");
 
@@ -237,14 +243,10 @@ fn aoti_models_kernels_and_exports() {
     run(Command::new(&py).arg("-c").arg(
         "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nn = [x for x in z.namelist() if x.endswith('.wrapper.so')][0]\nopen(sys.argv[2], 'wb').write(z.read(n))",
     ).arg(models.join("pointwise.pt2")).arg(&so));
-    let mut cmd = if valgrind {
-        let mut c = Command::new("valgrind");
-        c.args(["--error-exitcode=1", "--leak-check=full", "--show-leak-kinds=definite,indirect,possible", "--errors-for-leak-kinds=definite,indirect,possible", "--quiet"]).arg(&host);
-        c
-    } else {
-        Command::new(&host)
-    };
-    let out = run(cmd.arg("--bare").arg(&so).env("TENSOR_AOTI_QUIET", "1"));
+    let out = run(host_cmd(&host)
+        .arg("--bare")
+        .arg(&so)
+        .env("TENSOR_AOTI_QUIET", "1"));
     print!("{out}");
     assert!(out.contains(" 0 failed"), "{out}");
 
