@@ -267,6 +267,13 @@ fn build_and_run_all(dir: &str, bin_name: &str) {
     let require = std::env::var("TENSOR_C_REQUIRE_PKGS").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
     for src in &sources {
+        if let Some(why) = directive(src, "skip")
+            .first()
+            .map(|_| directive(src, "skip").join(" "))
+        {
+            println!("NOTICE: {} skipped: {why}", src.display());
+            continue;
+        }
         if let Err(notice) = extra_args(src) {
             if require {
                 failures.push(notice);

@@ -1,0 +1,125 @@
+//! Errors of libtensor_aoti: one thread-local message (`tensor_aoti_last_error`), and the one
+//! panic-catching helper every `extern "C"` function runs behind.
+//!
+//! Two conventions meet here. The host API (`tensor_aoti_*`) returns libtensor's
+//! `tensor_status_t` codes. The `aoti_torch_*` shim returns the shim's `AOTITorchError`
+//! (`AOTI_TORCH_SUCCESS` 0 / `AOTI_TORCH_FAILURE` 1) and, as libtorch's shim does, logs its
+//! reason on stderr; it also keeps it as this thread's last error, so that a failed
+//! `tensor_aoti_run` can say which shim call failed and why.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::sys;
+
+pub const AOTI_TORCH_SUCCESS: i32 = 0;
+pub const AOTI_TORCH_FAILURE: i32 = 1;
+
+#[derive(Debug)]
+pub struct Error {
+    pub status: sys::tensor_status_t,
+    pub msg: String,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+pub fn err<T>(status: sys::tensor_status_t, msg: impl Into<String>) -> Result<T> {
+    Err(Error {
+        status,
+        msg: msg.into(),
+    })
+}
+
+/// A libtensor call's status as a `Result`, with libtensor's own message.
+pub fn check(status: sys::tensor_status_t) -> Result<()> {
+    if status == sys::TENSOR_OK {
+        Ok(())
+    } else {
+        let msg = unsafe { CStr::from_ptr(sys::tensor_last_error()) }
+            .to_string_lossy()
+            .into_owned();
+        err(status, msg)
+    }
+}
+
+thread_local! {
+    static LAST: RefCell<CString> = RefCell::new(CString::default());
+}
+
+pub fn set_last_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
+    LAST.with(|l| *l.borrow_mut() = c);
+}
+
+/// This thread's last message (borrowed: valid until this thread's next failure).
+pub fn last_error_ptr() -> *const c_char {
+    LAST.with(|l| l.borrow().as_ptr())
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs a host-API body: its status, with "`name`: message" as the last error on failure.
+pub fn host(name: &str, f: impl FnOnce() -> Result<()>) -> sys::tensor_status_t {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => sys::TENSOR_OK,
+        Ok(Err(e)) => {
+            set_last_error(&format!("{name}: {}", e.msg));
+            e.status
+        }
+        Err(p) => {
+            set_last_error(&format!("{name}: internal error: {}", panic_text(p)));
+            sys::TENSOR_ERR_INTERNAL
+        }
+    }
+}
+
+/// Runs a host-API accessor that cannot report an error: `fallback` on a panic.
+pub fn host_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+/// Runs a shim body: `AOTI_TORCH_SUCCESS`, or `AOTI_TORCH_FAILURE` with the reason logged on
+/// stderr (unless `TENSOR_AOTI_QUIET=1`) and kept as the last error.
+pub fn shim(name: &str, f: impl FnOnce() -> Result<()>) -> i32 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => AOTI_TORCH_SUCCESS,
+        Ok(Err(e)) => {
+            shim_failed(name, &e.msg);
+            AOTI_TORCH_FAILURE
+        }
+        Err(p) => {
+            shim_failed(name, &format!("internal error: {}", panic_text(p)));
+            AOTI_TORCH_FAILURE
+        }
+    }
+}
+
+/// Runs a shim function that returns a value and cannot fail (constant getters, ...).
+pub fn shim_value<T>(name: &str, fallback: T, f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(p) => {
+            shim_failed(name, &format!("internal error: {}", panic_text(p)));
+            fallback
+        }
+    }
+}
+
+fn quiet() -> bool {
+    static Q: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *Q.get_or_init(|| std::env::var("TENSOR_AOTI_QUIET").is_ok_and(|v| v == "1"))
+}
+
+pub fn shim_failed(name: &str, msg: &str) {
+    let text = format!("{name}: {msg}");
+    if !quiet() {
+        eprintln!("libtensor_aoti: {text}");
+    }
+    set_last_error(&text);
+}

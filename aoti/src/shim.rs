@@ -1,0 +1,890 @@
+//! The management part of the AOTInductor C shim (`torch/csrc/inductor/aoti_torch/c/shim.h`)
+//! on libtensor: an `AtenTensorHandle` is a `tensor_t*` (a handle to one refcounted
+//! TensorImpl; another handle to the same impl is another reference).
+//!
+//! Semantics that differ from libtensor's and are translated here: device codes are c10's
+//! (CPU 0, CUDA 1) where libtensor's are DLPack's (CPU 1, CUDA 2); `create_tensor_from_blob`
+//! takes the storage base and an element offset into it (c10's `for_blob`);
+//! `_reinterpret_tensor`'s offset is added to self's. Dtype and memory-format codes are
+//! equal. What needs CUDA, oneDNN layouts, autograd, the dispatcher or IValues returns
+//! `AOTI_TORCH_FAILURE` with a message naming the function.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_void, CStr};
+
+use crate::error::{err, shim, shim_value, Result};
+use crate::sys::{self, tensor_t};
+use crate::util::{self, handle, make, out, Handle};
+
+type AtenTensorHandle = *mut tensor_t;
+
+// ------------------------------------------------------------------------------------------
+// Constants: device types (c10::DeviceType), dtypes (c10::ScalarType), layouts, formats.
+
+macro_rules! constants {
+    ($($name:ident = $value:expr;)*) => {
+        $(
+            #[no_mangle]
+            pub extern "C" fn $name() -> i32 {
+                $value
+            }
+        )*
+    };
+}
+
+constants! {
+    aoti_torch_device_type_cpu = 0;
+    aoti_torch_device_type_cuda = 1;
+    aoti_torch_device_type_meta = 14;
+    aoti_torch_device_type_xpu = 12;
+    aoti_torch_device_type_mps = 13;
+    aoti_torch_device_type_privateuse1 = 20;
+    aoti_torch_dtype_uint8 = 0;
+    aoti_torch_dtype_int8 = 1;
+    aoti_torch_dtype_int16 = 2;
+    aoti_torch_dtype_int32 = 3;
+    aoti_torch_dtype_int64 = 4;
+    aoti_torch_dtype_float16 = 5;
+    aoti_torch_dtype_float32 = 6;
+    aoti_torch_dtype_float64 = 7;
+    aoti_torch_dtype_complex32 = 8;
+    aoti_torch_dtype_complex64 = 9;
+    aoti_torch_dtype_complex128 = 10;
+    aoti_torch_dtype_bool = 11;
+    aoti_torch_dtype_bfloat16 = 15;
+    aoti_torch_dtype_float8_e5m2 = 23;
+    aoti_torch_dtype_float8_e4m3fn = 24;
+    aoti_torch_dtype_float8_e5m2fnuz = 25;
+    aoti_torch_dtype_float8_e4m3fnuz = 26;
+    aoti_torch_dtype_uint16 = 27;
+    aoti_torch_dtype_uint32 = 28;
+    aoti_torch_dtype_uint64 = 29;
+    aoti_torch_dtype_float8_e8m0fnu = 44;
+    aoti_torch_dtype_float4_e2m1fn_x2 = 45;
+    aoti_torch_layout_strided = 0;
+    aoti_torch_layout_sparse_coo = 1;
+    aoti_torch_layout_sparse_csr = 2;
+    aoti_torch_layout__mkldnn = 3;
+    aoti_torch_layout_sparse_csc = 4;
+    aoti_torch_layout_sparse_bsr = 5;
+    aoti_torch_layout_sparse_bsc = 6;
+    aoti_torch_layout_jagged = 7;
+    aoti_torch_memory_format_contiguous_format = 0;
+    aoti_torch_memory_format_channels_last = 2;
+    aoti_torch_memory_format_channels_last_3d = 3;
+    aoti_torch_memory_format_preserve_format = 1;
+}
+
+/// Element size of a c10 dtype code, as libtorch's (0 for a code we do not know).
+#[no_mangle]
+pub extern "C" fn aoti_torch_dtype_element_size(dtype: i32) -> usize {
+    shim_value("aoti_torch_dtype_element_size", 0, || match dtype {
+        8 => 4,                 // complex32
+        23..=26 | 44 | 45 => 1, // float8 / float4x2
+        d => unsafe { sys::tensor_dtype_itemsize(d) },
+    })
+}
+
+/// `AOTI_TORCH_ABI_VERSION` of the shim.h this shim follows (torch 2.x: 1).
+#[no_mangle]
+pub extern "C" fn aoti_torch_abi_version() -> u64 {
+    1
+}
+
+/// c10 device type (CPU 0) to libtensor's DLPack device; only CPU is supported.
+fn device_from_c10(device_type: i32, device_index: i32) -> Result<sys::tensor_device_t> {
+    if device_type != 0 {
+        return err(
+            sys::TENSOR_ERR_DEVICE,
+            format!("device type {device_type} (c10 code) is not supported: libtensor_aoti runs CPU models only (device type 0)"),
+        );
+    }
+    if device_index != 0 && device_index != -1 {
+        return err(
+            sys::TENSOR_ERR_DEVICE,
+            format!("CPU device index {device_index} is invalid (0 or -1)"),
+        );
+    }
+    Ok(sys::tensor_device_t {
+        device_type: sys::DL_CPU,
+        device_id: 0,
+    })
+}
+
+/// libtensor's DLPack device type to c10's (CPU-resident kinds are CPU in c10).
+fn device_to_c10(dl: i32) -> i32 {
+    match dl {
+        1 | 3 | 11 => 0, // CPU, CUDA host (pinned), ROCm host
+        2 | 13 => 1,     // CUDA, CUDA managed
+        10 => 1,         // ROCm shows as CUDA in torch
+        14 => 12,        // oneAPI: XPU
+        8 => 13,         // Metal: MPS
+        _ => -1,
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Grad mode: a thread-local flag, on by default (c10::GradMode). Nothing here records
+// autograd history, so the flag only answers what the model set.
+
+thread_local! {
+    static GRAD_MODE: Cell<bool> = const { Cell::new(true) };
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_grad_mode_is_enabled() -> bool {
+    GRAD_MODE.with(|g| g.get())
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_grad_mode_set_enabled(enabled: bool) {
+    GRAD_MODE.with(|g| g.set(enabled))
+}
+
+// ------------------------------------------------------------------------------------------
+// Handles.
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_delete_tensor_object(tensor: AtenTensorHandle) -> i32 {
+    shim("aoti_torch_delete_tensor_object", || {
+        unsafe { sys::tensor_release(handle(tensor, "tensor")?) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_new_tensor_handle(
+    orig_handle: AtenTensorHandle,
+    new_handle: *mut AtenTensorHandle,
+) -> i32 {
+    shim("aoti_torch_new_tensor_handle", || {
+        let t = handle(orig_handle, "orig_handle")?;
+        let o = out(new_handle, "new_handle")?;
+        *o = unsafe { sys::tensor_retain(t) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_assign_tensors_out(
+    src: AtenTensorHandle,
+    ret_dst: *mut AtenTensorHandle,
+) -> i32 {
+    shim("aoti_torch_assign_tensors_out", || {
+        let t = handle(src, "src")?;
+        let o = out(ret_dst, "ret_dst")?;
+        *o = unsafe { sys::tensor_retain(t) };
+        Ok(())
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Accessors.
+
+macro_rules! accessor {
+    ($name:ident, $ty:ty, |$t:ident| $body:expr) => {
+        #[no_mangle]
+        pub extern "C" fn $name(tensor: AtenTensorHandle, ret: *mut $ty) -> i32 {
+            shim(stringify!($name), || {
+                let $t = handle(tensor, "tensor")?;
+                let r = out(ret, "ret")?;
+                *r = $body;
+                Ok(())
+            })
+        }
+    };
+}
+
+// c10's data_ptr(): NULL for a tensor without elements, else storage data + offset.
+accessor!(aoti_torch_get_data_ptr, *mut c_void, |t| unsafe {
+    sys::tensor_data_ptr(t)
+});
+accessor!(aoti_torch_get_storage_size, i64, |t| unsafe {
+    sys::storage_nbytes(sys::tensor_storage(t)) as i64
+});
+accessor!(aoti_torch_get_storage_numel, i64, |t| unsafe {
+    let item = sys::tensor_dtype_itemsize(sys::tensor_dtype(t)).max(1);
+    (sys::storage_nbytes(sys::tensor_storage(t)) / item) as i64
+});
+accessor!(aoti_torch_get_dim, i64, |t| unsafe { sys::tensor_ndim(t) });
+accessor!(aoti_torch_get_numel, i64, |t| unsafe {
+    sys::tensor_numel(t)
+});
+accessor!(aoti_torch_get_sizes, *mut i64, |t| unsafe {
+    sys::tensor_sizes(t) as *mut i64
+});
+accessor!(aoti_torch_get_strides, *mut i64, |t| unsafe {
+    sys::tensor_strides(t) as *mut i64
+});
+accessor!(aoti_torch_get_dtype, i32, |t| unsafe {
+    sys::tensor_dtype(t)
+});
+accessor!(aoti_torch_get_device_type, i32, |t| unsafe {
+    device_to_c10(sys::storage_device(sys::tensor_storage(t)).device_type)
+});
+accessor!(aoti_torch_get_device_index, i32, |t| unsafe {
+    let d = sys::storage_device(sys::tensor_storage(t));
+    // c10's CPU device has index -1 unless set; a CPU tensor reports -1 in libtorch too.
+    if device_to_c10(d.device_type) == 0 {
+        -1
+    } else {
+        d.device_id
+    }
+});
+accessor!(aoti_torch_get_layout, i32, |_t| 0);
+accessor!(aoti_torch_get_storage_offset, i64, |t| unsafe {
+    sys::tensor_storage_offset(t)
+});
+accessor!(aoti_torch_is_contiguous, bool, |t| unsafe {
+    sys::tensor_is_contiguous(t, sys::TENSOR_CONTIGUOUS_FORMAT)
+});
+accessor!(aoti_torch_is_defined, bool, |_t| true);
+
+fn dim_index(t: Handle, d: i64) -> Result<usize> {
+    let n = unsafe { sys::tensor_ndim(t) };
+    let w = if d < 0 { d + n } else { d };
+    if n == 0 || !(0..n).contains(&w) {
+        return err(
+            3, // TENSOR_ERR_INDEX
+            format!("dimension {d} is out of range for a tensor of {n} dims"),
+        );
+    }
+    Ok(w as usize)
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_get_size(tensor: AtenTensorHandle, d: i64, ret_size: *mut i64) -> i32 {
+    shim("aoti_torch_get_size", || {
+        let t = handle(tensor, "tensor")?;
+        let r = out(ret_size, "ret_size")?;
+        *r = util::sizes(t)[dim_index(t, d)?];
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_get_stride(
+    tensor: AtenTensorHandle,
+    d: i64,
+    ret_stride: *mut i64,
+) -> i32 {
+    shim("aoti_torch_get_stride", || {
+        let t = handle(tensor, "tensor")?;
+        let r = out(ret_stride, "ret_stride")?;
+        *r = util::strides(t)[dim_index(t, d)?];
+        Ok(())
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Creation and views.
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_empty_strided(
+    ndim: i64,
+    sizes_ptr: *const i64,
+    strides_ptr: *const i64,
+    dtype: i32,
+    device_type: i32,
+    device_index: i32,
+    ret_new_tensor: *mut AtenTensorHandle,
+) -> i32 {
+    shim("aoti_torch_empty_strided", || {
+        let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
+        let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
+        let r = out(ret_new_tensor, "ret_new_tensor")?;
+        device_from_c10(device_type, device_index)?;
+        let t = make(|o| unsafe {
+            sys::tensor_empty_strided(sizes.as_ptr(), strides.as_ptr(), ndim, dtype, o)
+        })?;
+        *r = t.into_raw();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_empty_strided_pinned() -> i32 {
+    unsupported(
+        "aoti_torch_empty_strided_pinned",
+        "pinned memory needs CUDA",
+    )
+}
+
+/// c10's `for_blob(data).storage_offset(off)`: `data` is the storage base, element 0 is at
+/// `storage_offset`; the storage is the bytes the layout reaches from the base. Not owned:
+/// the caller (the model's constants, or its workspace) keeps `data` alive.
+fn from_blob(
+    data: *mut c_void,
+    ndim: i64,
+    sizes_ptr: *const i64,
+    strides_ptr: *const i64,
+    storage_offset: i64,
+    dtype: i32,
+    device_type: i32,
+    device_index: i32,
+    func: &str,
+) -> Result<Handle> {
+    let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
+    let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
+    let device = device_from_c10(device_type, device_index)?;
+    let _ = func;
+    if storage_offset < 0 {
+        return err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("storage_offset {storage_offset} is negative"),
+        );
+    }
+    let item = unsafe { sys::tensor_dtype_itemsize(dtype) } as i64;
+    if item == 0 {
+        return err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("dtype {dtype} is not supported"),
+        );
+    }
+    let ext = util::extent(sizes, strides)?;
+    let nbytes = ext
+        .checked_add(storage_offset)
+        .and_then(|e| e.checked_mul(item))
+        .ok_or(crate::error::Error {
+            status: sys::TENSOR_ERR_OVERFLOW,
+            msg: format!("storage_offset {storage_offset} plus extent {ext} overflows"),
+        })?;
+    let mut s: *mut sys::storage_t = std::ptr::null_mut();
+    crate::error::check(unsafe {
+        sys::storage_from_blob(
+            data,
+            nbytes as usize,
+            device,
+            None,
+            std::ptr::null_mut(),
+            &mut s,
+        )
+    })?;
+    let t = make(|o| unsafe {
+        sys::tensor_from_storage(
+            s,
+            storage_offset,
+            sizes.as_ptr(),
+            strides.as_ptr(),
+            ndim,
+            dtype,
+            o,
+        )
+    });
+    unsafe { sys::storage_release(s) };
+    Ok(t?.into_raw())
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_create_tensor_from_blob(
+    data: *mut c_void,
+    ndim: i64,
+    sizes_ptr: *const i64,
+    strides_ptr: *const i64,
+    storage_offset: i64,
+    dtype: i32,
+    device_type: i32,
+    device_index: i32,
+    ret: *mut AtenTensorHandle,
+) -> i32 {
+    const F: &str = "aoti_torch_create_tensor_from_blob";
+    shim(F, || {
+        let r = out(ret, "ret")?;
+        *r = from_blob(
+            data,
+            ndim,
+            sizes_ptr,
+            strides_ptr,
+            storage_offset,
+            dtype,
+            device_type,
+            device_index,
+            F,
+        )?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_create_tensor_from_blob_v2(
+    data: *mut c_void,
+    ndim: i64,
+    sizes_ptr: *const i64,
+    strides_ptr: *const i64,
+    storage_offset: i64,
+    dtype: i32,
+    device_type: i32,
+    device_index: i32,
+    ret: *mut AtenTensorHandle,
+    layout: i32,
+    opaque_metadata: *const u8,
+    opaque_metadata_size: i64,
+) -> i32 {
+    const F: &str = "aoti_torch_create_tensor_from_blob_v2";
+    shim(F, || {
+        let r = out(ret, "ret")?;
+        if layout != 0 {
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("layout {layout} is not supported (only strided, 0; layout 3 is oneDNN's, made by freezing=True)"),
+            );
+        }
+        if opaque_metadata_size != 0 {
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("opaque_metadata ({opaque_metadata_size} bytes at {opaque_metadata:p}) is only meaningful for oneDNN tensors"),
+            );
+        }
+        *r = from_blob(
+            data,
+            ndim,
+            sizes_ptr,
+            strides_ptr,
+            storage_offset,
+            dtype,
+            device_type,
+            device_index,
+            F,
+        )?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch__reinterpret_tensor(
+    self_: AtenTensorHandle,
+    ndim: i64,
+    sizes_ptr: *const i64,
+    strides_ptr: *const i64,
+    offset_increment: i64,
+    ret_new_tensor: *mut AtenTensorHandle,
+) -> i32 {
+    shim("aoti_torch__reinterpret_tensor", || {
+        let t = handle(self_, "self")?;
+        let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
+        let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
+        let r = out(ret_new_tensor, "ret_new_tensor")?;
+        let base = unsafe { sys::tensor_storage_offset(t) };
+        let offset = base
+            .checked_add(offset_increment)
+            .ok_or(crate::error::Error {
+                status: sys::TENSOR_ERR_OVERFLOW,
+                msg: format!(
+                    "self's offset {base} + offset_increment {offset_increment} overflows"
+                ),
+            })?;
+        let v = make(|o| unsafe {
+            sys::tensor_as_strided(t, sizes.as_ptr(), strides.as_ptr(), ndim, offset, o)
+        })?;
+        *r = v.into_raw();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_as_strided(
+    self_: AtenTensorHandle,
+    sizes_ptr: *const i64,
+    strides_ptr: *const i64,
+    ret: *mut AtenTensorHandle,
+) -> i32 {
+    shim("aoti_torch_as_strided", || {
+        let t = handle(self_, "self")?;
+        let ndim = unsafe { sys::tensor_ndim(t) };
+        let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
+        let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
+        let r = out(ret, "ret")?;
+        let off = unsafe { sys::tensor_storage_offset(t) };
+        let v = make(|o| unsafe {
+            sys::tensor_as_strided(t, sizes.as_ptr(), strides.as_ptr(), ndim, off, o)
+        })?;
+        *r = v.into_raw();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch__alloc_from_pool(
+    self_: AtenTensorHandle,
+    offset_bytes: i64,
+    dtype: i32,
+    ndim: i64,
+    sizes_ptr: *const i64,
+    strides_ptr: *const i64,
+    ret_new_tensor: *mut AtenTensorHandle,
+) -> i32 {
+    shim("aoti_torch__alloc_from_pool", || {
+        let t = handle(self_, "self")?;
+        let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
+        let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
+        let r = out(ret_new_tensor, "ret_new_tensor")?;
+        let item = unsafe { sys::tensor_dtype_itemsize(dtype) } as i64;
+        let base = unsafe {
+            sys::tensor_storage_offset(t) * sys::tensor_dtype_itemsize(sys::tensor_dtype(t)) as i64
+        };
+        let bytes = base.checked_add(offset_bytes).unwrap_or(-1);
+        if item == 0 || bytes < 0 || bytes % item != 0 {
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("offset_bytes {offset_bytes} (self at byte {base}) is not a non-negative multiple of {}'s size {item}", util::dtype_name(dtype)),
+            );
+        }
+        let v = make(|o| unsafe {
+            sys::tensor_from_storage(
+                sys::tensor_storage(t),
+                bytes / item,
+                sizes.as_ptr(),
+                strides.as_ptr(),
+                ndim,
+                dtype,
+                o,
+            )
+        })?;
+        *r = v.into_raw();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_clone(self_: AtenTensorHandle, ret: *mut AtenTensorHandle) -> i32 {
+    shim("aoti_torch_clone", || {
+        let t = handle(self_, "self")?;
+        let r = out(ret, "ret")?;
+        *r = make(|o| unsafe { sys::tensor_clone(t, sys::TENSOR_PRESERVE_FORMAT, o) })?.into_raw();
+        Ok(())
+    })
+}
+
+/// Inductor's `clone_preserve_strides`: the storage range `self` reaches, copied, with
+/// `self`'s exact sizes and strides over the copy (even when they are not dense).
+#[no_mangle]
+pub extern "C" fn aoti_torch_clone_preserve_strides(
+    self_: AtenTensorHandle,
+    ret: *mut AtenTensorHandle,
+) -> i32 {
+    shim("aoti_torch_clone_preserve_strides", || {
+        let t = handle(self_, "self")?;
+        let r = out(ret, "ret")?;
+        let (sizes, strides) = (util::sizes(t), util::strides(t));
+        let ext = util::extent(sizes, strides)?;
+        let off = unsafe { sys::tensor_storage_offset(t) };
+        let flat = make(|o| unsafe { sys::tensor_as_strided(t, &ext, &1, 1, off, o) })?;
+        let copy =
+            make(|o| unsafe { sys::tensor_clone(flat.0, sys::TENSOR_CONTIGUOUS_FORMAT, o) })?;
+        let n = sizes.len() as i64;
+        *r = make(|o| unsafe {
+            sys::tensor_as_strided(copy.0, sizes.as_ptr(), strides.as_ptr(), n, 0, o)
+        })?
+        .into_raw();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_copy_(
+    self_: AtenTensorHandle,
+    src: AtenTensorHandle,
+    non_blocking: i32,
+) -> i32 {
+    shim("aoti_torch_copy_", || {
+        let _ = non_blocking; // CPU copies are synchronous
+        let d = handle(self_, "self")?;
+        let s = handle(src, "src")?;
+        crate::error::check(unsafe { sys::tensor_copy_(d, s) })
+    })
+}
+
+/// Deprecated argument order: copies `src` into `dst`.
+#[no_mangle]
+pub extern "C" fn aoti_torch_tensor_copy_(src: AtenTensorHandle, dst: AtenTensorHandle) -> i32 {
+    shim("aoti_torch_tensor_copy_", || {
+        let s = handle(src, "src")?;
+        let d = handle(dst, "dst")?;
+        crate::error::check(unsafe { sys::tensor_copy_(d, s) })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_zero_(self_: AtenTensorHandle) -> i32 {
+    shim("aoti_torch_zero_", || {
+        let t = handle(self_, "self")?;
+        crate::error::check(unsafe { sys::tensor_fill_i64(t, 0) })
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// item_* and scalar_to_tensor_*.
+
+/// The one element of `t` as its raw bytes when its dtype is `want`, else converted.
+fn item<T: Copy>(t: Handle, want: i32, conv: impl FnOnce(Handle) -> Result<T>) -> Result<T> {
+    let n = unsafe { sys::tensor_numel(t) };
+    if n != 1 {
+        return err(
+            sys::TENSOR_ERR_SHAPE,
+            format!("a tensor with {n} elements cannot be converted to a scalar"),
+        );
+    }
+    util::require_cpu(t, "tensor")?;
+    if unsafe { sys::tensor_dtype(t) } == want {
+        let p = unsafe { sys::tensor_data_ptr(t) } as *const T;
+        return Ok(unsafe { p.read_unaligned() });
+    }
+    conv(t)
+}
+
+fn get_f64(t: Handle) -> Result<f64> {
+    let idx = [0i64; 64];
+    let mut v = 0.0;
+    crate::error::check(unsafe {
+        sys::tensor_get_f64(t, idx.as_ptr(), sys::tensor_ndim(t), &mut v)
+    })?;
+    Ok(v)
+}
+
+fn get_i64(t: Handle) -> Result<i64> {
+    let idx = [0i64; 64];
+    let mut v = 0;
+    crate::error::check(unsafe {
+        sys::tensor_get_i64(t, idx.as_ptr(), sys::tensor_ndim(t), &mut v)
+    })?;
+    Ok(v)
+}
+
+macro_rules! items {
+    ($($name:ident: $ty:ty = $code:expr, |$t:ident| $conv:expr;)*) => {
+        $(
+            #[no_mangle]
+            pub extern "C" fn $name(tensor: AtenTensorHandle, ret_value: *mut $ty) -> i32 {
+                shim(stringify!($name), || {
+                    let t = handle(tensor, "tensor")?;
+                    let r = out(ret_value, "ret_value")?;
+                    *r = item(t, $code, |$t| $conv)?;
+                    Ok(())
+                })
+            }
+        )*
+    };
+}
+
+items! {
+    aoti_torch_item_float16: u16 = 5, |t| Ok(half::f16::from_f64(get_f64(t)?).to_bits());
+    aoti_torch_item_bfloat16: u16 = 15, |t| Ok(half::bf16::from_f64(get_f64(t)?).to_bits());
+    aoti_torch_item_float32: f32 = 6, |t| Ok(get_f64(t)? as f32);
+    aoti_torch_item_float64: f64 = 7, |t| get_f64(t);
+    aoti_torch_item_uint8: u8 = 0, |t| Ok(get_i64(t)? as u8);
+    aoti_torch_item_uint16: u16 = 27, |t| Ok(get_i64(t)? as u16);
+    aoti_torch_item_uint32: u32 = 28, |t| Ok(get_i64(t)? as u32);
+    aoti_torch_item_uint64: u64 = 29, |t| Ok(get_i64(t)? as u64);
+    aoti_torch_item_int8: i8 = 1, |t| Ok(get_i64(t)? as i8);
+    aoti_torch_item_int16: i16 = 2, |t| Ok(get_i64(t)? as i16);
+    aoti_torch_item_int32: i32 = 3, |t| Ok(get_i64(t)? as i32);
+    aoti_torch_item_int64: i64 = 4, |t| get_i64(t);
+    aoti_torch_item_bool: bool = 11, |t| Ok(get_f64(t)? != 0.0);
+    aoti_torch_item_complex64: Complex32 = 9, |t| Ok(Complex32 { re: get_f64(t)? as f32, im: 0.0 });
+}
+
+/// `c10::complex<float>` (passed by value as two floats).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Complex32 {
+    re: f32,
+    im: f32,
+}
+
+/// `c10::complex<double>`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Complex64 {
+    re: f64,
+    im: f64,
+}
+
+fn scalar<T: Copy>(value: T, dtype: i32, ret: *mut AtenTensorHandle) -> Result<()> {
+    let r = out(ret, "ret_new_tensor")?;
+    let t = make(|o| unsafe {
+        sys::tensor_empty_strided(std::ptr::null(), std::ptr::null(), 0, dtype, o)
+    })?;
+    unsafe { (sys::tensor_data_ptr(t.0) as *mut T).write_unaligned(value) };
+    *r = t.into_raw();
+    Ok(())
+}
+
+macro_rules! scalars {
+    ($($name:ident: $ty:ty = $code:expr;)*) => {
+        $(
+            #[no_mangle]
+            pub extern "C" fn $name(value: $ty, ret_new_tensor: *mut AtenTensorHandle) -> i32 {
+                shim(stringify!($name), || scalar(value, $code, ret_new_tensor))
+            }
+        )*
+    };
+}
+
+scalars! {
+    aoti_torch_scalar_to_tensor_float32: f32 = 6;
+    aoti_torch_scalar_to_tensor_float64: f64 = 7;
+    aoti_torch_scalar_to_tensor_uint8: u8 = 0;
+    aoti_torch_scalar_to_tensor_uint16: u16 = 27;
+    aoti_torch_scalar_to_tensor_uint32: u32 = 28;
+    aoti_torch_scalar_to_tensor_uint64: u64 = 29;
+    aoti_torch_scalar_to_tensor_int8: i8 = 1;
+    aoti_torch_scalar_to_tensor_int16: i16 = 2;
+    aoti_torch_scalar_to_tensor_int32: i32 = 3;
+    aoti_torch_scalar_to_tensor_int64: i64 = 4;
+    aoti_torch_scalar_to_tensor_bool: bool = 11;
+    aoti_torch_scalar_to_tensor_complex64: Complex32 = 9;
+    aoti_torch_scalar_to_tensor_complex128: Complex64 = 10;
+}
+
+// ------------------------------------------------------------------------------------------
+// Diagnostics.
+
+fn cstr(p: *const c_char) -> String {
+    if p.is_null() {
+        "(null)".into()
+    } else {
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
+fn describe(t: Handle) -> String {
+    format!(
+        "{} sizes {:?} strides {:?} offset {}",
+        util::dtype_name(unsafe { sys::tensor_dtype(t) }),
+        util::sizes(t),
+        util::strides(t),
+        unsafe { sys::tensor_storage_offset(t) }
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_print_tensor_handle(self_: AtenTensorHandle, msg: *const c_char) {
+    shim_value("aoti_torch_print_tensor_handle", (), || {
+        if self_.is_null() {
+            eprintln!("{}: (null tensor)", cstr(msg));
+        } else {
+            eprintln!("{}: {}", cstr(msg), describe(self_));
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_warn(
+    func: *const c_char,
+    file: *const c_char,
+    line: u32,
+    msg: *const c_char,
+) {
+    shim_value("aoti_torch_warn", (), || {
+        eprintln!(
+            "libtensor_aoti: warning in {} ({}:{line}): {}",
+            cstr(func),
+            cstr(file),
+            cstr(msg)
+        );
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_check_inf_and_nan(
+    tensor_name: *const c_char,
+    tensor: AtenTensorHandle,
+) -> i32 {
+    shim("aoti_torch_check_inf_and_nan", || {
+        let t = handle(tensor, "tensor")?;
+        let name = cstr(tensor_name);
+        if !matches!(unsafe { sys::tensor_dtype(t) }, 5 | 6 | 7 | 15) {
+            return Ok(());
+        }
+        let f = make(|o| unsafe { sys::tensor_to_dtype(t, 7, o) })?;
+        let c = make(|o| unsafe { sys::tensor_contiguous(f.0, sys::TENSOR_CONTIGUOUS_FORMAT, o) })?;
+        let n = unsafe { sys::tensor_numel(c.0) } as usize;
+        let p = unsafe { sys::tensor_data_ptr(c.0) } as *const f64;
+        let v = if n == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(p, n) }
+        };
+        if v.iter().any(|x| x.is_nan()) {
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("found NaN in {name}"),
+            );
+        }
+        if v.iter().any(|x| x.is_infinite()) {
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("found Inf in {name}"),
+            );
+        }
+        Ok(())
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// What needs more than libtensor: the shim's error code and a message naming the function.
+
+pub fn unsupported(name: &str, why: &str) -> i32 {
+    shim(name, || {
+        err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("not supported by libtensor_aoti ({why})"),
+        )
+    })
+}
+
+macro_rules! unsupported {
+    ($($name:ident: $why:expr;)*) => {
+        $(
+            /// Not supported: returns AOTI_TORCH_FAILURE and logs why. (Its arguments are
+            /// not read, so the C signature does not matter to the callee.)
+            #[no_mangle]
+            pub extern "C" fn $name() -> i32 {
+                unsupported(stringify!($name), $why)
+            }
+        )*
+    };
+}
+
+unsupported! {
+    aoti_torch_new_uninitialized_tensor: "an undefined tensor has no libtensor handle";
+    aoti_torch_assign_tensors: "rebinding a handle to another tensor: a tensor_t* is the tensor itself";
+    aoti_torch_int64_to_ivalue: "IValues belong to the TorchScript runtime";
+    aoti_torch_strlist_to_ivalue: "IValues belong to the TorchScript runtime";
+    aoti_torch_str_to_ivalue: "IValues belong to the TorchScript runtime";
+    aoti_torch_tensor_to_ivalue: "IValues belong to the TorchScript runtime";
+    aoti_torch_delete_c10_value_object: "IValues belong to the TorchScript runtime";
+    aoti_record_function_start: "no profiler";
+    aoti_record_function_end: "no profiler";
+    aoti_torch_library_init_impl: "no operator registry";
+    aoti_torch_library_init_def: "no operator registry";
+    aoti_torch_library_init_fragment: "no operator registry";
+    aoti_torch_library_impl: "no operator registry";
+    aoti_torch_library_def: "no operator registry";
+    aoti_torch_delete_library_object: "no operator registry";
+    aoti_torch_call_dispatcher: "no ATen dispatcher";
+    aoti_torch_proxy_executor_call_function: "no proxy executor (custom ops run through libtorch)";
+    aoti_torch_create_device_guard: "device guards are for accelerators";
+    aoti_torch_delete_device_guard: "device guards are for accelerators";
+    aoti_torch_device_guard_set_index: "device guards are for accelerators";
+    aoti_torch_delete_stream: "streams are for accelerators";
+    aoti_torch_stream_id: "streams are for accelerators";
+    aoti_torch_get_current_stream: "streams are for accelerators";
+    aoti_torch_get_current_device_index: "device indices are for accelerators";
+    aoti_torch_create_cuda_guard: "no CUDA";
+    aoti_torch_delete_cuda_guard: "no CUDA";
+    aoti_torch_cuda_guard_set_index: "no CUDA";
+    aoti_torch_create_cuda_stream_guard: "no CUDA";
+    aoti_torch_delete_cuda_stream_guard: "no CUDA";
+    aoti_torch_get_current_cuda_stream: "no CUDA";
+    aoti_torch_cuda_caching_allocator_raw_alloc: "no CUDA";
+    aoti_torch_cuda_caching_allocator_raw_delete: "no CUDA";
+    aoti_torch_scatter_out: "kernel not implemented";
+    aoti_torch_scatter_reduce_out: "kernel not implemented";
+    aoti_torch_index_put_out: "kernel not implemented";
+    aoti_torch_cpu_wrapped_fbgemm_pack_gemm_matrix_fp16: "needs fbgemm";
+    aoti_torch_cpu__wrapped_linear_prepack: "needs fbgemm";
+    aoti_torch_cpu_wrapped_fbgemm_linear_fp16_weight: "needs fbgemm";
+    aoti_torch_cpu__wrapped_quantized_linear_prepacked: "needs fbgemm";
+    aoti_torch_save_tensor_handle: "no tensor serialisation of libtorch's format";
+}

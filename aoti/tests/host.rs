@@ -1,0 +1,280 @@
+//! The AOTI end-to-end tests. Compiles the test models once (tests/make_models.py, with the
+//! torch of `TENSOR_AOTI_PYTHON`, default the CI venv /root/.cache/libtensor-ci-venv), stages
+//! the shipped libtensor.so.0 (cmake/stage.sh, from the target/<profile>/libtensor.a that a
+//! root `cargo build` made) beside libtensor_aoti.so, builds the C host (tests/host.c) and
+//! runs it: every model against eager PyTorch, refused inputs, statistics back to zero.
+//! Then the shim and kernel tests against libtorch (tests/kernels.py), the header against
+//! the exports, and the host's NEEDED entries (no libtorch).
+//!
+//! `TENSOR_VALGRIND=1` runs the host under valgrind (zero errors, zero leaks).
+//! `TENSOR_AOTI_MODELS=DIR` reuses models compiled earlier into DIR. Without a Python that
+//! imports torch the test prints a notice and passes, unless `TENSOR_AOTI_REQUIRE=1` (CI).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn run(cmd: &mut Command) -> String {
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{cmd:?} failed ({}):\n{text}", o.status);
+    text
+}
+
+fn python() -> Option<PathBuf> {
+    let p = std::env::var_os("TENSOR_AOTI_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root/.cache/libtensor-ci-venv/bin/python"));
+    let ok = Command::new(&p)
+        .args(["-c", "import torch"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(p)
+}
+
+/// target/<profile>/ of this test binary.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// libtensor.so.0 (staged: versioned, as shipped), libtensor_aoti.so(.0) in one directory.
+fn lib_dir() -> PathBuf {
+    let prof = profile_dir();
+    let dir = prof.join("aoti-lib");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let archive = prof.join("libtensor.a");
+    assert!(
+        archive.exists(),
+        "{} is missing: run `cargo build` at the repository root first (.ci/aoti.sh does)",
+        archive.display()
+    );
+    run(Command::new("sh")
+        .arg(root().join("cmake/stage.sh"))
+        .arg(&archive)
+        .arg(&dir)
+        .arg("0.2.0"));
+    let aoti = [
+        prof.join("libtensor_aoti.so"),
+        prof.join("deps/libtensor_aoti.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .expect("libtensor_aoti.so was not built");
+    std::fs::copy(aoti, dir.join("libtensor_aoti.so")).unwrap();
+    std::os::unix::fs::symlink("libtensor_aoti.so", dir.join("libtensor_aoti.so.0")).unwrap();
+    dir
+}
+
+fn compile_c(src: &Path, out: &Path, lib: &Path, cpp: bool) {
+    let mut b = cc::Build::new();
+    b.cargo_metadata(false)
+        .cpp(cpp)
+        .opt_level(1)
+        .debug(true)
+        .target(env!("TENSOR_AOTI_TARGET"))
+        .host(env!("TENSOR_AOTI_TARGET"));
+    let mut cmd = b.get_compiler().to_command();
+    cmd.arg(if cpp { "-std=c++17" } else { "-std=c99" })
+        .args([
+            "-Wall",
+            "-Wextra",
+            "-pedantic",
+            "-Werror",
+            "-D_POSIX_C_SOURCE=200809L",
+        ])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(src)
+        .arg("-o")
+        .arg(out)
+        .arg("-L")
+        .arg(lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-ltensor_aoti", "-ltensor", "-lm"]);
+    run(&mut cmd);
+}
+
+/// The C host, under valgrind with `TENSOR_VALGRIND=1` (zero errors, zero leaks; libgomp's
+/// worker threads suppressed: tests/valgrind.supp).
+fn host_cmd(host: &Path) -> Command {
+    if std::env::var("TENSOR_VALGRIND").is_ok_and(|v| v == "1") {
+        let supp = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/valgrind.supp");
+        let mut c = Command::new("valgrind");
+        c.args([
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--show-leak-kinds=definite,indirect,possible",
+            "--errors-for-leak-kinds=definite,indirect,possible",
+            "--quiet",
+        ])
+        .arg(format!("--suppressions={}", supp.display()))
+        .arg(host);
+        c
+    } else {
+        Command::new(host)
+    }
+}
+
+#[test]
+fn aoti_models_kernels_and_exports() {
+    let Some(py) = python() else {
+        assert!(
+            std::env::var("TENSOR_AOTI_REQUIRE").as_deref() != Ok("1"),
+            "TENSOR_AOTI_REQUIRE=1 but no Python with torch"
+        );
+        println!("NOTICE: AOTI tests skipped: no Python with torch (set TENSOR_AOTI_PYTHON)");
+        return;
+    };
+    let lib = lib_dir();
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+
+    // libtensor_aoti links the shipped libtensor dynamically, with versioned references;
+    // libtensor exports no aoti_* symbol.
+    let dynamic = run(Command::new("readelf")
+        .arg("-dW")
+        .arg(lib.join("libtensor_aoti.so")));
+    assert!(dynamic.contains("[libtensor.so.0]"), "{dynamic}");
+    assert!(dynamic.contains("[libsleef.so.3]"), "{dynamic}");
+    let syms = run(Command::new("readelf")
+        .arg("--dyn-syms")
+        .arg("-W")
+        .arg(lib.join("libtensor_aoti.so")));
+    assert!(
+        syms.contains("tensor_retain@TENSOR_0"),
+        "libtensor references are not versioned"
+    );
+    assert!(!syms
+        .lines()
+        .any(|l| l.contains(" UND tensor_") && !l.contains("@TENSOR_0")));
+    let core = run(Command::new("readelf")
+        .arg("--dyn-syms")
+        .arg("-W")
+        .arg(lib.join("libtensor.so.0")));
+    assert!(
+        !core.contains(" aoti_"),
+        "libtensor.so exports aoti_* symbols"
+    );
+
+    // include/tensor_aoti.h (hand-written) declares exactly the exported tensor_aoti_* API.
+    let header = std::fs::read_to_string(root().join("include/tensor_aoti.h")).unwrap();
+    // Declarations: `name(` outside comments.
+    let code: String = header
+        .lines()
+        .filter(|l| {
+            !l.trim_start().starts_with('*')
+                && !l.trim_start().starts_with("/*")
+                && !l.trim_start().starts_with("//")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut declared: Vec<String> = code
+        .match_indices("tensor_aoti_")
+        .map(|(i, _)| {
+            code[i..]
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap()
+        })
+        .filter(|w| code.contains(&format!("{w}(")))
+        .map(str::to_string)
+        .collect();
+    declared.sort();
+    declared.dedup();
+    let mut exported: Vec<String> = syms
+        .lines()
+        .filter(|l| !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().nth(7))
+        .filter_map(|n| n.split('@').next())
+        .filter(|n| n.starts_with("tensor_aoti_"))
+        .map(str::to_string)
+        .collect();
+    exported.sort();
+    exported.dedup();
+    assert_eq!(
+        declared, exported,
+        "include/tensor_aoti.h and libtensor_aoti.so's exports differ"
+    );
+
+    // The models: compiled once (or reused).
+    let models = match std::env::var_os("TENSOR_AOTI_MODELS") {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let d = profile_dir().join("aoti-models");
+            let t = std::time::Instant::now();
+            let _ = std::fs::remove_dir_all(&d);
+            run(Command::new(&py)
+                .arg(here.join("tests/make_models.py"))
+                .arg(&d));
+            println!(
+                "compiled the test models in {:.0} s",
+                t.elapsed().as_secs_f64()
+            );
+            d
+        }
+    };
+
+    let host = lib.join("host");
+    compile_c(&here.join("tests/host.c"), &host, &lib, false);
+    let needed = run(Command::new("readelf").arg("-d").arg(&host));
+    assert!(
+        !needed.contains("libtorch") && !needed.contains("libc10"),
+        "{needed}"
+    );
+    let out = run(host_cmd(&host).arg(&models).env("TENSOR_AOTI_QUIET", "1"));
+    print!("{out}");
+    assert!(out.contains(" 0 failed"), "{out}");
+
+    // A bare model .so: the model's own checks, its error text, no leak.
+    let so = lib.join("pointwise.so");
+    run(Command::new(&py).arg("-c").arg(
+        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nn = [x for x in z.namelist() if x.endswith('.wrapper.so')][0]\nopen(sys.argv[2], 'wb').write(z.read(n))",
+    ).arg(models.join("pointwise.pt2")).arg(&so));
+    let out = run(host_cmd(&host)
+        .arg("--bare")
+        .arg(&so)
+        .env("TENSOR_AOTI_QUIET", "1"));
+    print!("{out}");
+    assert!(out.contains(" 0 failed"), "{out}");
+
+    // The C++ wrapper.
+    let cpp = lib.join("wrapper");
+    compile_c(&here.join("tests/wrapper.cpp"), &cpp, &lib, true);
+    print!(
+        "{}",
+        run(Command::new(&cpp)
+            .arg(models.join("mlp.pt2"))
+            .arg(models.join("mlp.in0.npy"))
+            .arg(models.join("mlp.out0.npy")))
+    );
+
+    // The example (examples_c/aoti_run.c) on the classifier examples_c/aoti_model.py defines.
+    let example = lib.join("aoti_run");
+    compile_c(&root().join("examples_c/aoti_run.c"), &example, &lib, false);
+    print!(
+        "{}",
+        run(Command::new(&example).arg(models.join("example.pt2")))
+    );
+
+    // The shim and the kernels against libtorch.
+    print!(
+        "{}",
+        run(Command::new(&py)
+            .arg(here.join("tests/kernels.py"))
+            .arg(&lib)
+            .env("TENSOR_AOTI_QUIET", "1"))
+    );
+}
