@@ -40,6 +40,7 @@ class LibtensorConan(ConanFile):
     exports_sources = (
         "Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml", "CMakeLists.txt", "Makefile",
         "LICENSE-*", "src/*", "include/*", "cmake/*",
+        "aoti/*",  # a member of the Cargo workspace (not built here; cargo loads its manifest)
         "benches/*",  # (Cargo.toml names the benchmarks; cargo wants their files to exist)
     )
 
