@@ -17,6 +17,6 @@ export TENSOR_AOTI_REQUIRE="${TENSOR_AOTI_REQUIRE:-1}"
 export TENSOR_VALGRIND="${TENSOR_VALGRIND:-1}"
 start=$(date +%s)
 run cargo clippy -p tensor_aoti --all-targets -- -D warnings
-run cargo build --lib -p tensor
+run cargo build --lib -p tensor -p tensor_aoti
 run cargo test -p tensor_aoti -- --nocapture
 echo "aoti.sh: $(($(date +%s) - start)) s"

@@ -66,7 +66,7 @@ fn lib_dir() -> PathBuf {
         .arg(root().join("cmake/stage.sh"))
         .arg(&archive)
         .arg(&dir)
-        .arg("0.2.0"));
+        .arg(libtensor_version()));
     let aoti = [
         prof.join("libtensor_aoti.so"),
         prof.join("deps/libtensor_aoti.so"),
@@ -277,4 +277,16 @@ fn aoti_models_kernels_and_exports() {
             .arg(&lib)
             .env("TENSOR_AOTI_QUIET", "1"))
     );
+}
+
+/// libtensor's version, from the repository's Cargo.toml (the one source of truth).
+fn libtensor_version() -> String {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    manifest
+        .lines()
+        .find_map(|l| {
+            let v = l.strip_prefix("version = \"")?;
+            Some(v.trim_end_matches('"').to_string())
+        })
+        .expect("a version in Cargo.toml")
 }
