@@ -614,7 +614,7 @@ mod tests {
         let again = Tensor::from_storage(base.storage(), 0, &[24], None, DType::F32).unwrap();
         assert!(!again.shares_version(&other) && again.version() == 0);
         // a clone is new memory with its own counter
-        let c = base.clone_tensor(MemoryFormat::Contiguous).unwrap();
+        let c = base.deep_clone(MemoryFormat::Contiguous).unwrap();
         assert!(!c.shares_version(&base) && c.version() == 0);
         // views outlive their base and keep counting
         drop(base);

@@ -85,7 +85,7 @@ pub extern "C" fn tensor_clone(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_clone", out, || {
-        tensor_arg(self_, "self")?.clone_tensor(format_arg(fmt)?)
+        tensor_arg(self_, "self")?.deep_clone(format_arg(fmt)?)
     })
 }
 
