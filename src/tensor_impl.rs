@@ -256,7 +256,7 @@ impl Tensor {
         let t = Tensor::empty(&[n], dtype)?;
         let p = t.data_ptr();
         let isz = dtype.itemsize();
-        crate::with_dtype!(dtype, T => {
+        crate::dtype::with_dtype!(dtype, T => {
             use crate::dtype::Element;
             for i in 0..n as usize {
                 // SAFETY: i < n elements of a fresh contiguous buffer.
@@ -270,7 +270,7 @@ impl Tensor {
     fn fill_fresh(&self, value: Scalar) {
         let p = self.data_ptr();
         let n = self.numel as usize;
-        crate::with_dtype!(self.dtype, T => {
+        crate::dtype::with_dtype!(self.dtype, T => {
             use crate::dtype::Element;
             let v = T::from_scalar(value);
             if n > 0 {
@@ -297,7 +297,7 @@ impl Tensor {
         byte_strides: Option<&[i64]>,
         dtype: DType,
     ) -> Result<Tensor> {
-        let align = crate::with_dtype!(dtype, T => std::mem::align_of::<T>());
+        let align = crate::dtype::with_dtype!(dtype, T => std::mem::align_of::<T>());
         ensure!(
             (blob.data as usize).is_multiple_of(align),
             InvalidArgument,

@@ -163,7 +163,7 @@ unsafe fn copy_part(
     } else {
         // SAFETY: our contract is run_engine's; S and D are the layouts' dtypes.
         unsafe {
-            crate::with_dtype!(src_dtype, S => crate::with_dtype!(dst_dtype, D => {
+            crate::dtype::with_dtype!(src_dtype, S => crate::dtype::with_dtype!(dst_dtype, D => {
                 engine!(&mut Convert::<S, D>::new(out_bytes));
             }));
         }
@@ -643,14 +643,14 @@ impl TensorImpl {
                 return Ok(true);
             }
             let distinct = self.distinct_sizes()?;
-            return Ok(crate::with_dtype!(common, T => {
+            return Ok(crate::dtype::with_dtype!(common, T => {
                 let mut k = Equal::<T>::new();
                 // SAFETY: a layout validated by data_for_read, read twice.
                 unsafe { run_engine(&distinct, pa, self.strides(), isz, pa, self.strides(), isz, &mut k) };
                 k.equal
             }));
         }
-        Ok(crate::with_dtype!(common, T => {
+        Ok(crate::dtype::with_dtype!(common, T => {
             let mut k = Equal::<T>::new();
             // SAFETY: both layouts validated by data_for_read; the kernel only reads.
             unsafe { run_engine(self.sizes(), pa, self.strides(), isz, pb, other.strides(), isz, &mut k) };
