@@ -219,13 +219,6 @@ impl Tensor {
         Tensor::empty_in(CheckedLayout::new(sizes, Strides::Contiguous, 0, dtype)?)
     }
 
-    /// Uninitialised tensor laid out in `fmt` (not Preserve).
-    #[cfg(test)]
-    pub fn empty_with_format(sizes: &[i64], dtype: DType, fmt: MemoryFormat) -> Result<Tensor> {
-        shape::check_sizes(sizes)?;
-        Tensor::empty_strided(sizes, &fmt.strides_for(sizes)?, dtype)
-    }
-
     /// An uninitialised tensor with `layout`, on a new storage of exactly its bytes.
     fn empty_in(layout: CheckedLayout) -> Result<Tensor> {
         let storage = StorageImpl::allocate(layout.nbytes(), Allocator::default_allocator())?;
@@ -355,20 +348,6 @@ impl TensorImpl {
     pub fn make_view(&self, sizes: &[i64], strides: &[i64], offset: i64) -> Result<Tensor> {
         let strides = Strides::Elements(strides);
         self.share(CheckedLayout::new(sizes, strides, offset, self.dtype)?)
-    }
-
-    /// Like [`make_view`](Self::make_view) with another dtype (tests build byte-level
-    /// aliases with it).
-    #[cfg(test)]
-    pub fn make_view_dtype(
-        &self,
-        sizes: &[i64],
-        strides: &[i64],
-        offset: i64,
-        dtype: DType,
-    ) -> Result<Tensor> {
-        let strides = Strides::Elements(strides);
-        self.share(CheckedLayout::new(sizes, strides, offset, dtype)?)
     }
 
     #[inline]
