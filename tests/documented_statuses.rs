@@ -165,20 +165,26 @@ const DEVICES: [(i32, i32); 7] = [(1, 0), (2, 0), (1, -1), (0, 0), (99, 0), (3, 
 
 /// A failing allocator (ctx points to an AtomicBool "fail") over the global allocator.
 unsafe extern "C" fn test_allocate(ctx: *mut c_void, nbytes: usize, align: usize) -> *mut c_void {
-    if (*(ctx as *const AtomicBool)).load(Ordering::Relaxed) {
+    // SAFETY: ctx is the address of FAIL_ALLOC (allocator_failing), a static.
+    if unsafe { &*(ctx as *const AtomicBool) }.load(Ordering::Relaxed) {
         return null_mut();
     }
     match std::alloc::Layout::from_size_align(nbytes.max(1), align) {
-        Ok(l) => std::alloc::alloc(l) as *mut c_void,
+        // SAFETY: the layout has a non-zero size.
+        Ok(l) => unsafe { std::alloc::alloc(l) as *mut c_void },
         Err(_) => null_mut(),
     }
 }
 unsafe extern "C" fn test_deallocate(_ctx: *mut c_void, p: *mut c_void, nbytes: usize) {
     if !p.is_null() {
-        std::alloc::dealloc(
-            p as *mut u8,
-            std::alloc::Layout::from_size_align(nbytes.max(1), 64).unwrap(),
-        );
+        // SAFETY: the library gives back a block test_allocate returned for `nbytes`, with
+        // its alignment (64, the only one it asks for).
+        unsafe {
+            std::alloc::dealloc(
+                p as *mut u8,
+                std::alloc::Layout::from_size_align(nbytes.max(1), 64).unwrap(),
+            )
+        };
     }
 }
 static FAIL_ALLOC: AtomicBool = AtomicBool::new(false);
@@ -1523,7 +1529,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let data = if c.rng.one_in(6) {
                 null_mut()
             } else {
-                // SAFETY (test): stays inside buf; never read (the tensor is released at once).
+                // SAFETY: stays inside buf; never read (the tensor is released at once).
                 unsafe { (c.buf.as_mut_ptr() as *mut u8).add(skew) as *mut c_void }
             };
             make!(|o| tensor_from_blob_bytes(data, p, sp, n, d, dev, None, null_mut(), o))
