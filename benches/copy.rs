@@ -13,7 +13,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use std::ptr::null_mut;
 use std::time::{Duration, Instant};
-use tensor::ffi::copy::{tensor_clone, tensor_contiguous, tensor_fill_f64, tensor_to_dtype};
+use tensor::ffi::copy::{tensor_clone, tensor_contiguous, tensor_fill_f64_, tensor_to_dtype};
 use tensor::ffi::core::tensor_release;
 use tensor::ffi::tensor::{tensor_full, tensor_nbytes};
 use tensor::ffi::view::tensor_as_strided;
@@ -134,7 +134,7 @@ fn data_movement(c: &mut Criterion) {
         to_dtype(f, TENSOR_FLOAT16)
     });
     row(&mut g, "fill_16M", tensor_nbytes(f), || {
-        assert_eq!(tensor_fill_f64(f, black_box(2.0)), TENSOR_OK)
+        assert_eq!(tensor_fill_f64_(f, black_box(2.0)), TENSOR_OK)
     });
     tensor_release(f);
     tensor_release(t);

@@ -95,7 +95,7 @@ static int inference(int sock) {
   TRY(tensor_get_f64(green, ix, 2, &v));
   printf("inference: frame %dx%dx%d mapped at %p (read-only: %s), green[100][200] = %g\n", H, W, C,
          storage_data_ptr(s), storage_is_read_only(s) ? "yes" : "no", v);
-  if (tensor_fill_f64(frame, 0.0) == TENSOR_ERR_READ_ONLY) printf("inference: writes are refused\n");
+  if (tensor_fill_f64_(frame, 0.0) == TENSOR_ERR_READ_ONLY) printf("inference: writes are refused\n");
   tensor_release(green);
   tensor_release(frame);
   storage_release(s);

@@ -210,14 +210,14 @@ pub fn safetensors_round_trip(
         return;
     }
     let mut f: *mut tensor_safetensors_t = null_mut();
-    let s = tensor_safetensors_load(path.as_ptr(), &mut f);
-    check_status("tensor_safetensors_load", s);
+    let s = tensor_load_safetensors(path.as_ptr(), &mut f);
+    check_status("tensor_load_safetensors", s);
     if s == TENSOR_ERR_OUT_OF_MEMORY {
         return;
     }
     if s != TENSOR_OK {
         fail(format!(
-            "tensor_safetensors_load of a file tensor_save_safetensors wrote failed: {}",
+            "tensor_load_safetensors of a file tensor_save_safetensors wrote failed: {}",
             last_error()
         ));
     }

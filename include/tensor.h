@@ -1186,15 +1186,28 @@ tensor_status_t tensor_copy_affine_(struct tensor_t *dst,
                                     int64_t n);
 
 /**
- * Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
- * As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
- * idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ * Sets every element of `dst` to `value` converted to its dtype; bumps the version once
+ * (PyTorch's `fill_`). As in PyTorch, an expanded `dst` (elements aliasing each other) is
+ * allowed: filling is idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS,
+ * OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_fill_f64_(struct tensor_t *dst, double value);
+
+/**
+ * Sets every element of `dst` to `value` converted to its dtype (exact for every int64
+ * in integer dtypes); bumps the version once. Errors: as tensor_fill_f64_.
+ */
+tensor_status_t tensor_fill_i64_(struct tensor_t *dst, int64_t value);
+
+/**
+ * Alias of tensor_fill_f64_, kept for 0.x: new code calls tensor_fill_f64_ (the same
+ * function; its error messages name tensor_fill_f64). Errors: as tensor_fill_f64_.
  */
 tensor_status_t tensor_fill_f64(struct tensor_t *dst, double value);
 
 /**
- * Sets every element of `dst` to `value` converted to its dtype (exact for every int64
- * in integer dtypes); bumps the version once. Errors: as tensor_fill_f64.
+ * Alias of tensor_fill_i64_, kept for 0.x: new code calls tensor_fill_i64_ (the same
+ * function; its error messages name tensor_fill_i64). Errors: as tensor_fill_i64_.
  */
 tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
 
@@ -1398,6 +1411,13 @@ tensor_status_t tensor_save_npy(const char *path, const struct tensor_t *t);
  * byte length, a name with a NUL byte), DTYPE (a dtype libtensor lacks: float8, float6,
  * float4, named in the message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's
  * ENOMEM, or a copy).
+ */
+tensor_status_t tensor_load_safetensors(const char *path, struct tensor_safetensors_t **out);
+
+/**
+ * Alias of tensor_load_safetensors, kept for 0.x: new code calls tensor_load_safetensors
+ * (the same function; its error messages name tensor_safetensors_load). Errors: as
+ * tensor_load_safetensors.
  */
 tensor_status_t tensor_safetensors_load(const char *path, struct tensor_safetensors_t **out);
 

@@ -663,7 +663,7 @@ class Tensor {
     return *this;
   }
   Tensor& fill_(double v) {
-    detail::check(tensor_fill_f64(impl_, v));
+    detail::check(tensor_fill_f64_(impl_, v));
     return *this;
   }
   bool equal(const Tensor& o) const {
@@ -907,7 +907,7 @@ inline WeakStorage Storage::weak() const {
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path) : impl_(nullptr) {
-    detail::check(tensor_safetensors_load(path.c_str(), &impl_));
+    detail::check(tensor_load_safetensors(path.c_str(), &impl_));
   }
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;

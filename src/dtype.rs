@@ -408,8 +408,7 @@ impl Element for Complex64 {
 }
 
 /// Runs `$body` with `$T` bound to the element type of `$dt` (one dispatch per call, never
-/// per element).
-#[macro_export]
+/// per element). Crate-local: called as `crate::dtype::with_dtype!`.
 macro_rules! with_dtype {
     ($dt:expr, $T:ident => $body:expr) => {{
         use $crate::dtype::DType as __D;
@@ -477,6 +476,7 @@ macro_rules! with_dtype {
         }
     }};
 }
+pub(crate) use with_dtype;
 
 /// Reads one element of `dtype` at `ptr` (unaligned reads allowed).
 ///

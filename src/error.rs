@@ -285,7 +285,6 @@ impl std::error::Error for Error {}
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// `bail!(Shape, "fmt", args..)` returns early with an [`Error`] of that status.
-#[macro_export]
 macro_rules! bail {
     ($status:ident, $($arg:tt)*) => {
         return Err($crate::error::Error::from_fmt(
@@ -296,14 +295,17 @@ macro_rules! bail {
 }
 
 /// `ensure!(cond, Shape, "fmt", args..)`: bail unless `cond` holds.
-#[macro_export]
 macro_rules! ensure {
     ($cond:expr, $status:ident, $($arg:tt)*) => {
         if !$cond {
-            $crate::bail!($status, $($arg)*);
+            $crate::error::bail!($status, $($arg)*);
         }
     };
 }
+// Crate-local (no `#[macro_export]`, which would put them at the crate root): both are in
+// scope in every module after `error` through `#[macro_use]` in lib.rs; `bail` also by path,
+// for `ensure`'s expansion.
+pub(crate) use bail;
 
 #[cfg(test)]
 mod tests {

@@ -465,18 +465,17 @@ pub fn format_into(t: &TensorImpl, dst: &mut [u8]) -> usize {
     out.len()
 }
 
-/// The repr of `t` as a `String` (tests).
-#[cfg(test)]
-pub fn format_tensor(t: &TensorImpl) -> String {
-    let mut v = vec![0u8; format_into(t, &mut [])];
-    format_into(t, &mut v);
-    String::from_utf8(v).unwrap()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tensor_impl::Tensor;
+
+    /// The repr of `t` as a `String`.
+    fn format_tensor(t: &TensorImpl) -> String {
+        let mut v = vec![0u8; format_into(t, &mut [])];
+        format_into(t, &mut v);
+        String::from_utf8(v).unwrap()
+    }
 
     #[test]
     fn matches_pytorch_reprs() {

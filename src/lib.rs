@@ -26,8 +26,9 @@
 
 #![allow(non_camel_case_types)]
 // Every unsafe operation states why it is sound: `// SAFETY:` above each unsafe block and
-// unsafe impl, `# Safety` on each unsafe fn, and explicit unsafe blocks inside unsafe fns.
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+// unsafe impl, `# Safety` on each unsafe fn, and explicit unsafe blocks inside unsafe fns
+// (`unsafe_op_in_unsafe_fn` and `clippy::undocumented_unsafe_blocks` are denied in
+// Cargo.toml's `[lints]`, for the library and its tests, benches and examples alike).
 
 // The Rust core is crate-private: the product is the C ABI of `ffi` (and the header
 // generated from it). Tests of the core live in the crate (`#[cfg(test)]` modules,

@@ -194,19 +194,6 @@ pub struct Blob {
     pub ctx: *mut c_void,
 }
 
-impl Blob {
-    /// CPU memory nothing frees (tests, and callers that keep the memory alive).
-    #[cfg(test)]
-    pub fn borrowed(data: *mut c_void) -> Blob {
-        Blob {
-            data,
-            device: Device::CPU,
-            deleter: None,
-            ctx: std::ptr::null_mut(),
-        }
-    }
-}
-
 fn oom(what: &str) -> Error {
     Error::from_fmt(
         Status::OutOfMemory,

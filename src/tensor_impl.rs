@@ -219,13 +219,6 @@ impl Tensor {
         Tensor::empty_in(CheckedLayout::new(sizes, Strides::Contiguous, 0, dtype)?)
     }
 
-    /// Uninitialised tensor laid out in `fmt` (not Preserve).
-    #[cfg(test)]
-    pub fn empty_with_format(sizes: &[i64], dtype: DType, fmt: MemoryFormat) -> Result<Tensor> {
-        shape::check_sizes(sizes)?;
-        Tensor::empty_strided(sizes, &fmt.strides_for(sizes)?, dtype)
-    }
-
     /// An uninitialised tensor with `layout`, on a new storage of exactly its bytes.
     fn empty_in(layout: CheckedLayout) -> Result<Tensor> {
         let storage = StorageImpl::allocate(layout.nbytes(), Allocator::default_allocator())?;
@@ -256,7 +249,7 @@ impl Tensor {
         let t = Tensor::empty(&[n], dtype)?;
         let p = t.data_ptr();
         let isz = dtype.itemsize();
-        crate::with_dtype!(dtype, T => {
+        crate::dtype::with_dtype!(dtype, T => {
             use crate::dtype::Element;
             for i in 0..n as usize {
                 // SAFETY: i < n elements of a fresh contiguous buffer.
@@ -270,7 +263,7 @@ impl Tensor {
     fn fill_fresh(&self, value: Scalar) {
         let p = self.data_ptr();
         let n = self.numel as usize;
-        crate::with_dtype!(self.dtype, T => {
+        crate::dtype::with_dtype!(self.dtype, T => {
             use crate::dtype::Element;
             let v = T::from_scalar(value);
             if n > 0 {
@@ -297,7 +290,7 @@ impl Tensor {
         byte_strides: Option<&[i64]>,
         dtype: DType,
     ) -> Result<Tensor> {
-        let align = crate::with_dtype!(dtype, T => std::mem::align_of::<T>());
+        let align = crate::dtype::with_dtype!(dtype, T => std::mem::align_of::<T>());
         ensure!(
             (blob.data as usize).is_multiple_of(align),
             InvalidArgument,
@@ -355,20 +348,6 @@ impl TensorImpl {
     pub fn make_view(&self, sizes: &[i64], strides: &[i64], offset: i64) -> Result<Tensor> {
         let strides = Strides::Elements(strides);
         self.share(CheckedLayout::new(sizes, strides, offset, self.dtype)?)
-    }
-
-    /// Like [`make_view`](Self::make_view) with another dtype (tests build byte-level
-    /// aliases with it).
-    #[cfg(test)]
-    pub fn make_view_dtype(
-        &self,
-        sizes: &[i64],
-        strides: &[i64],
-        offset: i64,
-        dtype: DType,
-    ) -> Result<Tensor> {
-        let strides = Strides::Elements(strides);
-        self.share(CheckedLayout::new(sizes, strides, offset, dtype)?)
     }
 
     #[inline]
@@ -614,7 +593,7 @@ mod tests {
         let again = Tensor::from_storage(base.storage(), 0, &[24], None, DType::F32).unwrap();
         assert!(!again.shares_version(&other) && again.version() == 0);
         // a clone is new memory with its own counter
-        let c = base.clone_tensor(MemoryFormat::Contiguous).unwrap();
+        let c = base.deep_clone(MemoryFormat::Contiguous).unwrap();
         assert!(!c.shares_version(&base) && c.version() == 0);
         // views outlive their base and keep counting
         drop(base);

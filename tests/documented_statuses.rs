@@ -165,20 +165,26 @@ const DEVICES: [(i32, i32); 7] = [(1, 0), (2, 0), (1, -1), (0, 0), (99, 0), (3, 
 
 /// A failing allocator (ctx points to an AtomicBool "fail") over the global allocator.
 unsafe extern "C" fn test_allocate(ctx: *mut c_void, nbytes: usize, align: usize) -> *mut c_void {
-    if (*(ctx as *const AtomicBool)).load(Ordering::Relaxed) {
+    // SAFETY: ctx is the address of FAIL_ALLOC (allocator_failing), a static.
+    if unsafe { &*(ctx as *const AtomicBool) }.load(Ordering::Relaxed) {
         return null_mut();
     }
     match std::alloc::Layout::from_size_align(nbytes.max(1), align) {
-        Ok(l) => std::alloc::alloc(l) as *mut c_void,
+        // SAFETY: the layout has a non-zero size.
+        Ok(l) => unsafe { std::alloc::alloc(l) as *mut c_void },
         Err(_) => null_mut(),
     }
 }
 unsafe extern "C" fn test_deallocate(_ctx: *mut c_void, p: *mut c_void, nbytes: usize) {
     if !p.is_null() {
-        std::alloc::dealloc(
-            p as *mut u8,
-            std::alloc::Layout::from_size_align(nbytes.max(1), 64).unwrap(),
-        );
+        // SAFETY: the library gives back a block test_allocate returned for `nbytes`, with
+        // its alignment (64, the only one it asks for).
+        unsafe {
+            std::alloc::dealloc(
+                p as *mut u8,
+                std::alloc::Layout::from_size_align(nbytes.max(1), 64).unwrap(),
+            )
+        };
     }
 }
 static FAIL_ALLOC: AtomicBool = AtomicBool::new(false);
@@ -255,8 +261,13 @@ thread_local! {
 /// Each with where it allocates.
 const ABORTS_ON_EXHAUSTED_HEAP: &[(&str, &str)] = &[
     (
-        "tensor_safetensors_load",
+        "tensor_load_safetensors",
         "the safetensors crate's header parser (SafeTensors::read_metadata, serde_json) \
+         allocates the header's map, names and shapes infallibly",
+    ),
+    (
+        "tensor_safetensors_load",
+        "the alias of tensor_load_safetensors: the safetensors crate's header parser (SafeTensors::read_metadata, serde_json) \
          allocates the header's map, names and shapes infallibly",
     ),
     (
@@ -846,7 +857,7 @@ impl Ctx {
         }
         // Fails (f stays NULL) in the rounds with a failing allocator.
         let mut f: *mut tensor_safetensors_t = null_mut();
-        let _ = tensor_safetensors_load(files().st.as_ptr(), &mut f);
+        let _ = tensor_load_safetensors(files().st.as_ptr(), &mut f);
         f
     }
 }
@@ -935,6 +946,20 @@ fn empty_wide() -> *mut tensor_t {
         &mut t,
     );
     storage_release(s);
+    made(st, t)
+}
+
+/// A float64 tensor of sizes [0].
+fn empty_1d() -> *mut tensor_t {
+    let mut t = null_mut();
+    let st = tensor_empty([0i64].as_ptr(), 1, tensor_dtype_t(7), &mut t);
+    made(st, t)
+}
+
+/// A float64 tensor of sizes [1].
+fn one_element() -> *mut tensor_t {
+    let mut t = null_mut();
+    let st = tensor_zeros([1i64].as_ptr(), 1, tensor_dtype_t(7), &mut t);
     made(st, t)
 }
 
@@ -1299,7 +1324,13 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let t = c.t();
             Some(Some(lib(|| tensor_save_npy(p, t)).0))
         }
-        "tensor_safetensors_load" => {
+        "tensor_load_safetensors" | "tensor_safetensors_load" => {
+            // The function and its alias, driven alike.
+            let load = if name == "tensor_load_safetensors" {
+                tensor_load_safetensors
+            } else {
+                tensor_safetensors_load
+            };
             // Targeted: float8 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
             // count overflows (OVERFLOW), a misaligned tensor, which is copied, with the
             // allocator failing (OUT_OF_MEMORY).
@@ -1308,9 +1339,9 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
                 let mut f: *mut tensor_safetensors_t = null_mut();
                 let p = files().crafted(what);
                 let st = if k == 3 {
-                    allocator_failing(|| tensor_safetensors_load(p, &mut f))
+                    allocator_failing(|| load(p, &mut f))
                 } else {
-                    tensor_safetensors_load(p, &mut f)
+                    load(p, &mut f)
                 };
                 tensor_safetensors_release(f);
                 return Some(Some(st.0));
@@ -1318,7 +1349,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let p = c.path();
             let mut f: *mut tensor_safetensors_t = null_mut();
             let o = out_ptr(c, &mut f);
-            let st = lib(|| tensor_safetensors_load(p, o));
+            let st = lib(|| load(p, o));
             tensor_safetensors_release(f);
             Some(Some(st.0))
         }
@@ -1498,7 +1529,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let data = if c.rng.one_in(6) {
                 null_mut()
             } else {
-                // SAFETY (test): stays inside buf; never read (the tensor is released at once).
+                // SAFETY: stays inside buf; never read (the tensor is released at once).
                 unsafe { (c.buf.as_mut_ptr() as *mut u8).add(skew) as *mut c_void }
             };
             make!(|o| tensor_from_blob_bytes(data, p, sp, n, d, dev, None, null_mut(), o))
@@ -1593,6 +1624,12 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
         }
         // views
         "tensor_view" => {
+            // Targeted: no elements viewed as [0, 2^62, 4], whose strides overflow (OVERFLOW).
+            if c.case == Some(0) {
+                return on_special(empty_1d(), |t, o| {
+                    tensor_view(t, [0i64, 1 << 62, 4].as_ptr(), 3, o)
+                });
+            }
             let t = c.t();
             let (p, n) = c.list();
             make!(|o| tensor_view(t, p, n, o))
@@ -1694,6 +1731,13 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             make!(|o| tensor_unsqueeze(t, d, o))
         }
         "tensor_expand" => {
+            // Targeted: one element expanded to [2^62, 4], whose element count overflows
+            // (OVERFLOW).
+            if c.case == Some(0) {
+                return on_special(one_element(), |t, o| {
+                    tensor_expand(t, [1i64 << 62, 4].as_ptr(), 2, o)
+                });
+            }
             let t = c.t();
             let (p, n) = c.list();
             make!(|o| tensor_expand(t, p, n, o))
@@ -1703,6 +1747,13 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             if c.case == Some(0) {
                 return on_special(shrunk(&[16]), |t, o| {
                     tensor_unflatten(t, 0, [4i64, -1].as_ptr(), 2, o)
+                });
+            }
+            // Targeted: no elements split into [0, 2^62, 4], whose strides overflow
+            // (OVERFLOW).
+            if c.case == Some(1) {
+                return on_special(empty_1d(), |t, o| {
+                    tensor_unflatten(t, 0, [0i64, 1 << 62, 4].as_ptr(), 3, o)
                 });
             }
             let (t, d) = (c.t(), c.v());
@@ -1843,13 +1894,24 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let (a, b) = (c.t(), c.t());
             Some(Some(lib(|| tensor_copy_(a, b)).0))
         }
-        "tensor_fill_f64" => {
+        // The functions and their aliases, driven alike.
+        "tensor_fill_f64_" | "tensor_fill_f64" => {
+            let fill = if name == "tensor_fill_f64_" {
+                tensor_fill_f64_
+            } else {
+                tensor_fill_f64
+            };
             let (t, v) = (c.t(), c.f());
-            Some(Some(lib(|| tensor_fill_f64(t, v)).0))
+            Some(Some(lib(|| fill(t, v)).0))
         }
-        "tensor_fill_i64" => {
+        "tensor_fill_i64_" | "tensor_fill_i64" => {
+            let fill = if name == "tensor_fill_i64_" {
+                tensor_fill_i64_
+            } else {
+                tensor_fill_i64
+            };
             let (t, v) = (c.t(), c.v());
-            Some(Some(lib(|| tensor_fill_i64(t, v)).0))
+            Some(Some(lib(|| fill(t, v)).0))
         }
         "tensor_equal" => {
             let (a, b) = (c.t(), c.t());

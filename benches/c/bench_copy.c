@@ -51,7 +51,7 @@ static void run_op(enum op op, tensor_t *x, tensor_dtype_t dtype, int i) {
     case CONTIGUOUS_CL: st = tensor_contiguous(x, TENSOR_CHANNELS_LAST, &out); break;
     case CONTIGUOUS: st = tensor_contiguous(x, TENSOR_CONTIGUOUS_FORMAT, &out); break;
     case TO_DTYPE: st = tensor_to_dtype(x, dtype, &out); break;
-    case FILL: st = tensor_fill_f64(x, (double)i); break;
+    case FILL: st = tensor_fill_f64_(x, (double)i); break;
     case EQUAL: {
       bool eq = false;
       st = tensor_equal(x, equal_other, &eq);

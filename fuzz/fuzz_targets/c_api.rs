@@ -501,7 +501,10 @@ fn write_op(w: &mut World, i: &mut Input) {
             tensor_set_f64(dst, idx.as_ptr(), idx.len() as i64, -0.5),
         ),
         0 => ("tensor_copy_", tensor_copy_(dst, src)),
+        // the fill functions or their 0.x aliases (the same function under another name)
+        1 if i.byte() % 2 == 0 => ("tensor_fill_f64_", tensor_fill_f64_(dst, 1.5)),
         1 => ("tensor_fill_f64", tensor_fill_f64(dst, 1.5)),
+        2 if i.byte() % 2 == 0 => ("tensor_fill_i64_", tensor_fill_i64_(dst, -3)),
         2 => ("tensor_fill_i64", tensor_fill_i64(dst, -3)),
         3 => {
             let mut eq = false;
@@ -533,7 +536,7 @@ fn write_op(w: &mut World, i: &mut Input) {
                     fail(format!("{name} succeeded on a tensor outside its storage"));
                 }
             }
-            "tensor_fill_f64" | "tensor_fill_i64" => {
+            "tensor_fill_f64_" | "tensor_fill_i64_" | "tensor_fill_f64" | "tensor_fill_i64" => {
                 if !fits(dst) {
                     fail(format!("{name} succeeded on a tensor outside its storage"));
                 }
@@ -1180,8 +1183,20 @@ fn file_op(w: &mut World, i: &mut Input) {
                 w.push_tensor("tensor_load_npy", t);
             }
             let mut f: *mut tensor_safetensors_t = std::ptr::null_mut();
-            let st = tensor_safetensors_load(scratch("c_api.safetensors").as_ptr(), &mut f);
-            check_status("tensor_safetensors_load", st);
+            let path = scratch("c_api.safetensors");
+            // the loader or its 0.x alias
+            let (load, st) = if i.byte() % 2 == 0 {
+                (
+                    "tensor_load_safetensors",
+                    tensor_load_safetensors(path.as_ptr(), &mut f),
+                )
+            } else {
+                (
+                    "tensor_safetensors_load",
+                    tensor_safetensors_load(path.as_ptr(), &mut f),
+                )
+            };
+            check_status(load, st);
             if st != TENSOR_OK {
                 return;
             }

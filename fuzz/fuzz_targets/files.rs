@@ -6,7 +6,7 @@
 //! * `tensor_load_npy` loads it in every mode: every load that succeeds fits its storage,
 //!   all modes load the same tensor, and saving it (`tensor_save_npy`) and loading that
 //!   file back gives it again;
-//! * `tensor_safetensors_load` loads it: every tensor is reachable by index and by name
+//! * `tensor_load_safetensors` loads it: every tensor is reachable by index and by name
 //!   (`tensor_safetensors_at` / `_name` / `_get` agree; one past the end is INDEX), and
 //!   saving them all (`tensor_save_safetensors`) and loading that file back gives them
 //!   again, by name.
@@ -148,8 +148,8 @@ fn load_npy(path: &CStr) {
 
 fn load_safetensors(path: &CStr) {
     let mut f: *mut tensor_safetensors_t = null_mut();
-    let st = tensor_safetensors_load(path.as_ptr(), &mut f);
-    check_status("tensor_safetensors_load", st);
+    let st = tensor_load_safetensors(path.as_ptr(), &mut f);
+    check_status("tensor_load_safetensors", st);
     if st != TENSOR_OK {
         return;
     }

@@ -267,7 +267,7 @@ pub(crate) unsafe fn affine_raw(
     // not overlapping: our contract, which is execute's); the kernel's S and D are the
     // dtypes the layouts were given in (i0, i1 their item sizes).
     unsafe {
-        crate::with_dtype!(src_dtype, S => { out!(S); });
+        crate::dtype::with_dtype!(src_dtype, S => { out!(S); });
     }
 }
 

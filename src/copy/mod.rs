@@ -163,7 +163,7 @@ unsafe fn copy_part(
     } else {
         // SAFETY: our contract is run_engine's; S and D are the layouts' dtypes.
         unsafe {
-            crate::with_dtype!(src_dtype, S => crate::with_dtype!(dst_dtype, D => {
+            crate::dtype::with_dtype!(src_dtype, S => crate::dtype::with_dtype!(dst_dtype, D => {
                 engine!(&mut Convert::<S, D>::new(out_bytes));
             }));
         }
@@ -267,7 +267,7 @@ impl TensorImpl {
         if !same && self.numel() > 0 {
             if may_overlap(self, src) {
                 // Snapshot: src into a fresh buffer first, then into dst.
-                let tmp = src.clone_tensor(MemoryFormat::Preserve)?;
+                let tmp = src.deep_clone(MemoryFormat::Preserve)?;
                 let tmp_st = broadcast_strides(self.sizes(), &tmp)?;
                 // SAFETY: validated layouts (data_for_write/read above; tmp is fresh) and
                 // tmp does not share memory with self.
@@ -337,7 +337,7 @@ impl TensorImpl {
         if self.numel() > 0 {
             let snapshot;
             let (sp, sst, sdt) = if may_overlap(self, src) {
-                snapshot = src.clone_tensor(MemoryFormat::Preserve)?;
+                snapshot = src.deep_clone(MemoryFormat::Preserve)?;
                 let st = broadcast_strides(self.sizes(), &snapshot)?;
                 (snapshot.data_ptr() as *const u8, st, snapshot.dtype())
             } else {
@@ -542,9 +542,11 @@ impl TensorImpl {
         Ok(out)
     }
 
-    /// `clone(memory_format)`: a copy in new memory. Errors: InvalidArgument (format on the
-    /// wrong rank), Device, OutOfBounds, OutOfMemory.
-    pub fn clone_tensor(&self, fmt: MemoryFormat) -> Result<Tensor> {
+    /// PyTorch's `clone(memory_format)`: a copy of the elements in new memory, with its own
+    /// version counter (`tensor_clone`). Not `Tensor::clone`, which is one more reference to
+    /// the same TensorImpl (a retain). Errors: InvalidArgument (format on the wrong rank),
+    /// Device, OutOfBounds, OutOfMemory.
+    pub fn deep_clone(&self, fmt: MemoryFormat) -> Result<Tensor> {
         self.copy_to_new(&self.like_strides(fmt)?, self.dtype())
     }
 
@@ -641,14 +643,14 @@ impl TensorImpl {
                 return Ok(true);
             }
             let distinct = self.distinct_sizes()?;
-            return Ok(crate::with_dtype!(common, T => {
+            return Ok(crate::dtype::with_dtype!(common, T => {
                 let mut k = Equal::<T>::new();
                 // SAFETY: a layout validated by data_for_read, read twice.
                 unsafe { run_engine(&distinct, pa, self.strides(), isz, pa, self.strides(), isz, &mut k) };
                 k.equal
             }));
         }
-        Ok(crate::with_dtype!(common, T => {
+        Ok(crate::dtype::with_dtype!(common, T => {
             let mut k = Equal::<T>::new();
             // SAFETY: both layouts validated by data_for_read; the kernel only reads.
             unsafe { run_engine(self.sizes(), pa, self.strides(), isz, pb, other.strides(), isz, &mut k) };
@@ -686,7 +688,7 @@ impl Tensor {
     pub fn reshape(&self, sizes: &[i64]) -> Result<Tensor> {
         match self.try_view(sizes)? {
             Some(v) => Ok(v),
-            None => self.clone_tensor(MemoryFormat::Contiguous)?.view(sizes),
+            None => self.deep_clone(MemoryFormat::Contiguous)?.view(sizes),
         }
     }
 

@@ -240,7 +240,7 @@ fn clone_and_empty_like_layouts() {
     let b = base(120, DType::F32);
     // dense permutation: exact strides kept
     let p = b.make_view(&[2, 4, 5, 3], &[60, 15, 3, 1], 0).unwrap(); // NHWC-permuted view
-    let c = p.clone_tensor(MemoryFormat::Preserve).unwrap();
+    let c = p.deep_clone(MemoryFormat::Preserve).unwrap();
     assert_eq!(c.strides(), p.strides());
     assert!(!c.shares_storage(&p));
     assert!(same(&reference_values(&c), &reference_values(&p)));
@@ -254,7 +254,7 @@ fn clone_and_empty_like_layouts() {
         .make_view(&[8, 4, 3], &[1, 48, 16], 0)
         .unwrap();
     assert_eq!(
-        q.clone_tensor(MemoryFormat::Preserve).unwrap().strides(),
+        q.deep_clone(MemoryFormat::Preserve).unwrap().strides(),
         &[1, 24, 8]
     );
     assert_eq!(
@@ -263,33 +263,31 @@ fn clone_and_empty_like_layouts() {
     );
     // expanded
     let e = b.make_view(&[3, 4], &[1, 0], 0).unwrap();
-    let ce = e.clone_tensor(MemoryFormat::Preserve).unwrap();
+    let ce = e.deep_clone(MemoryFormat::Preserve).unwrap();
     assert_eq!(ce.strides(), &[4, 1]);
     assert!(same(&reference_values(&ce), &reference_values(&e)));
     // explicit formats
     let t4 = b.view(&[2, 3, 4, 5]).unwrap();
     assert_eq!(
-        t4.clone_tensor(MemoryFormat::ChannelsLast)
-            .unwrap()
-            .strides(),
+        t4.deep_clone(MemoryFormat::ChannelsLast).unwrap().strides(),
         &[60, 1, 15, 3]
     );
     assert_eq!(
         t4.empty_like(MemoryFormat::Contiguous).unwrap().strides(),
         &[60, 20, 5, 1]
     );
-    let e = b.clone_tensor(MemoryFormat::ChannelsLast).err().unwrap();
+    let e = b.deep_clone(MemoryFormat::ChannelsLast).err().unwrap();
     assert_eq!(
         e.message,
         "required rank 4 tensor to use channels_last format (got 1 dims)"
     );
     // 0-dim and size 0
     let s = Tensor::full(&[], DType::I64, Scalar::Int(7)).unwrap();
-    let cs = s.clone_tensor(MemoryFormat::Preserve).unwrap();
+    let cs = s.deep_clone(MemoryFormat::Preserve).unwrap();
     assert_eq!(cs.get(&[]).unwrap(), Scalar::Int(7));
     let z = Tensor::empty(&[0, 3], DType::F32).unwrap();
     assert_eq!(
-        z.clone_tensor(MemoryFormat::Preserve).unwrap().sizes(),
+        z.deep_clone(MemoryFormat::Preserve).unwrap().sizes(),
         &[0, 3]
     );
 }
@@ -457,10 +455,7 @@ fn in_place_errors() {
         Status::Device
     );
     assert_eq!(
-        dev.clone_tensor(MemoryFormat::Preserve)
-            .err()
-            .unwrap()
-            .status,
+        dev.deep_clone(MemoryFormat::Preserve).err().unwrap().status,
         Status::Device
     );
     assert_eq!(
@@ -567,7 +562,7 @@ fn bool_copies_store_zero_or_one() {
         unsafe { std::slice::from_raw_parts(t.storage().data_ptr(), n).to_vec() }
     };
     assert_eq!(
-        raw(&b.clone_tensor(MemoryFormat::Preserve).unwrap()),
+        raw(&b.deep_clone(MemoryFormat::Preserve).unwrap()),
         [1, 0, 1, 1, 1, 1]
     );
     let bt = b.make_view(&[3, 2], &[1, 3], 0).unwrap();
@@ -599,7 +594,7 @@ fn equal_checks_sizes_before_promotion() {
 fn equal_follows_torch_equal() {
     let a = base(6, DType::F32).view(&[2, 3]).unwrap();
     assert!(a
-        .equal(&a.clone_tensor(MemoryFormat::Preserve).unwrap())
+        .equal(&a.deep_clone(MemoryFormat::Preserve).unwrap())
         .unwrap());
     let tr = a
         .contiguous(MemoryFormat::Contiguous)
@@ -610,7 +605,7 @@ fn equal_follows_torch_equal() {
         .equal(&tr.contiguous(MemoryFormat::Contiguous).unwrap())
         .unwrap());
     assert!(!a.equal(&base(6, DType::F32)).unwrap(), "sizes differ");
-    let b = a.clone_tensor(MemoryFormat::Preserve).unwrap();
+    let b = a.deep_clone(MemoryFormat::Preserve).unwrap();
     b.set(&[1, 2], Scalar::Float(99.0)).unwrap();
     assert!(!a.equal(&b).unwrap());
     // NaN != NaN, even for the same tensor (torch.equal(n, n) is False)
@@ -862,7 +857,7 @@ proptest! {
     fn prop_clone_contiguous_to_dtype(l in layout(), s in dtype(), d in dtype()) {
         let t = materialise(s, &l);
         let vals = reference_values(&t);
-        let c = t.clone_tensor(MemoryFormat::Preserve).unwrap();
+        let c = t.deep_clone(MemoryFormat::Preserve).unwrap();
         prop_assert!(same(&reference_values(&c), &vals));
         prop_assert!(c.is_non_overlapping_and_dense());
         if t.is_non_overlapping_and_dense() { prop_assert_eq!(c.strides(), t.strides()); }
@@ -973,7 +968,7 @@ proptest! {
     #[test]
     fn prop_equal_detects_one_changed_element(l in layout(), d in dtype(), pick in 0usize..1000) {
         let t = materialise(d, &l);
-        let c = t.clone_tensor(MemoryFormat::Contiguous).unwrap();
+        let c = t.deep_clone(MemoryFormat::Contiguous).unwrap();
         prop_assert!(t.equal(&c).unwrap());
         prop_assert!(c.equal(&t).unwrap());
         let all = indices(t.sizes());

@@ -85,7 +85,7 @@ pub extern "C" fn tensor_clone(
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
     call_tensor("tensor_clone", out, || {
-        tensor_arg(self_, "self")?.clone_tensor(format_arg(fmt)?)
+        tensor_arg(self_, "self")?.deep_clone(format_arg(fmt)?)
     })
 }
 
@@ -182,23 +182,39 @@ pub extern "C" fn tensor_copy_affine_(
     })
 }
 
-/// Sets every element of `dst` to `value` converted to its dtype; bumps the version once.
-/// As in PyTorch, an expanded `dst` (elements aliasing each other) is allowed: filling is
-/// idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+/// Sets every element of `dst` to `value` converted to its dtype; bumps the version once
+/// (PyTorch's `fill_`). As in PyTorch, an expanded `dst` (elements aliasing each other) is
+/// allowed: filling is idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS,
+/// OUT_OF_MEMORY.
 #[no_mangle]
-pub extern "C" fn tensor_fill_f64(dst: *mut tensor_t, value: f64) -> tensor_status_t {
-    call("tensor_fill_f64", || {
-        tensor_arg(dst, "dst")?.fill_(Scalar::Float(value))
-    })
+pub extern "C" fn tensor_fill_f64_(dst: *mut tensor_t, value: f64) -> tensor_status_t {
+    call("tensor_fill_f64_", || fill(dst, Scalar::Float(value)))
 }
 
 /// Sets every element of `dst` to `value` converted to its dtype (exact for every int64
-/// in integer dtypes); bumps the version once. Errors: as tensor_fill_f64.
+/// in integer dtypes); bumps the version once. Errors: as tensor_fill_f64_.
+#[no_mangle]
+pub extern "C" fn tensor_fill_i64_(dst: *mut tensor_t, value: i64) -> tensor_status_t {
+    call("tensor_fill_i64_", || fill(dst, Scalar::Int(value)))
+}
+
+/// Alias of tensor_fill_f64_, kept for 0.x: new code calls tensor_fill_f64_ (the same
+/// function; its error messages name tensor_fill_f64). Errors: as tensor_fill_f64_.
+#[no_mangle]
+pub extern "C" fn tensor_fill_f64(dst: *mut tensor_t, value: f64) -> tensor_status_t {
+    call("tensor_fill_f64", || fill(dst, Scalar::Float(value)))
+}
+
+/// Alias of tensor_fill_i64_, kept for 0.x: new code calls tensor_fill_i64_ (the same
+/// function; its error messages name tensor_fill_i64). Errors: as tensor_fill_i64_.
 #[no_mangle]
 pub extern "C" fn tensor_fill_i64(dst: *mut tensor_t, value: i64) -> tensor_status_t {
-    call("tensor_fill_i64", || {
-        tensor_arg(dst, "dst")?.fill_(Scalar::Int(value))
-    })
+    call("tensor_fill_i64", || fill(dst, Scalar::Int(value)))
+}
+
+/// The body of the fill functions and their aliases (each passes its own name to `call`).
+fn fill(dst: *mut tensor_t, value: Scalar) -> Result<()> {
+    tensor_arg(dst, "dst")?.fill_(value)
 }
 
 /// `torch.equal(a, b)` in `*out`: true when the sizes match and every element is equal

@@ -252,16 +252,30 @@ pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> te
 /// float4, named in the message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's
 /// ENOMEM, or a copy).
 #[no_mangle]
+pub extern "C" fn tensor_load_safetensors(
+    path: *const c_char,
+    out: *mut *mut tensor_safetensors_t,
+) -> tensor_status_t {
+    call("tensor_load_safetensors", || load_safetensors(path, out))
+}
+
+/// Alias of tensor_load_safetensors, kept for 0.x: new code calls tensor_load_safetensors
+/// (the same function; its error messages name tensor_safetensors_load). Errors: as
+/// tensor_load_safetensors.
+#[no_mangle]
 pub extern "C" fn tensor_safetensors_load(
     path: *const c_char,
     out: *mut *mut tensor_safetensors_t,
 ) -> tensor_status_t {
-    call("tensor_safetensors_load", || {
-        let out = out_arg(out)?;
-        let loaded = safetensors::load(path_arg(path, "path")?)?;
-        *out = tensor_safetensors_t::into_raw(Box::new(loaded));
-        Ok(())
-    })
+    call("tensor_safetensors_load", || load_safetensors(path, out))
+}
+
+/// The body of tensor_load_safetensors and its alias (each passes its own name to `call`).
+fn load_safetensors(path: *const c_char, out: *mut *mut tensor_safetensors_t) -> Result<()> {
+    let out = out_arg(out)?;
+    let loaded = safetensors::load(path_arg(path, "path")?)?;
+    *out = tensor_safetensors_t::into_raw(Box::new(loaded));
+    Ok(())
 }
 
 impl BoxHandle for tensor_safetensors_t {

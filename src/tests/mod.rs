@@ -9,3 +9,6 @@ mod file_parsers;
 mod view_props;
 /// The module graph read from the sources, and the rules it keeps.
 mod module_deps;
+/// Constructors only tests use (`Blob::borrowed`, `Tensor::empty_with_format`,
+/// `TensorImpl::make_view_dtype`).
+pub(crate) mod constructors;
