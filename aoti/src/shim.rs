@@ -12,7 +12,7 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 
-use crate::error::{err, shim, shim_value, Result};
+use crate::error::{check, err, shim, shim_value, Result};
 use crate::sys::{self, tensor_t};
 use crate::util::{self, handle, make, out, Handle};
 
@@ -240,25 +240,13 @@ accessor!(aoti_torch_is_contiguous, bool, |t| unsafe {
 });
 accessor!(aoti_torch_is_defined, bool, |_t| true);
 
-fn dim_index(t: Handle, d: i64) -> Result<usize> {
-    let n = unsafe { sys::tensor_ndim(t) };
-    let w = if d < 0 { d + n } else { d };
-    if n == 0 || !(0..n).contains(&w) {
-        return err(
-            3, // TENSOR_ERR_INDEX
-            format!("dimension {d} is out of range for a tensor of {n} dims"),
-        );
-    }
-    Ok(w as usize)
-}
-
 #[no_mangle]
 pub extern "C" fn aoti_torch_get_size(tensor: AtenTensorHandle, d: i64, ret_size: *mut i64) -> i32 {
     shim("aoti_torch_get_size", || {
         let t = handle(tensor, "tensor")?;
         let r = out(ret_size, "ret_size")?;
-        *r = util::sizes(t)[dim_index(t, d)?];
-        Ok(())
+        // SAFETY: t is a live handle (checked by `handle`), r a valid out-pointer (`out`).
+        check(unsafe { sys::tensor_size(t, d, r) })
     })
 }
 
@@ -271,8 +259,8 @@ pub extern "C" fn aoti_torch_get_stride(
     shim("aoti_torch_get_stride", || {
         let t = handle(tensor, "tensor")?;
         let r = out(ret_stride, "ret_stride")?;
-        *r = util::strides(t)[dim_index(t, d)?];
-        Ok(())
+        // SAFETY: t is a live handle (checked by `handle`), r a valid out-pointer (`out`).
+        check(unsafe { sys::tensor_stride(t, d, r) })
     })
 }
 

@@ -89,6 +89,8 @@ extern "C" {
     pub fn tensor_ndim(t: *const tensor_t) -> i64;
     pub fn tensor_sizes(t: *const tensor_t) -> *const i64;
     pub fn tensor_strides(t: *const tensor_t) -> *const i64;
+    pub fn tensor_size(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t;
+    pub fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t;
     pub fn tensor_storage_offset(t: *const tensor_t) -> i64;
     pub fn tensor_numel(t: *const tensor_t) -> i64;
     pub fn tensor_dtype(t: *const tensor_t) -> tensor_dtype_t;
