@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The HTML API reference (docs/Doxyfile: include/tensor.h, tensor.hpp, tensor_opencv.hpp and
-# docs/*.md) builds with Doxygen, warnings as errors. Installs doxygen if it is missing.
+# The HTML API reference (docs/Doxyfile: every header of include/ and every page of docs/,
+# checked by tests/docs.rs) builds with Doxygen, warnings as errors. Installs doxygen if it
+# is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/lib.sh

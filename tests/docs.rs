@@ -160,3 +160,32 @@ fn the_header_parser_sees_declarations_not_comments() {
     let names: Vec<_> = declared_functions(header).into_iter().collect();
     assert_eq!(names, ["tensor_ndim", "tensor_view"]);
 }
+
+/// The Doxygen reference (`make docs`, CI's `docs` stage) covers every installed header and
+/// every page of `docs/`: a header or page added later is not left out of it.
+#[test]
+fn the_api_reference_reads_every_header_and_docs_page() {
+    let doxyfile = read(&root().join("docs/Doxyfile"));
+    let input: BTreeSet<&str> = doxyfile
+        .lines()
+        .find_map(|l| l.strip_prefix("INPUT").map(|r| r.trim_start()))
+        .and_then(|r| r.strip_prefix('='))
+        .expect("docs/Doxyfile has an INPUT line")
+        .split_whitespace()
+        .collect();
+    let mut missing = Vec::new();
+    for dir in ["include", "docs"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let wanted = [".h", ".hpp", ".md"].iter().any(|e| name.ends_with(e));
+            let path = format!("{dir}/{name}");
+            if wanted && !input.contains(path.as_str()) {
+                missing.push(path);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in docs/Doxyfile's INPUT: {missing:?}"
+    );
+}
