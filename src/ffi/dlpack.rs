@@ -371,7 +371,7 @@ pub extern "C" fn tensor_to_dlpack(
     t: *const tensor_t,
     out: *mut *mut DLManagedTensorVersioned,
 ) -> tensor_status_t {
-    call("tensor_to_dlpack", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         *out = to_dlpack_versioned(tensor_owned(t, "t")?)?;
         Ok(())
@@ -393,7 +393,7 @@ pub extern "C" fn tensor_from_dlpack(
     src: *mut DLManagedTensorVersioned,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_from_dlpack", out, || {
+    call_tensor(fn_name!(), out, || {
         // SAFETY: the C contract: a non-NULL src is a live managed tensor.
         unsafe { from_dlpack_versioned(src) }
     })
@@ -408,7 +408,7 @@ pub extern "C" fn tensor_to_dlpack_unversioned(
     t: *const tensor_t,
     out: *mut *mut DLManagedTensor,
 ) -> tensor_status_t {
-    call("tensor_to_dlpack_unversioned", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         *out = to_dlpack_unversioned(tensor_owned(t, "t")?)?;
         Ok(())
@@ -422,7 +422,7 @@ pub extern "C" fn tensor_from_dlpack_unversioned(
     src: *mut DLManagedTensor,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_from_dlpack_unversioned", out, || {
+    call_tensor(fn_name!(), out, || {
         // SAFETY: as in tensor_from_dlpack.
         unsafe { from_dlpack_unversioned(src) }
     })
