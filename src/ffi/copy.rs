@@ -1,5 +1,7 @@
-//! Operations that may copy element data, and in-place writes (section 8), plus
-//! `tensor_empty_like` (section 5). Each converts its arguments and calls the core in
+//! Copies: operations that move element data, in-place writes
+//!
+//! Operations that may copy element data, and in-place writes, plus `tensor_empty_like`
+//! and the threads copies may use. Each converts its arguments and calls the core in
 //! `crate::copy`.
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Library: tensor reference counts, errors, dtypes, version
+//!
 //! Library-wide calls: tensor refcounts, errors, dtypes, identity (the memory calls are in
 //! `memory`).
 
@@ -24,7 +26,7 @@ pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
 /// after free; when the freed object is still in this thread's object cache (the
 /// default), or (for a release) AddressSanitizer knows it is freed, the call prints "libtensor: <call>:
 /// handle 0x... was already released (use after release or double release); aborting"
-/// on stderr and aborts the process (docs/c-api.md section 15).
+/// on stderr and aborts the process (docs/c-api.md, "Debugging caller bugs").
 #[no_mangle]
 pub extern "C" fn tensor_release(t: *mut tensor_t) {
     guard(fn_name!(), || {

@@ -1,4 +1,6 @@
-//! DLPack import and export (section 10): DLPack's C layouts and the glue between them and
+//! Interop: DLPack import and export
+//!
+//! DLPack's C layouts and the glue between them and
 //! the Rust-typed export / import of `crate::dlpack` (which states the conventions). The
 //! header only forward-declares the managed tensors (`struct DLManagedTensorVersioned`,
 //! `struct DLManagedTensor`; the layouts below are excluded in cbindgen.toml), so it works

@@ -1,3 +1,5 @@
+//! Files: mapped files, shared memory, .safetensors and .npy
+//!
 //! Memory beyond the allocator: storages over memory-mapped files, shared memory between
 //! processes (memfd + a descriptor to send with SCM_RIGHTS), and loading / saving
 //! `.safetensors` and `.npy` files without copying.

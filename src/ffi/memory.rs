@@ -1,4 +1,6 @@
-//! Memory: library-wide counters, the allocator's cache, and the opt-in snapshot of live
+//! Memory: statistics, the allocator's cache, snapshots
+//!
+//! Library-wide counters, the allocator's cache, and the opt-in snapshot of live
 //! storages.
 
 use super::*;
@@ -62,7 +64,7 @@ pub extern "C" fn tensor_memory_stats(out: *mut MemoryStats) -> tensor_status_t 
 /// 0; they are not tensor memory, so neither the statistics nor the bytes returned here
 /// count them. The per-thread caches (small blocks and objects) keep nothing while
 /// AddressSanitizer or a heap-checking valgrind tool watches the process, unless
-/// `TENSOR_NO_CACHING=0` (docs/c-api.md section 15).
+/// `TENSOR_NO_CACHING=0` (docs/c-api.md, "Debugging caller bugs").
 #[no_mangle]
 pub extern "C" fn tensor_empty_cache() -> u64 {
     guard(fn_name!(), crate::allocator::empty_cache)

@@ -1,4 +1,7 @@
-//! The C ABI. Every exported function runs its body through [`guard`] (panics become
+//! Types and constants: handles, status and dtype codes, structs
+//!
+//! The C ABI. This file holds its handles, codes and structs (the header's first section)
+//! and the boundary: every exported function runs its body through [`guard`] (panics become
 //! `TENSOR_ERR_INTERNAL`) and, when fallible, through [`call`] (an `Err` becomes its status
 //! plus a thread-local message prefixed with the function's name). The helpers below turn
 //! raw C arguments into checked Rust values; no shape rule lives in this layer.
@@ -19,10 +22,8 @@ macro_rules! fn_name {
     }};
 }
 
-// In this order in the generated header (each module is one section, opened by a banner
-// that build.rs inserts): library-wide calls and tensor refcounts, storages, creating and
-// reading tensors, views, the operations that copy, DLPack interop, mapped files, shared
-// memory and file formats, then memory statistics and the allocator's cache.
+// The sections of the generated header, in this order: each `pub mod` is one, titled by its
+// first `//!` line (build.rs writes the banners; tests/support/header_model.rs reads both).
 pub mod core;
 pub mod storage;
 pub mod tensor;
@@ -31,7 +32,7 @@ pub mod copy;
 pub mod dlpack;
 pub mod files;
 pub mod memory;
-// Not part of the header: handle conversions.
+// Not part of the header (not `pub mod`): handle conversions.
 pub(crate) mod handle;
 
 use crate::allocator::Allocator;

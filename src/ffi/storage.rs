@@ -1,3 +1,5 @@
+//! Storages: untyped bytes, their references, allocators
+//!
 //! Storages (untyped bytes), their refcounts and weak references, and allocators.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! Creating tensors (section 5) and reading them (section 6).
+//! Tensors: creating them and reading their metadata and elements
 
 use super::*;
 use crate::dtype::Scalar;

@@ -1,4 +1,6 @@
-//! Views (section 7): metadata only, no byte of data is copied or touched. Each function
+//! Views: new metadata over the same storage, no data copied
+//!
+//! Metadata only: no byte of data is copied or touched. Each function
 //! returns in `*out` a new owned (+1) tensor handle sharing `self`'s storage and version
 //! counter; `*out` is left untouched on failure. Every function can also fail with
 //! NULL_POINTER (`self`, `out`, or a non-empty list argument is NULL) and OUT_OF_MEMORY.
