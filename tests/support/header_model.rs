@@ -291,7 +291,10 @@ pub fn parse_header(text: &str) -> Header {
         }
         let decl = &text[i..end];
         let (start, doc_text) = doc.take().unwrap_or((i, String::new()));
-        if let Some(body) = decl.strip_prefix("typedef struct ").filter(|d| d.contains('{')) {
+        if let Some(body) = decl
+            .strip_prefix("typedef struct ")
+            .filter(|d| d.contains('{'))
+        {
             let open = body.find('{').unwrap();
             let close = body.rfind('}').unwrap_or(body.len());
             h.structs.push(Struct {
