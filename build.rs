@@ -179,7 +179,7 @@ mod header {
             })
             .collect();
         // From the end, so that the offsets before each insertion still hold.
-        at.sort_by(|a, b| b.0.cmp(&a.0));
+        at.sort_by_key(|&(start, _)| std::cmp::Reverse(start));
         for (start, title) in at {
             text.insert_str(start, &model::banner(title));
         }

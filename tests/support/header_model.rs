@@ -72,7 +72,7 @@ fn banner_title(comment: &str) -> Option<&str> {
         .strip_suffix(" */")?
         .strip_prefix(rule.as_str())?
         .strip_suffix(rule.as_str())?;
-    Some(inner.strip_prefix("\n * ")?.strip_suffix("\n * ")?)
+    inner.strip_prefix("\n * ")?.strip_suffix("\n * ")
 }
 
 // ---- the header -------------------------------------------------------------------------
