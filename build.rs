@@ -6,7 +6,9 @@
 //! `$OUT_DIR/tensor.h` only (an ordinary build never writes into the source tree: read-only
 //! checkouts, Nix, Bazel) and warns when the committed one differs; `make header` (that is
 //! `TENSOR_UPDATE_HEADER=1 cargo build --features header`) refreshes the committed one, and
-//! `make check-header` (run by CI) fails while it is stale.
+//! `make check-header` (run by CI) fails while it is stale. The header's sections are the
+//! `pub mod`s of src/ffi/mod.rs, each titled by its first `//!` line, read with the tests'
+//! model of the header (tests/support/header_model.rs), which also writes the banners.
 
 use std::path::PathBuf;
 

@@ -10,11 +10,12 @@
 // that non-NULL handles are live; NULL is checked everywhere.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-/// The name of the exported function this is written in, as the boundary helpers take it
-/// (`guard(fn_name!(), ...)`): the type name of an item nested in the function, a constant
-/// like `"tensor::ffi::core::tensor_numel::f"`. Reports trim it to `tensor_numel`
-/// ([`reported_name`], on the error path only), so the success path carries the same
-/// constant a literal would, and no function can report under another's name.
+/// The name of the exported function this is written in (directly in its body, not in a
+/// closure), as the boundary helpers take it (`guard(fn_name!(), ...)`): the type name of an
+/// item nested in the function, a constant like `"tensor::ffi::core::tensor_numel::f"`.
+/// Reports trim it to `tensor_numel` ([`reported_name`], on the error path only), so the
+/// success path carries the same constant a literal would, and a function's name cannot
+/// drift from the one its errors report (an alias reports the name that was called).
 macro_rules! fn_name {
     () => {{
         fn f() {}
@@ -396,8 +397,8 @@ fn reported_name(path: &'static str) -> &'static str {
 }
 
 /// Records "function: message" as this thread's last error (`function` as [`fn_name`]
-/// gives it). Never aborts: when the buffer
-/// cannot grow, the message is the static [`OOM_MESSAGE`].
+/// gives it). Never aborts: when the buffer cannot grow, the message is the static
+/// [`OOM_MESSAGE`].
 fn set_last_error(function: &'static str, message: &str) {
     let function = reported_name(function);
     // A thread being torn down has no slot any more: the message is dropped.
