@@ -6,7 +6,9 @@
 //! `$OUT_DIR/tensor.h` only (an ordinary build never writes into the source tree: read-only
 //! checkouts, Nix, Bazel) and warns when the committed one differs; `make header` (that is
 //! `TENSOR_UPDATE_HEADER=1 cargo build --features header`) refreshes the committed one, and
-//! `make check-header` (run by CI) fails while it is stale.
+//! `make check-header` (run by CI) fails while it is stale. The header's sections are the
+//! `pub mod`s of src/ffi/mod.rs, each titled by its first `//!` line, read with the tests'
+//! model of the header (tests/support/header_model.rs), which also writes the banners.
 
 use std::path::PathBuf;
 
@@ -49,38 +51,49 @@ fn main() {
     header::generate(&crate_dir);
 }
 
+// The sources' sections and the header's banners, shared with the tests' model of the header.
+#[cfg(feature = "header")]
+#[path = "tests/support/header_model.rs"]
+mod header_model;
+
 #[cfg(feature = "header")]
 mod header {
+    use super::header_model as model;
     use std::path::Path;
 
     pub fn generate(crate_dir: &Path) {
         let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
         println!("cargo:rerun-if-changed=src/ffi");
         println!("cargo:rerun-if-changed=src/allocator/stats.rs");
+        println!("cargo:rerun-if-changed=tests/support/header_model.rs");
         println!("cargo:rerun-if-changed=cbindgen.toml");
         println!("cargo:rerun-if-changed=include/tensor.h");
         println!("cargo:rerun-if-env-changed=TENSOR_UPDATE_HEADER");
         let version = std::env::var("CARGO_PKG_VERSION").unwrap();
         let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap();
+        let (types, sections) = sections(crate_dir);
 
         let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
             .expect("cbindgen.toml is valid");
-        // The version macros come from Cargo.toml, the one source of truth for the version.
+        // The version macros come from Cargo.toml, the one source of truth for the version;
+        // the banner of the types and constants follows them (cbindgen emits those next).
         let version_macros = format!(
         "\n\n/** libtensor version of this header (Cargo.toml); tensor_version_string() is the\n \
          * loaded library's. */\n\
          #define TENSOR_VERSION_MAJOR {major}\n\
          #define TENSOR_VERSION_MINOR {}\n\
          #define TENSOR_VERSION_PATCH {}\n\
-         #define TENSOR_VERSION_STRING \"{version}\"\n",
+         #define TENSOR_VERSION_STRING \"{version}\"\n\n\n{}",
         std::env::var("CARGO_PKG_VERSION_MINOR").unwrap(),
         std::env::var("CARGO_PKG_VERSION_PATCH").unwrap(),
+        model::banner(&types).trim_end(),
     );
         config.after_includes = Some(config.after_includes.unwrap_or_default() + &version_macros);
         // Only src/ffi/ is the C API: the core's public Rust items stay out of the header.
         // cbindgen follows the `mod` declarations of src/ffi/mod.rs, so that one file brings in
         // every submodule (listing them too would declare each function twice).
-        config.header = Some(config.header.unwrap_or_default() + &table_of_contents());
+        config.header =
+            Some(config.header.unwrap_or_default() + &table_of_contents(&types, &sections));
         let bindings = cbindgen::Builder::new()
             .with_config(config)
             .with_src(crate_dir.join("src/ffi/mod.rs"))
@@ -93,7 +106,7 @@ mod header {
         bindings.write(&mut text);
         let text = with_banners(
             String::from_utf8(text).expect("cbindgen writes UTF-8"),
-            crate_dir,
+            &sections,
         );
         let generated = out_dir.join("tensor.h");
         write_if_changed(&generated, &text);
@@ -113,112 +126,64 @@ mod header {
         }
     }
 
-    /// The sections of tensor.h, in order: the declarations of each src/ffi/ module form one
-    /// (cbindgen emits the functions in module order). Each is opened by a banner, inserted
-    /// before the doc comment of the module's first function; docs/c-api.md describes the same
-    /// areas for users.
-    const SECTIONS: &[(&str, &str)] = &[
-        (
-            "core",
-            "Library: tensor reference counts, errors, dtypes, version",
-        ),
-        (
-            "storage",
-            "Storages: untyped bytes, their references, allocators",
-        ),
-        (
-            "tensor",
-            "Tensors: creating them and reading their metadata and elements",
-        ),
-        (
-            "view",
-            "Views: new metadata over the same storage, no data copied",
-        ),
-        (
-            "copy",
-            "Copies: operations that move element data, in-place writes",
-        ),
-        ("dlpack", "Interop: DLPack import and export"),
-        (
-            "files",
-            "Files: mapped files, shared memory, .safetensors and .npy",
-        ),
-        (
-            "memory",
-            "Memory: statistics, the allocator's cache, snapshots",
-        ),
-    ];
+    fn read(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
 
-    /// Section 0: what cbindgen emits before the functions.
-    const TYPES: &str = "Types and constants: handles, status and dtype codes, structs";
+    /// The title of the types and constants (src/ffi/mod.rs's), and (title, first function)
+    /// of each section: the `pub mod`s of src/ffi/mod.rs in order (header_model.rs).
+    fn sections(crate_dir: &Path) -> (String, Vec<(String, String)>) {
+        let ffi = crate_dir.join("src/ffi");
+        let mod_rs = read(&ffi.join("mod.rs"));
+        let title = |path: &Path, src: &str| {
+            model::module_title(src)
+                .unwrap_or_else(|| panic!("{}: no `//!` title line", path.display()))
+                .to_string()
+        };
+        let types = title(&ffi.join("mod.rs"), &mod_rs);
+        let sections = model::api_modules(&mod_rs)
+            .into_iter()
+            .map(|module| {
+                let path = ffi.join(format!("{module}.rs"));
+                let src = read(&path);
+                let first = model::first_exported_fn(&src)
+                    .unwrap_or_else(|| panic!("{} exports no function", path.display()));
+                (title(&path, &src), first.to_string())
+            })
+            .collect();
+        (types, sections)
+    }
 
     /// The table of contents appended to the header comment.
-    fn table_of_contents() -> String {
+    fn table_of_contents(types: &str, sections: &[(String, String)]) -> String {
         let mut toc = String::from(
-        "\n\n/*\n * Contents (each part opens with a banner; docs/c-api.md is the guide by area):\n",
-    );
-        toc += &format!(" *   0. {TYPES}\n");
-        for (i, (_, title)) in SECTIONS.iter().enumerate() {
-            toc += &format!(" *   {}. {title}\n", i + 1);
+            "\n\n/*\n * Contents (each part opens with a banner of its title; docs/c-api.md has a \
+             section of each):\n",
+        );
+        toc += &format!(" *   {types}\n");
+        for (title, _) in sections {
+            toc += &format!(" *   {title}\n");
         }
         toc += " */";
         toc
     }
 
-    fn banner(number: usize, title: &str) -> String {
-        let rule = "=".repeat(94);
-        format!("/* {rule}\n * {number}. {title}\n * {rule} */\n\n")
-    }
-
-    /// The name of the first `pub extern "C" fn` of src/ffi/<module>.rs.
-    fn first_function(crate_dir: &Path, module: &str) -> String {
-        let path = crate_dir.join(format!("src/ffi/{module}.rs"));
-        let src =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let key = "pub extern \"C\" fn ";
-        let at = src
-            .find(key)
-            .unwrap_or_else(|| panic!("{} exports no function", path.display()))
-            + key.len();
-        src[at..]
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .next()
-            .unwrap()
-            .to_string()
-    }
-
-    /// Inserts the banner of "types and constants" before the first item after the version
-    /// macros, and each section's banner before its first function's doc comment.
-    fn with_banners(mut text: String, crate_dir: &Path) -> String {
-        let version = text
-            .find("#define TENSOR_VERSION_STRING")
-            .expect("the version macros");
-        let end_of_macros = version + text[version..].find("\n\n").expect("an item after them");
-        let first_item = end_of_macros + text[end_of_macros..].len()
-            - text[end_of_macros..].trim_start_matches('\n').len();
-        text.insert_str(first_item, &banner(0, TYPES));
-        for (i, (module, title)) in SECTIONS.iter().enumerate() {
-            let name = first_function(crate_dir, module);
-            // The declaration: `name(` on a line that is not inside a comment.
-            let decl = text
-                .match_indices(&format!("{name}("))
-                .map(|(at, _)| at)
-                .find(|&at| {
-                    let line = &text[text[..at].rfind('\n').map_or(0, |n| n + 1)..at];
-                    let before = text[..at].chars().next_back();
-                    !line.trim_start().starts_with('*')
-                        && !line.trim_start().starts_with("/*")
-                        && matches!(before, Some(' ' | '*'))
-                })
-                .unwrap_or_else(|| panic!("tensor.h does not declare {name}"));
-            let line = text[..decl].rfind('\n').unwrap() + 1;
-            // Back over the doc comment ("/**" ... " */") right above the declaration.
-            let start = if text[..line].ends_with(" */\n") {
-                text[..line].rfind("/**").expect("the doc comment's start")
-            } else {
-                line
-            };
-            text.insert_str(start, &banner(i + 1, title));
+    /// Inserts each section's banner before its first function (its doc comment).
+    fn with_banners(mut text: String, sections: &[(String, String)]) -> String {
+        let header = model::parse_header(&text);
+        let mut at: Vec<(usize, &str)> = sections
+            .iter()
+            .map(|(title, first)| {
+                let f = header
+                    .function(first)
+                    .unwrap_or_else(|| panic!("tensor.h does not declare {first}"));
+                (f.start, title.as_str())
+            })
+            .collect();
+        // From the end, so that the offsets before each insertion still hold.
+        at.sort_by_key(|&(start, _)| std::cmp::Reverse(start));
+        for (start, title) in at {
+            text.insert_str(start, &model::banner(title));
         }
         text
     }

@@ -24,6 +24,14 @@ Usage:
   python3 .ci/abi.py update [--lib target/debug/libtensor.so]   rewrite the baseline
   python3 .ci/abi.py dump   [--lib ...]                         print the dump
 The library must be built first (cargo build).
+
+This reads include/tensor.h itself rather than the tests' model of the header
+(tests/support/header_model.rs, which the Rust tests, the fuzz targets and build.rs share):
+the guard is the C compiler's view of the ABI (declarations with comments stripped and
+parameter names dropped, struct layouts measured by compiling a program against the header),
+and it runs in CI's boundary stage (and on a fresh clone) right after `cargo build`, before
+any test crate exists that could write a description of the header for it. The model reads
+what the ABI has no part in: doc comments, `Errors:` lines and sections.
 """
 
 import argparse

@@ -3,7 +3,7 @@
 //! retain+release, tensor over an existing storage (the core of every view) + release,
 //! from_blob + release. Ratios are what BENCHMARKS.md records.
 //!
-//! The `views` group: each view op of docs/c-api.md section 8 on a 4-D float32 input
+//! The `views` group: each view op of docs/c-api.md, "Views" on a 4-D float32 input
 //! (8x16x32x32, contiguous) plus `tensor_release` of the result, next to the same
 //! `malloc(160)`/`free` reference measured in that group.
 

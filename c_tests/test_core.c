@@ -1,7 +1,8 @@
-/* The core C API (docs/c-api.md sections 1-7 and 10), exercised from C against the real
- * libtensor.so: ownership and deleters, weak references, every error code reachable with
- * core functions, NULL handling, element access for all dtypes, layout flags, memory
- * statistics, custom allocators and tensor_format. Threads are in test_threads.c. */
+/* The core C API (docs/c-api.md, "Handles and ownership" to "Copies", and "Memory"),
+ * exercised from C against the real libtensor.so: ownership and deleters, weak references,
+ * every error code reachable with core functions, NULL handling, element access for all
+ * dtypes, layout flags, memory statistics, custom allocators and tensor_format. Threads
+ * are in test_threads.c. */
 #include <stdint.h>
 #include <stdlib.h>
 

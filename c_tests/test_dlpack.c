@@ -1,4 +1,4 @@
-/* DLPack import and export (docs/c-api.md section 11) from C against the real libtensor.so.
+/* DLPack import and export (docs/c-api.md, "Interop") from C against the real libtensor.so.
  * The DLPack 1.x structs come from dlpack_abi.h, included before tensor.h. */
 #include "dlpack_abi.h"
 

@@ -1,4 +1,4 @@
-/* Views (docs/c-api.md section 8) through the shared library: every function, its results
+/* Views (docs/c-api.md, "Views") through the shared library: every function, its results
  * (sizes, strides, offset, shared storage and version counter, values), each of its error
  * cases (status + message substring, out-parameter untouched), and NULL handling. Every
  * handle is released: the program runs clean under valgrind (TENSOR_VALGRIND=1). Expected

@@ -5,10 +5,10 @@ PyTorch itself.
 Random bases (every dtype; contiguous, channels-last, channels-last-3d, permuted, gapped,
 offset, expanded, size-0 and 0-dim layouts) are built identically on both sides over the
 *same bytes*; then random chains of ops with random -- often invalid -- arguments are
-applied to both: the section 7 views and the section 8 data-movement ops (reshape, flatten,
+applied to both: the views and the data-movement ops of docs/c-api.md's Copies (reshape, flatten,
 contiguous, clone, empty_like, to_dtype, repeat, copy_, fill_f64 / fill_i64, equal). After
 every op the two must agree on error-or-not. On an error, a torch IndexError must be
-TENSOR_ERR_INDEX and torch's message must map to the status docs/c-api.md section 2 gives it
+TENSOR_ERR_INDEX and torch's message must map to the status docs/c-api.md's Errors gives it
 (STATUS_OF_MESSAGE). On success they must agree on sizes, strides, storage offset, dtype,
 the contiguity flags (contiguous / channels_last / channels_last_3d,
 non-overlapping-and-dense), suggest_memory_format, and the values of (a sample of) the
@@ -114,7 +114,7 @@ class Lib:
         fn("tensor_version", C.c_uint64, P)
         fn("tensor_get_f64", I32, P, PI64, I64, C.POINTER(C.c_double))
         fn("tensor_last_error", C.c_char_p)
-        # section 7
+        # views
         fn("tensor_view", I32, P, PI64, I64, PP)
         fn("tensor_view_dtype", I32, P, I32, PP)
         fn("tensor_as_strided", I32, P, PI64, PI64, I64, I64, PP)
@@ -134,7 +134,7 @@ class Lib:
         fn("tensor_unfold", I32, P, I64, I64, I64, PP)
         fn("tensor_alias", I32, P, PP)
         fn("tensor_detach", I32, P, PP)
-        # section 8 (and empty_like, section 5)
+        # copies (empty_like included)
         fn("tensor_empty_like", I32, P, I32, PP)
         fn("tensor_reshape", I32, P, PI64, I64, PP)
         fn("tensor_flatten", I32, P, I64, I64, PP)
@@ -340,7 +340,7 @@ def gen_unfold(rng, t):
     return (d, size, step)
 
 
-# ---- data-movement arguments (section 8) -------------------------------------------------
+# ---- data-movement arguments (Copies) ----------------------------------------------------
 
 FORMATS = [torch.contiguous_format, torch.preserve_format, torch.channels_last,
            torch.channels_last_3d]
@@ -694,7 +694,7 @@ OPS = [
        lambda L, h, d, n, s: L.call(L.unfold, h, d, n, s)),
     Op("alias", gen_none, lambda t: torch.ops.aten.alias(t), lambda L, h: L.call(L.alias, h)),
     Op("detach", gen_none, lambda t: t.detach(), lambda L, h: L.call(L.detach, h)),
-    # section 8: results that are views exactly when torch's are, copies, in-place writes
+    # copies: results that are views exactly when torch's are, copies, in-place writes
     Op("reshape", gen_view, lambda t, s: t.reshape(s),
        lambda L, h, s: L.call(L.reshape, h, I(s), len(s)), view=False, check=check_shares),
     # flatten(s == e): torch returns self, libtensor a new alias (lead's decision): only
@@ -723,7 +723,7 @@ OPS = [
 ]
 
 
-# ---- the status each torch refusal must map to (docs/c-api.md section 2) ------------------------
+# ---- the status each torch refusal must map to (docs/c-api.md, Errors) ------------------------
 
 # (substring of torch's message, allowed libtensor statuses); the first match decides.
 STATUS_OF_MESSAGE = [
@@ -759,7 +759,7 @@ STATUS_OF_MESSAGE = [
     # torch reports a negative size as an overflow or even as out of bounds
     ("Storage size calculation overflowed", {OVERFLOW, INVALID_ARGUMENT}),
     ("setStorage:", {OUT_OF_BOUNDS, INVALID_ARGUMENT}),
-    # section 8
+    # copies
     ("start_dim cannot come after end_dim", {INVALID_ARGUMENT}),
     ("required rank 4 tensor to use channels_last format", {INVALID_ARGUMENT}),
     ("required rank 5 tensor to use channels_last_3d format", {INVALID_ARGUMENT}),

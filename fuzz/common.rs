@@ -11,17 +11,16 @@ use ::tensor::ffi::*;
 use std::ffi::{CStr, CString};
 use std::ptr::null_mut;
 
-#[path = "../tests/support/documented_statuses.rs"]
-// Shared with tests/documented_statuses.rs; the targets read only part of it.
-#[allow(dead_code)]
-mod documented_statuses;
+// The header model of the tests (tests/support/header_model.rs).
+#[path = "../tests/support/header_model.rs"]
+mod header_model;
 
 /// The documented statuses of every function, parsed once from include/tensor.h.
 pub fn documented(function: &str) -> &'static std::collections::BTreeSet<i32> {
     type Table = std::collections::HashMap<String, std::collections::BTreeSet<i32>>;
     static T: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
     let t = T.get_or_init(|| {
-        let h = documented_statuses::parse_header(include_str!("../include/tensor.h"));
+        let h = header_model::parse_header(include_str!("../include/tensor.h"));
         h.functions
             .iter()
             .filter(|f| f.returns_status())

@@ -10,16 +10,16 @@
  */
 
 /*
- * Contents (each part opens with a banner; docs/c-api.md is the guide by area):
- *   0. Types and constants: handles, status and dtype codes, structs
- *   1. Library: tensor reference counts, errors, dtypes, version
- *   2. Storages: untyped bytes, their references, allocators
- *   3. Tensors: creating them and reading their metadata and elements
- *   4. Views: new metadata over the same storage, no data copied
- *   5. Copies: operations that move element data, in-place writes
- *   6. Interop: DLPack import and export
- *   7. Files: mapped files, shared memory, .safetensors and .npy
- *   8. Memory: statistics, the allocator's cache, snapshots
+ * Contents (each part opens with a banner of its title; docs/c-api.md has a section of each):
+ *   Types and constants: handles, status and dtype codes, structs
+ *   Library: tensor reference counts, errors, dtypes, version
+ *   Storages: untyped bytes, their references, allocators
+ *   Tensors: creating them and reading their metadata and elements
+ *   Views: new metadata over the same storage, no data copied
+ *   Copies: operations that move element data, in-place writes
+ *   Interop: DLPack import and export
+ *   Files: mapped files, shared memory, .safetensors and .npy
+ *   Memory: statistics, the allocator's cache, snapshots
  */
 
 #ifndef LIBTENSOR_TENSOR_H
@@ -47,7 +47,7 @@ struct DLManagedTensor;
 
 
 /* ==============================================================================================
- * 0. Types and constants: handles, status and dtype codes, structs
+ * Types and constants: handles, status and dtype codes, structs
  * ============================================================================================== */
 
 /**
@@ -396,7 +396,7 @@ extern "C" {
 #endif // __cplusplus
 
 /* ==============================================================================================
- * 1. Library: tensor reference counts, errors, dtypes, version
+ * Library: tensor reference counts, errors, dtypes, version
  * ============================================================================================== */
 
 /**
@@ -416,7 +416,7 @@ struct tensor_t *tensor_retain(const struct tensor_t *t);
  * after free; when the freed object is still in this thread's object cache (the
  * default), or (for a release) AddressSanitizer knows it is freed, the call prints "libtensor: <call>:
  * handle 0x... was already released (use after release or double release); aborting"
- * on stderr and aborts the process (docs/c-api.md section 15).
+ * on stderr and aborts the process (docs/c-api.md, "Debugging caller bugs").
  */
 void tensor_release(struct tensor_t *t);
 
@@ -459,7 +459,7 @@ const char *tensor_version_string(void);
 uint32_t tensor_abi_version(void);
 
 /* ==============================================================================================
- * 2. Storages: untyped bytes, their references, allocators
+ * Storages: untyped bytes, their references, allocators
  * ============================================================================================== */
 
 /**
@@ -587,7 +587,7 @@ tensor_status_t storage_mark_read_only(struct storage_t *s);
 tensor_status_t tensor_set_default_allocator(const struct tensor_allocator_t *allocator);
 
 /* ==============================================================================================
- * 3. Tensors: creating them and reading their metadata and elements
+ * Tensors: creating them and reading their metadata and elements
  * ============================================================================================== */
 
 /**
@@ -850,7 +850,7 @@ tensor_status_t tensor_set_i64(struct tensor_t *t, const int64_t *index, int64_t
 size_t tensor_format(const struct tensor_t *t, char *buf, size_t cap);
 
 /* ==============================================================================================
- * 4. Views: new metadata over the same storage, no data copied
+ * Views: new metadata over the same storage, no data copied
  * ============================================================================================== */
 
 /**
@@ -1057,7 +1057,7 @@ tensor_status_t tensor_alias(const struct tensor_t *self_, struct tensor_t **out
 tensor_status_t tensor_detach(const struct tensor_t *self_, struct tensor_t **out);
 
 /* ==============================================================================================
- * 5. Copies: operations that move element data, in-place writes
+ * Copies: operations that move element data, in-place writes
  * ============================================================================================== */
 
 /**
@@ -1241,7 +1241,7 @@ tensor_status_t tensor_set_copy_threads(int64_t n, int64_t *previous);
 int64_t tensor_copy_threads(void);
 
 /* ==============================================================================================
- * 6. Interop: DLPack import and export
+ * Interop: DLPack import and export
  * ============================================================================================== */
 
 /**
@@ -1288,7 +1288,7 @@ tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
 tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, struct tensor_t **out);
 
 /* ==============================================================================================
- * 7. Files: mapped files, shared memory, .safetensors and .npy
+ * Files: mapped files, shared memory, .safetensors and .npy
  * ============================================================================================== */
 
 /**
@@ -1472,7 +1472,7 @@ tensor_status_t tensor_save_safetensors(const char *path,
                                         size_t n);
 
 /* ==============================================================================================
- * 8. Memory: statistics, the allocator's cache, snapshots
+ * Memory: statistics, the allocator's cache, snapshots
  * ============================================================================================== */
 
 /**
@@ -1505,7 +1505,7 @@ tensor_status_t tensor_memory_stats(struct tensor_memory_stats_t *out);
  * 0; they are not tensor memory, so neither the statistics nor the bytes returned here
  * count them. The per-thread caches (small blocks and objects) keep nothing while
  * AddressSanitizer or a heap-checking valgrind tool watches the process, unless
- * `TENSOR_NO_CACHING=0` (docs/c-api.md section 15).
+ * `TENSOR_NO_CACHING=0` (docs/c-api.md, "Debugging caller bugs").
  */
 uint64_t tensor_empty_cache(void);
 

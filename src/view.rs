@@ -1,4 +1,4 @@
-//! View operations (docs/c-api.md section 8). Each rule is a pure function from a borrowed
+//! View operations (docs/c-api.md, "Views"). Each rule is a pure function from a borrowed
 //! layout ([`LayoutRef`]: sizes, strides, storage offset) to the view's [`Layout`] — the
 //! very value the new TensorImpl stores — or PyTorch's error; then one `TensorImpl` method
 //! per operation moves that layout into [`TensorImpl::make_view_layout`] (or, checked for

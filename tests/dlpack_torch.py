@@ -1,4 +1,4 @@
-"""DLPack interchange between libtensor and PyTorch (docs/c-api.md section 11), both ways.
+"""DLPack interchange between libtensor and PyTorch (docs/c-api.md, "Interop"), both ways.
 
     /work/venv/bin/python tests/dlpack_torch.py --lib target/debug/libtensor.so
 

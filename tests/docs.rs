@@ -1,7 +1,11 @@
-//! The user documentation stays whole: every function the header exports is named in
-//! `docs/c-api.md`, every relative link in the README and `docs/` points at a file of this
+//! The user documentation stays whole: `docs/c-api.md` has a heading of each section of the
+//! header listing its functions, every relative link in the README and `docs/` points at a file of this
 //! repository, and no tracked file sends a reader to a document outside the repository.
 
+#[path = "support/header_model.rs"]
+mod header_model;
+
+use header_model::{api_modules, banner, first_exported_fn, module_title, parse_header};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,55 +18,83 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Names of the functions declared in a C header: an identifier directly followed by `(`
-/// on a line that starts a declaration (not a comment, not a macro).
-fn declared_functions(header: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for line in header.lines() {
-        let t = line.trim_start();
-        if t.starts_with('*') || t.starts_with("/*") || t.starts_with('#') || t.starts_with("//") {
+/// The guide's `## ` headings (outside fenced code), each with the functions its `Functions:`
+/// paragraphs name (its `### ` sub-headings' included): the backquoted `tensor_*` /
+/// `storage_*` names from `Functions:` to the end of the paragraph.
+fn guide_sections(guide: &str) -> Vec<(String, BTreeSet<String>)> {
+    let mut out: Vec<(String, BTreeSet<String>)> = Vec::new();
+    let (mut in_code, mut in_list) = (false, false);
+    for line in guide.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        }
+        if in_code {
             continue;
         }
-        if line.starts_with(' ') || line.starts_with("typedef") {
-            continue; // continuation lines of a declaration, function-pointer typedefs
-        }
-        let Some(paren) = line.find('(') else {
+        if let Some(h) = line.strip_prefix("## ") {
+            out.push((h.trim().to_string(), BTreeSet::new()));
             continue;
+        }
+        in_list = if line.starts_with("Functions:") {
+            true
+        } else {
+            in_list && !line.trim().is_empty()
         };
-        let head = line[..paren].trim_end();
-        let name: String = head
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        if name.starts_with("tensor_") || name.starts_with("storage_") {
-            names.insert(name);
+        if let (true, Some((_, names))) = (in_list, out.last_mut()) {
+            for quoted in line.split('`').skip(1).step_by(2) {
+                if quoted.starts_with("tensor_") || quoted.starts_with("storage_") {
+                    names.insert(quoted.to_string());
+                }
+            }
         }
     }
-    names
+    out
 }
 
+/// Each section of the header (a `pub mod` of src/ffi/, titled by its first `//!` line) is a
+/// `## ` heading of docs/c-api.md, in header order, whose `Functions:` lists name exactly the
+/// section's functions; no other heading lists functions.
 #[test]
-fn every_exported_function_is_in_the_api_guide() {
-    let header = read(&root().join("include/tensor.h"));
-    let functions = declared_functions(&header);
+fn the_api_guide_has_a_heading_of_each_header_section_listing_its_functions() {
+    let header = parse_header(&read(&root().join("include/tensor.h")));
     assert!(
-        functions.len() > 50 && functions.contains("tensor_view"),
-        "the header parser found only {functions:?}"
+        header.sections.len() >= 9 && header.functions.len() > 100,
+        "the header model found only {:?}",
+        header.sections
     );
-    let guide = read(&root().join("docs/c-api.md"));
-    let missing: Vec<_> = functions
+    let guide = guide_sections(&read(&root().join("docs/c-api.md")));
+    let titles: Vec<&str> = header.sections.iter().map(|s| s.title.as_str()).collect();
+    let headings: Vec<&str> = guide
         .iter()
-        .filter(|f| !guide.contains(&format!("`{f}`")))
+        .map(|(h, _)| h.as_str())
+        .filter(|h| titles.contains(h))
         .collect();
-    assert!(
-        missing.is_empty(),
-        "docs/c-api.md does not name these exported functions (add each to its section's \
-         `Functions:` list): {missing:?}"
+    assert_eq!(
+        headings, titles,
+        "docs/c-api.md needs a `## ` heading of each section title of include/tensor.h \
+         (the first `//!` line of each src/ffi/ module), in header order"
     );
+    let mut wrong = Vec::new();
+    for (heading, listed) in &guide {
+        let Some(section) = header.sections.iter().find(|s| &s.title == heading) else {
+            if !listed.is_empty() {
+                wrong.push(format!(
+                    "'{heading}' is no section of the header but lists {listed:?}"
+                ));
+            }
+            continue;
+        };
+        let functions: BTreeSet<String> = section.functions.iter().cloned().collect();
+        let missing: Vec<_> = functions.difference(listed).collect();
+        let extra: Vec<_> = listed.difference(&functions).collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            wrong.push(format!(
+                "'{heading}': add {missing:?} to its `Functions:` list, remove {extra:?} \
+                 (they are in another section, or not exported)"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "docs/c-api.md: {wrong:#?}");
 }
 
 fn tracked_files() -> Vec<PathBuf> {
@@ -152,13 +184,68 @@ fn no_tracked_file_points_outside_the_repository() {
     );
 }
 
+/// The model reads declarations, not comments, and the sections build.rs's banners open.
 #[test]
-fn the_header_parser_sees_declarations_not_comments() {
-    let header = "/**\n * tensor_fake(x) in a comment\n */\nint64_t tensor_ndim(const struct \
-                  tensor_t *t);\ntensor_status_t tensor_view(const struct tensor_t *self_,\n  \
-                  int64_t ndim);\ntypedef void (*tensor_deleter_fn)(void *data);\n";
-    let names: Vec<_> = declared_functions(header).into_iter().collect();
-    assert_eq!(names, ["tensor_ndim", "tensor_view"]);
+fn the_header_model_sees_declarations_and_sections_not_comments() {
+    let header = format!(
+        "/**\n * tensor_fake(x) in a comment\n */\n#define TENSOR_ERR_SHAPE 4\n{}\
+         typedef struct tensor_x_t {{\n  /** a; b */\n  int64_t a;\n}} tensor_x_t;\n\
+         typedef void (*tensor_deleter_fn)(void *data);\n{}\
+         /** Doc. Errors: SHAPE. */\nint64_t tensor_ndim(const struct tensor_t *t);\n\
+         tensor_status_t tensor_view(const struct tensor_t *self_,\n  int64_t ndim);\n{}\
+         void storage_release(struct storage_t *s);\n",
+        banner("Types"),
+        banner("Tensors: two"),
+        banner("Storages")
+    );
+    let h = parse_header(&header);
+    let names: Vec<_> = h.functions.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["tensor_ndim", "tensor_view", "storage_release"]);
+    let sections: Vec<_> = h
+        .sections
+        .iter()
+        .map(|s| (s.title.as_str(), s.functions.len()))
+        .collect();
+    assert_eq!(
+        sections,
+        [("Types", 0), ("Tensors: two", 2), ("Storages", 1)]
+    );
+    assert_eq!(h.function("storage_release").unwrap().section, "Storages");
+    assert_eq!(
+        h.function("tensor_ndim").unwrap().doc,
+        "Doc. Errors: SHAPE."
+    );
+    assert!(h.function("tensor_view").unwrap().doc.is_empty());
+    assert_eq!(h.structs.len(), 1);
+    assert_eq!(h.structs[0].fields, ["int64_t a"]);
+    assert_eq!(
+        h.typedefs,
+        ["typedef void (*tensor_deleter_fn)(void *data)"]
+    );
+    assert_eq!(h.defines["TENSOR_ERR_SHAPE"], "4");
+}
+
+/// build.rs's reading of the sources: the `pub mod`s in order, their titles, first functions.
+#[test]
+fn the_sections_come_from_the_ffi_modules() {
+    let ffi = root().join("src/ffi");
+    let mod_rs = read(&ffi.join("mod.rs"));
+    let modules = api_modules(&mod_rs);
+    assert!(
+        modules.len() >= 8 && !modules.contains(&"handle"),
+        "{modules:?}"
+    );
+    let header = parse_header(&read(&root().join("include/tensor.h")));
+    let mut titles = vec![module_title(&mod_rs).unwrap().to_string()];
+    for m in &modules {
+        let src = read(&ffi.join(format!("{m}.rs")));
+        let title = module_title(&src).unwrap().to_string();
+        let first = first_exported_fn(&src).unwrap();
+        assert_eq!(header.function(first).unwrap().section, title, "{m}.rs");
+        titles.push(title);
+    }
+    let in_header: Vec<_> = header.sections.iter().map(|s| s.title.clone()).collect();
+    assert_eq!(in_header, titles);
 }
 
 /// The Doxygen reference (`make docs`, CI's `docs` stage) covers every installed header and

@@ -1,7 +1,7 @@
 //! Every exported function returns exactly the statuses its header doc documents.
 //!
 //! The documented statuses come from `include/tensor.h` itself (the `Errors:` lines, parsed
-//! by `tests/support/documented_statuses.rs`); a function returning `tensor_status_t`
+//! by `tests/support/header_model.rs`); a function returning `tensor_status_t`
 //! without one fails the test. Then every exported function is driven with hostile and
 //! random arguments, through the C ABI as a C caller would (while keeping the caller's side
 //! of the contract: live handles, readable buffers): NULL handles and out-pointers, unknown
@@ -22,10 +22,10 @@
 //! allocator, one in 8 with an exhausted Rust heap (every allocation inside a library call
 //! fails; this binary's global allocator). `TENSOR_HOSTILE_TRACE=1` names each call first.
 
-#[path = "support/documented_statuses.rs"]
-mod documented_statuses;
+#[path = "support/header_model.rs"]
+mod header_model;
 
-use documented_statuses::{parse_header, Header};
+use header_model::{parse_header, Header};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};

@@ -4,7 +4,7 @@
 //! Blocks are keyed by capacity (size rounded up to 2 MiB) and matched exactly; the cache
 //! holds at most `cache_limit` bytes (default 256 MiB, 0 = no caching) and
 //! [`CACHE_MAX_BLOCKS`] blocks, evicting the oldest blocks first. Cached blocks are not
-//! live: `live_bytes` never counts them (docs/c-api.md section 10); `cached_bytes` and
+//! live: `live_bytes` never counts them (docs/c-api.md, "Memory"); `cached_bytes` and
 //! `reserved_bytes` do. While cached, a block belongs to this cache (under its mutex).
 
 use super::policy::{cache_limit, swap_limit};

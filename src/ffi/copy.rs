@@ -1,5 +1,7 @@
-//! Operations that may copy element data, and in-place writes (section 8), plus
-//! `tensor_empty_like` (section 5). Each converts its arguments and calls the core in
+//! Copies: operations that move element data, in-place writes
+//!
+//! Operations that may copy element data, and in-place writes, plus `tensor_empty_like`
+//! and the threads copies may use. Each converts its arguments and calls the core in
 //! `crate::copy`.
 
 use super::*;
@@ -16,7 +18,7 @@ pub extern "C" fn tensor_empty_like(
     fmt: tensor_memory_format_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_empty_like", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(t, "t")?.empty_like(format_arg(fmt)?)
     })
 }
@@ -33,7 +35,7 @@ pub extern "C" fn tensor_reshape(
     ndim: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_reshape", out, || {
+    call_tensor(fn_name!(), out, || {
         let t = tensor_owned(self_, "self")?;
         t.reshape(int_list(sizes, ndim, "sizes")?)
     })
@@ -51,7 +53,7 @@ pub extern "C" fn tensor_flatten(
     end_dim: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_flatten", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_owned(self_, "self")?.flatten(start_dim, end_dim)
     })
 }
@@ -67,7 +69,7 @@ pub extern "C" fn tensor_contiguous(
     fmt: tensor_memory_format_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_contiguous", out, || {
+    call_tensor(fn_name!(), out, || {
         let fmt = format_arg(fmt)?;
         tensor_owned(self_, "self")?.contiguous(fmt)
     })
@@ -84,7 +86,7 @@ pub extern "C" fn tensor_clone(
     fmt: tensor_memory_format_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_clone", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.deep_clone(format_arg(fmt)?)
     })
 }
@@ -101,7 +103,7 @@ pub extern "C" fn tensor_to_dtype(
     dtype: tensor_dtype_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_to_dtype", out, || {
+    call_tensor(fn_name!(), out, || {
         let dtype = dtype_arg(dtype)?;
         tensor_owned(self_, "self")?.to_dtype(dtype)
     })
@@ -118,7 +120,7 @@ pub extern "C" fn tensor_repeat(
     n: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_repeat", out, || {
+    call_tensor(fn_name!(), out, || {
         let t = tensor_arg(self_, "self")?;
         t.repeat(int_list(repeats, n, "repeats")?)
     })
@@ -141,7 +143,7 @@ pub extern "C" fn tensor_repeat(
 /// READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
 #[no_mangle]
 pub extern "C" fn tensor_copy_(dst: *mut tensor_t, src: *const tensor_t) -> tensor_status_t {
-    call("tensor_copy_", || {
+    call(fn_name!(), || {
         tensor_arg(dst, "dst")?.copy_(tensor_arg(src, "src")?)
     })
 }
@@ -172,7 +174,7 @@ pub extern "C" fn tensor_copy_affine_(
     shift: *const f64,
     n: i64,
 ) -> tensor_status_t {
-    call("tensor_copy_affine_", || {
+    call(fn_name!(), || {
         let (d, s) = (tensor_arg(dst, "dst")?, tensor_arg(src, "src")?);
         ensure!(!scale.is_null(), NullPointer, "argument 'scale' is NULL");
         ensure!(!shift.is_null(), NullPointer, "argument 'shift' is NULL");
@@ -188,31 +190,31 @@ pub extern "C" fn tensor_copy_affine_(
 /// OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_fill_f64_(dst: *mut tensor_t, value: f64) -> tensor_status_t {
-    call("tensor_fill_f64_", || fill(dst, Scalar::Float(value)))
+    call(fn_name!(), || fill(dst, Scalar::Float(value)))
 }
 
 /// Sets every element of `dst` to `value` converted to its dtype (exact for every int64
 /// in integer dtypes); bumps the version once. Errors: as tensor_fill_f64_.
 #[no_mangle]
 pub extern "C" fn tensor_fill_i64_(dst: *mut tensor_t, value: i64) -> tensor_status_t {
-    call("tensor_fill_i64_", || fill(dst, Scalar::Int(value)))
+    call(fn_name!(), || fill(dst, Scalar::Int(value)))
 }
 
 /// Alias of tensor_fill_f64_, kept for 0.x: new code calls tensor_fill_f64_ (the same
 /// function; its error messages name tensor_fill_f64). Errors: as tensor_fill_f64_.
 #[no_mangle]
 pub extern "C" fn tensor_fill_f64(dst: *mut tensor_t, value: f64) -> tensor_status_t {
-    call("tensor_fill_f64", || fill(dst, Scalar::Float(value)))
+    call(fn_name!(), || fill(dst, Scalar::Float(value)))
 }
 
 /// Alias of tensor_fill_i64_, kept for 0.x: new code calls tensor_fill_i64_ (the same
 /// function; its error messages name tensor_fill_i64). Errors: as tensor_fill_i64_.
 #[no_mangle]
 pub extern "C" fn tensor_fill_i64(dst: *mut tensor_t, value: i64) -> tensor_status_t {
-    call("tensor_fill_i64", || fill(dst, Scalar::Int(value)))
+    call(fn_name!(), || fill(dst, Scalar::Int(value)))
 }
 
-/// The body of the fill functions and their aliases (each passes its own name to `call`).
+/// The body of the fill functions and their aliases (each passes `fn_name!()` to `call`).
 fn fill(dst: *mut tensor_t, value: Scalar) -> Result<()> {
     tensor_arg(dst, "dst")?.fill_(value)
 }
@@ -230,7 +232,7 @@ pub extern "C" fn tensor_equal(
     b: *const tensor_t,
     out: *mut bool,
 ) -> tensor_status_t {
-    call("tensor_equal", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         *out = tensor_arg(a, "a")?.equal(tensor_arg(b, "b")?)?;
         Ok(())
@@ -246,7 +248,7 @@ pub extern "C" fn tensor_equal(
 /// Errors: INVALID_ARGUMENT (n outside [1, 256]).
 #[no_mangle]
 pub extern "C" fn tensor_set_copy_threads(n: i64, previous: *mut i64) -> tensor_status_t {
-    call("tensor_set_copy_threads", || {
+    call(fn_name!(), || {
         let prev = crate::copy::parallel::set_copy_threads(n)?;
         // SAFETY: a non-NULL out-parameter points to writable memory.
         if let Some(p) = unsafe { previous.as_mut() } {
@@ -259,7 +261,7 @@ pub extern "C" fn tensor_set_copy_threads(n: i64, previous: *mut i64) -> tensor_
 /// The number of threads big copies may use (see `tensor_set_copy_threads`).
 #[no_mangle]
 pub extern "C" fn tensor_copy_threads() -> i64 {
-    guard_or("tensor_copy_threads", 1, || {
+    guard_or(fn_name!(), 1, || {
         crate::copy::parallel::copy_threads() as i64
     })
 }

@@ -1,3 +1,5 @@
+//! Library: tensor reference counts, errors, dtypes, version
+//!
 //! Library-wide calls: tensor refcounts, errors, dtypes, identity (the memory calls are in
 //! `memory`).
 
@@ -11,7 +13,7 @@ use std::ffi::{c_char, CStr};
 /// when the library can tell (see `tensor_release`).
 #[no_mangle]
 pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
-    guard("tensor_retain", || {
+    guard(fn_name!(), || {
         // SAFETY: NULL or a live handle.
         unsafe { tensor_t::retain(t) }.map_or(std::ptr::null_mut(), tensor_t::into_raw)
     })
@@ -24,10 +26,10 @@ pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
 /// after free; when the freed object is still in this thread's object cache (the
 /// default), or (for a release) AddressSanitizer knows it is freed, the call prints "libtensor: <call>:
 /// handle 0x... was already released (use after release or double release); aborting"
-/// on stderr and aborts the process (docs/c-api.md section 15).
+/// on stderr and aborts the process (docs/c-api.md, "Debugging caller bugs").
 #[no_mangle]
 pub extern "C" fn tensor_release(t: *mut tensor_t) {
-    guard("tensor_release", || {
+    guard(fn_name!(), || {
         // SAFETY: the caller gives up one strong reference it owns (or passes NULL).
         drop(unsafe { tensor_t::adopt(t) });
     })
@@ -36,7 +38,7 @@ pub extern "C" fn tensor_release(t: *mut tensor_t) {
 /// Number of strong references to `t` (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_use_count(t: *const tensor_t) -> u64 {
-    guard("tensor_use_count", || {
+    guard(fn_name!(), || {
         // SAFETY: NULL or a live handle.
         unsafe { tensor_t::borrow_box(t) }.map_or(0, |b| b.strong_count())
     })
@@ -46,7 +48,7 @@ pub extern "C" fn tensor_use_count(t: *const tensor_t) -> u64 {
 #[no_mangle]
 pub extern "C" fn tensor_status_string(s: tensor_status_t) -> *const c_char {
     guard_or(
-        "tensor_status_string",
+        fn_name!(),
         c"unknown status".as_ptr(),
         || match Status::from_code(s.0) {
             Some(st) => st.description().as_ptr(),
@@ -60,13 +62,13 @@ pub extern "C" fn tensor_status_string(s: tensor_status_t) -> *const c_char {
 /// next failed call.
 #[no_mangle]
 pub extern "C" fn tensor_last_error() -> *const c_char {
-    guard_or("tensor_last_error", c"".as_ptr(), last_error_ptr)
+    guard_or(fn_name!(), c"".as_ptr(), last_error_ptr)
 }
 
 /// Bytes per element of `d`; 0 for an unknown code.
 #[no_mangle]
 pub extern "C" fn tensor_dtype_itemsize(d: tensor_dtype_t) -> usize {
-    guard("tensor_dtype_itemsize", || {
+    guard(fn_name!(), || {
         DType::from_code(d.0).map_or(0, |d| d.itemsize())
     })
 }
@@ -74,7 +76,7 @@ pub extern "C" fn tensor_dtype_itemsize(d: tensor_dtype_t) -> usize {
 /// PyTorch's name of `d` ("float32", ...); static; NULL for an unknown code.
 #[no_mangle]
 pub extern "C" fn tensor_dtype_name(d: tensor_dtype_t) -> *const c_char {
-    guard("tensor_dtype_name", || {
+    guard(fn_name!(), || {
         DType::from_code(d.0).map_or(std::ptr::null(), |d| d.c_name().as_ptr())
     })
 }
@@ -89,7 +91,7 @@ const VERSION: &CStr =
 /// The loaded library's version, e.g. "0.2.0" (`TENSOR_VERSION_STRING` is the header's); static.
 #[no_mangle]
 pub extern "C" fn tensor_version_string() -> *const c_char {
-    guard_or("tensor_version_string", c"".as_ptr(), || VERSION.as_ptr())
+    guard_or(fn_name!(), c"".as_ptr(), || VERSION.as_ptr())
 }
 
 /// ABI revision of the loaded library; equals `TENSOR_ABI_VERSION` of the header it was

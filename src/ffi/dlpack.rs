@@ -1,4 +1,6 @@
-//! DLPack import and export (section 10): DLPack's C layouts and the glue between them and
+//! Interop: DLPack import and export
+//!
+//! DLPack's C layouts and the glue between them and
 //! the Rust-typed export / import of `crate::dlpack` (which states the conventions). The
 //! header only forward-declares the managed tensors (`struct DLManagedTensorVersioned`,
 //! `struct DLManagedTensor`; the layouts below are excluded in cbindgen.toml), so it works
@@ -371,7 +373,7 @@ pub extern "C" fn tensor_to_dlpack(
     t: *const tensor_t,
     out: *mut *mut DLManagedTensorVersioned,
 ) -> tensor_status_t {
-    call("tensor_to_dlpack", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         *out = to_dlpack_versioned(tensor_owned(t, "t")?)?;
         Ok(())
@@ -393,7 +395,7 @@ pub extern "C" fn tensor_from_dlpack(
     src: *mut DLManagedTensorVersioned,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_from_dlpack", out, || {
+    call_tensor(fn_name!(), out, || {
         // SAFETY: the C contract: a non-NULL src is a live managed tensor.
         unsafe { from_dlpack_versioned(src) }
     })
@@ -408,7 +410,7 @@ pub extern "C" fn tensor_to_dlpack_unversioned(
     t: *const tensor_t,
     out: *mut *mut DLManagedTensor,
 ) -> tensor_status_t {
-    call("tensor_to_dlpack_unversioned", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         *out = to_dlpack_unversioned(tensor_owned(t, "t")?)?;
         Ok(())
@@ -422,7 +424,7 @@ pub extern "C" fn tensor_from_dlpack_unversioned(
     src: *mut DLManagedTensor,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_from_dlpack_unversioned", out, || {
+    call_tensor(fn_name!(), out, || {
         // SAFETY: as in tensor_from_dlpack.
         unsafe { from_dlpack_unversioned(src) }
     })

@@ -1,3 +1,5 @@
+//! Files: mapped files, shared memory, .safetensors and .npy
+//!
 //! Memory beyond the allocator: storages over memory-mapped files, shared memory between
 //! processes (memfd + a descriptor to send with SCM_RIGHTS), and loading / saving
 //! `.safetensors` and `.npy` files without copying.
@@ -112,7 +114,7 @@ pub extern "C" fn storage_from_file(
     mode: tensor_map_mode_t,
     out: *mut *mut storage_t,
 ) -> tensor_status_t {
-    call("storage_from_file", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let path = path_arg(path, "path")?;
         let s = mmap::map_file(path, offset, region_arg(nbytes)?, mode_arg(mode)?)?;
@@ -136,7 +138,7 @@ pub extern "C" fn storage_from_fd(
     mode: tensor_map_mode_t,
     out: *mut *mut storage_t,
 ) -> tensor_status_t {
-    call("storage_from_fd", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let s = mmap::map_descriptor(fd, offset, region_arg(nbytes)?, mode_arg(mode)?)?;
         *out = storage_t::into_raw(s);
@@ -154,7 +156,7 @@ pub extern "C" fn storage_from_fd(
 /// than the address space; or an exhausted heap), IO (any other failure of those calls).
 #[no_mangle]
 pub extern "C" fn storage_new_shared(nbytes: usize, out: *mut *mut storage_t) -> tensor_status_t {
-    call("storage_new_shared", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         *out = storage_t::into_raw(mmap::new_shared(nbytes)?);
         Ok(())
@@ -168,7 +170,7 @@ pub extern "C" fn storage_new_shared(nbytes: usize, out: *mut *mut storage_t) ->
 /// wrapped, or mapped from a path).
 #[no_mangle]
 pub extern "C" fn storage_fd(s: *const storage_t, out: *mut c_int) -> tensor_status_t {
-    call("storage_fd", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         *out = mmap::storage_fd(storage_arg(s, "s")?)?;
         Ok(())
@@ -179,7 +181,7 @@ pub extern "C" fn storage_fd(s: *const storage_t, out: *mut c_int) -> tensor_sta
 /// shared memory); false for allocated or wrapped memory and NULL.
 #[no_mangle]
 pub extern "C" fn storage_is_mapped(s: *const storage_t) -> bool {
-    guard("storage_is_mapped", || {
+    guard(fn_name!(), || {
         storage_arg(s, "s").is_ok_and(|s| s.kind() == StorageKind::Mapped)
     })
 }
@@ -202,7 +204,7 @@ pub extern "C" fn tensor_load_npy(
     mode: tensor_map_mode_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_load_npy", out, || {
+    call_tensor(fn_name!(), out, || {
         npy::load(path_arg(path, "path")?, mode_arg(mode)?)
     })
 }
@@ -230,7 +232,7 @@ pub extern "C" fn tensor_load_npy(
 /// directory, reported after the rename).
 #[no_mangle]
 pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> tensor_status_t {
-    call("tensor_save_npy", || {
+    call(fn_name!(), || {
         let path = path_arg(path, "path")?;
         let t = tensor_owned(t, "t")?;
         npy::save(path, &t)
@@ -256,7 +258,7 @@ pub extern "C" fn tensor_load_safetensors(
     path: *const c_char,
     out: *mut *mut tensor_safetensors_t,
 ) -> tensor_status_t {
-    call("tensor_load_safetensors", || load_safetensors(path, out))
+    call(fn_name!(), || load_safetensors(path, out))
 }
 
 /// Alias of tensor_load_safetensors, kept for 0.x: new code calls tensor_load_safetensors
@@ -267,10 +269,10 @@ pub extern "C" fn tensor_safetensors_load(
     path: *const c_char,
     out: *mut *mut tensor_safetensors_t,
 ) -> tensor_status_t {
-    call("tensor_safetensors_load", || load_safetensors(path, out))
+    call(fn_name!(), || load_safetensors(path, out))
 }
 
-/// The body of tensor_load_safetensors and its alias (each passes its own name to `call`).
+/// The body of tensor_load_safetensors and its alias (each passes `fn_name!()` to `call`).
 fn load_safetensors(path: *const c_char, out: *mut *mut tensor_safetensors_t) -> Result<()> {
     let out = out_arg(out)?;
     let loaded = safetensors::load(path_arg(path, "path")?)?;
@@ -291,7 +293,7 @@ fn loaded<'a>(f: *const tensor_safetensors_t) -> Option<&'a SafetensorsFile> {
 /// is a no-op.
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_release(f: *mut tensor_safetensors_t) {
-    guard("tensor_safetensors_release", || {
+    guard(fn_name!(), || {
         // SAFETY: the caller gives up the handle it owns (or passes NULL).
         drop(unsafe { tensor_safetensors_t::adopt(f) });
     })
@@ -300,9 +302,7 @@ pub extern "C" fn tensor_safetensors_release(f: *mut tensor_safetensors_t) {
 /// Number of tensors in the file (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_safetensors_count(f: *const tensor_safetensors_t) -> usize {
-    guard("tensor_safetensors_count", || {
-        loaded(f).map_or(0, SafetensorsFile::count)
-    })
+    guard(fn_name!(), || loaded(f).map_or(0, SafetensorsFile::count))
 }
 
 /// Name of tensor `i` (tensors are in file data order), borrowed until the handle is
@@ -312,7 +312,7 @@ pub extern "C" fn tensor_safetensors_name(
     f: *const tensor_safetensors_t,
     i: usize,
 ) -> *const c_char {
-    guard("tensor_safetensors_name", || {
+    guard(fn_name!(), || {
         loaded(f)
             .and_then(|f| f.name(i))
             .map_or(std::ptr::null(), CStr::as_ptr)
@@ -327,7 +327,7 @@ pub extern "C" fn tensor_safetensors_at(
     i: usize,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_safetensors_at", out, || {
+    call_tensor(fn_name!(), out, || {
         let f = loaded(f).ok_or_else(|| Error::new(Status::NullPointer, "argument 'f' is NULL"))?;
         let n = f.count();
         f.tensor(i).cloned().ok_or_else(|| {
@@ -347,7 +347,7 @@ pub extern "C" fn tensor_safetensors_get(
     name: *const c_char,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_safetensors_get", out, || {
+    call_tensor(fn_name!(), out, || {
         let f = loaded(f).ok_or_else(|| Error::new(Status::NullPointer, "argument 'f' is NULL"))?;
         ensure!(!name.is_null(), NullPointer, "argument 'name' is NULL");
         // SAFETY: a NUL-terminated string.
@@ -380,7 +380,7 @@ pub extern "C" fn tensor_save_safetensors(
     tensors: *const *const tensor_t,
     n: usize,
 ) -> tensor_status_t {
-    call("tensor_save_safetensors", || {
+    call(fn_name!(), || {
         let path = path_arg(path, "path")?;
         let (names, tensors) = if n == 0 {
             (&[][..], &[][..])

@@ -1,4 +1,6 @@
-//! Memory: library-wide counters, the allocator's cache, and the opt-in snapshot of live
+//! Memory: statistics, the allocator's cache, snapshots
+//!
+//! Library-wide counters, the allocator's cache, and the opt-in snapshot of live
 //! storages.
 
 use super::*;
@@ -13,7 +15,7 @@ pub use crate::allocator::MemoryStats as tensor_memory_stats_t;
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).
 #[no_mangle]
 pub extern "C" fn tensor_memory_stats(out: *mut MemoryStats) -> tensor_status_t {
-    call("tensor_memory_stats", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let size = out.struct_size;
         let header = std::mem::size_of::<usize>();
@@ -62,10 +64,10 @@ pub extern "C" fn tensor_memory_stats(out: *mut MemoryStats) -> tensor_status_t 
 /// 0; they are not tensor memory, so neither the statistics nor the bytes returned here
 /// count them. The per-thread caches (small blocks and objects) keep nothing while
 /// AddressSanitizer or a heap-checking valgrind tool watches the process, unless
-/// `TENSOR_NO_CACHING=0` (docs/c-api.md section 15).
+/// `TENSOR_NO_CACHING=0` (docs/c-api.md, "Debugging caller bugs").
 #[no_mangle]
 pub extern "C" fn tensor_empty_cache() -> u64 {
-    guard("tensor_empty_cache", crate::allocator::empty_cache)
+    guard(fn_name!(), crate::allocator::empty_cache)
 }
 
 /// Sets the most bytes the big-block cache may hold (see `tensor_empty_cache`) and
@@ -78,9 +80,7 @@ pub extern "C" fn tensor_empty_cache() -> u64 {
 /// This call overrides the environment. Thread-safe.
 #[no_mangle]
 pub extern "C" fn tensor_set_cache_limit(max_bytes: u64) -> u64 {
-    guard("tensor_set_cache_limit", || {
-        crate::allocator::set_cache_limit(max_bytes)
-    })
+    guard(fn_name!(), || crate::allocator::set_cache_limit(max_bytes))
 }
 
 /// What a storage's memory is (in `tensor_storage_info_t`).
@@ -144,18 +144,13 @@ pub struct tensor_storage_info_t {
 /// Turning it off forgets every registration. Thread-safe.
 #[no_mangle]
 pub extern "C" fn tensor_set_memory_tracking(enabled: std::ffi::c_int) -> bool {
-    guard("tensor_set_memory_tracking", || {
-        crate::snapshot::set_tracking(enabled != 0)
-    })
+    guard(fn_name!(), || crate::snapshot::set_tracking(enabled != 0))
 }
 
 /// Is memory tracking on (see `tensor_set_memory_tracking`)?
 #[no_mangle]
 pub extern "C" fn tensor_memory_tracking_enabled() -> bool {
-    guard(
-        "tensor_memory_tracking_enabled",
-        crate::snapshot::is_tracking,
-    )
+    guard(fn_name!(), crate::snapshot::is_tracking)
 }
 
 /// Snapshot of every live storage created while tracking was on, biggest first: sets
@@ -172,7 +167,7 @@ pub extern "C" fn tensor_memory_snapshot(
     capacity: usize,
     count: *mut usize,
 ) -> tensor_status_t {
-    call("tensor_memory_snapshot", || {
+    call(fn_name!(), || {
         let count = out_arg(count)?;
         ensure!(
             !out.is_null() || capacity == 0,

@@ -1,4 +1,7 @@
-//! The C ABI. Every exported function runs its body through [`guard`] (panics become
+//! Types and constants: handles, status and dtype codes, structs
+//!
+//! The C ABI. This file holds its handles, codes and structs (the header's first section)
+//! and the boundary: every exported function runs its body through [`guard`] (panics become
 //! `TENSOR_ERR_INTERNAL`) and, when fallible, through [`call`] (an `Err` becomes its status
 //! plus a thread-local message prefixed with the function's name). The helpers below turn
 //! raw C arguments into checked Rust values; no shape rule lives in this layer.
@@ -7,10 +10,21 @@
 // that non-NULL handles are live; NULL is checked everywhere.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-// In this order in the generated header (each module is one section, opened by a banner
-// that build.rs inserts): library-wide calls and tensor refcounts, storages, creating and
-// reading tensors, views, the operations that copy, DLPack interop, mapped files, shared
-// memory and file formats, then memory statistics and the allocator's cache.
+/// The name of the exported function this is written in (directly in its body, not in a
+/// closure), as the boundary helpers take it (`guard(fn_name!(), ...)`): the type name of an
+/// item nested in the function, a constant like `"tensor::ffi::core::tensor_numel::f"`.
+/// Reports trim it to `tensor_numel` ([`reported_name`], on the error path only), so the
+/// success path carries the same constant a literal would, and a function's name cannot
+/// drift from the one its errors report (an alias reports the name that was called).
+macro_rules! fn_name {
+    () => {{
+        fn f() {}
+        ::core::any::type_name_of_val(&f)
+    }};
+}
+
+// The sections of the generated header, in this order: each `pub mod` is one, titled by its
+// first `//!` line (build.rs writes the banners; tests/support/header_model.rs reads both).
 pub mod core;
 pub mod storage;
 pub mod tensor;
@@ -19,10 +33,8 @@ pub mod copy;
 pub mod dlpack;
 pub mod files;
 pub mod memory;
-// Not part of the header: handle conversions.
+// Not part of the header (not `pub mod`): handle conversions.
 pub(crate) mod handle;
-#[cfg(test)]
-mod names_test;
 
 use crate::allocator::Allocator;
 use crate::device::Device;
@@ -243,6 +255,43 @@ mod code_tables {
     }
 }
 
+#[cfg(test)]
+mod names {
+    use super::*;
+
+    #[test]
+    fn fn_name_is_the_enclosing_functions_own() {
+        fn tensor_example_() -> &'static str {
+            reported_name(fn_name!())
+        }
+        assert_eq!(tensor_example_(), "tensor_example_");
+        assert_eq!(reported_name("tensor_numel"), "tensor_numel");
+    }
+
+    /// An alias reports under the name that was called, the function under its own.
+    #[test]
+    fn error_messages_start_with_the_called_functions_name() {
+        let msg = || {
+            // SAFETY: tensor_last_error returns a NUL-terminated string.
+            unsafe { std::ffi::CStr::from_ptr(last_error_ptr()) }
+                .to_str()
+                .unwrap()
+                .to_string()
+        };
+        let t = std::ptr::null_mut();
+        assert_eq!(copy::tensor_fill_f64_(t, 1.0), TENSOR_ERR_NULL_POINTER);
+        assert_eq!(msg(), "tensor_fill_f64_: argument 'dst' is NULL");
+        assert_eq!(copy::tensor_fill_f64(t, 1.0), TENSOR_ERR_NULL_POINTER);
+        assert_eq!(msg(), "tensor_fill_f64: argument 'dst' is NULL");
+        let mut out = std::ptr::null_mut();
+        assert_eq!(
+            view::tensor_view(std::ptr::null(), std::ptr::null(), 0, &mut out),
+            TENSOR_ERR_NULL_POINTER
+        );
+        assert_eq!(msg(), "tensor_view: argument 'self' is NULL");
+    }
+}
+
 /// A device: DLPack `DLDeviceType` code and ordinal.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -338,9 +387,20 @@ thread_local! {
 const OOM_MESSAGE: &std::ffi::CStr =
     c"libtensor: out of memory while recording the error message (the status code is exact)";
 
-/// Records "function: message" as this thread's last error. Never aborts: when the buffer
-/// cannot grow, the message is the static [`OOM_MESSAGE`].
-fn set_last_error(function: &str, message: &str) {
+/// The exported function's own name in a [`fn_name`] path: `tensor_numel` in
+/// `"tensor::ffi::core::tensor_numel::f"`. Only error reports call it.
+#[cold]
+#[inline(never)]
+fn reported_name(path: &'static str) -> &'static str {
+    let function = path.strip_suffix("::f").unwrap_or(path);
+    function.rsplit("::").next().unwrap_or(function)
+}
+
+/// Records "function: message" as this thread's last error (`function` as [`fn_name`]
+/// gives it). Never aborts: when the buffer cannot grow, the message is the static
+/// [`OOM_MESSAGE`].
+fn set_last_error(function: &'static str, message: &str) {
+    let function = reported_name(function);
     // A thread being torn down has no slot any more: the message is dropped.
     let _ = LAST_ERROR.try_with(|e| {
         let mut e = e.borrow_mut();
@@ -455,6 +515,7 @@ fn caught_panic(function: &'static str, payload: Box<dyn std::any::Any + Send>) 
 /// where the block was freed when it runs, and aborts.
 #[cold]
 fn released_abort(function: &'static str, addr: usize) -> ! {
+    let function = reported_name(function);
     eprintln!(
         "libtensor: {function}: handle {addr:#x} was already released (use after release \
          or double release); aborting"

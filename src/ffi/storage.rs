@@ -1,3 +1,5 @@
+//! Storages: untyped bytes, their references, allocators
+//!
 //! Storages (untyped bytes), their refcounts and weak references, and allocators.
 
 use super::*;
@@ -10,7 +12,7 @@ use std::ffi::c_void;
 /// after free.
 #[no_mangle]
 pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
-    guard("storage_retain", || {
+    guard(fn_name!(), || {
         // SAFETY: NULL or a live handle.
         unsafe { storage_t::retain(s) }.map_or(std::ptr::null_mut(), storage_t::into_raw)
     })
@@ -20,7 +22,7 @@ pub extern "C" fn storage_retain(s: *const storage_t) -> *mut storage_t {
 /// runs, exactly once) even if weak references remain. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn storage_release(s: *mut storage_t) {
-    guard("storage_release", || {
+    guard(fn_name!(), || {
         // SAFETY: the caller gives up one owned strong reference (or passes NULL).
         drop(unsafe { storage_t::adopt(s) });
     })
@@ -29,7 +31,7 @@ pub extern "C" fn storage_release(s: *mut storage_t) {
 /// Number of strong references (tensors on the storage hold one each); 0 for NULL.
 #[no_mangle]
 pub extern "C" fn storage_use_count(s: *const storage_t) -> u64 {
-    guard("storage_use_count", || {
+    guard(fn_name!(), || {
         storage_box(s).map_or(0, |b| b.strong_count())
     })
 }
@@ -38,9 +40,7 @@ pub extern "C" fn storage_use_count(s: *const storage_t) -> u64 {
 /// remains; 0 for NULL.
 #[no_mangle]
 pub extern "C" fn storage_weak_count(s: *const storage_t) -> u64 {
-    guard("storage_weak_count", || {
-        storage_box(s).map_or(0, |b| b.weak_count())
-    })
+    guard(fn_name!(), || storage_box(s).map_or(0, |b| b.weak_count()))
 }
 
 /// Creates a weak reference to `s` in `*out` (owned: release with storage_weak_release).
@@ -52,7 +52,7 @@ pub extern "C" fn storage_weak_new(
     s: *const storage_t,
     out: *mut *mut storage_weak_t,
 ) -> tensor_status_t {
-    call("storage_weak_new", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let strong = storage_owned(s, "s")?;
         *out = storage_weak_t::into_raw(strong.downgrade());
@@ -64,7 +64,7 @@ pub extern "C" fn storage_weak_new(
 /// overflow aborts the process, as in storage_retain.
 #[no_mangle]
 pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t {
-    guard("storage_weak_lock", || {
+    guard(fn_name!(), || {
         // SAFETY: NULL or a live weak handle (borrowed, not dropped).
         match unsafe { storage_weak_t::borrow(w) } {
             Some(weak) => weak
@@ -78,7 +78,7 @@ pub extern "C" fn storage_weak_lock(w: *const storage_weak_t) -> *mut storage_t 
 /// True once the storage's strong count reached 0 (or for NULL).
 #[no_mangle]
 pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
-    guard_or("storage_weak_expired", true, || {
+    guard_or(fn_name!(), true, || {
         // SAFETY: as in storage_weak_lock.
         unsafe { storage_weak_t::borrow(w) }.is_none_or(|weak| weak.expired())
     })
@@ -88,7 +88,7 @@ pub extern "C" fn storage_weak_expired(w: *const storage_weak_t) -> bool {
 /// references are gone. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn storage_weak_release(w: *mut storage_weak_t) {
-    guard("storage_weak_release", || {
+    guard(fn_name!(), || {
         // SAFETY: the caller gives up one owned weak reference (or passes NULL).
         drop(unsafe { storage_weak_t::adopt(w) });
     })
@@ -103,7 +103,7 @@ pub extern "C" fn storage_new(
     allocator: *const tensor_allocator_t,
     out: *mut *mut storage_t,
 ) -> tensor_status_t {
-    call("storage_new", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let alloc = allocator_arg(allocator)?.unwrap_or_else(Allocator::default_allocator);
         *out = storage_t::into_raw(StorageImpl::allocate(nbytes, alloc)?);
@@ -125,7 +125,7 @@ pub extern "C" fn storage_from_blob(
     ctx: *mut c_void,
     out: *mut *mut storage_t,
 ) -> tensor_status_t {
-    call("storage_from_blob", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let blob = Blob {
             data,
@@ -141,7 +141,7 @@ pub extern "C" fn storage_from_blob(
 /// The data pointer (borrowed; NULL for 0 bytes or NULL `s`). Changes on resize.
 #[no_mangle]
 pub extern "C" fn storage_data_ptr(s: *const storage_t) -> *mut c_void {
-    guard("storage_data_ptr", || {
+    guard(fn_name!(), || {
         storage_arg(s, "s").map_or(std::ptr::null_mut(), |s| s.data_ptr() as *mut c_void)
     })
 }
@@ -149,9 +149,7 @@ pub extern "C" fn storage_data_ptr(s: *const storage_t) -> *mut c_void {
 /// Size in bytes (0 for NULL).
 #[no_mangle]
 pub extern "C" fn storage_nbytes(s: *const storage_t) -> usize {
-    guard("storage_nbytes", || {
-        storage_arg(s, "s").map_or(0, |s| s.nbytes())
-    })
+    guard(fn_name!(), || storage_arg(s, "s").map_or(0, |s| s.nbytes()))
 }
 
 /// The storage's device ({0, 0} for NULL).
@@ -161,7 +159,7 @@ pub extern "C" fn storage_device(s: *const storage_t) -> tensor_device_t {
         device_type: 0,
         device_id: 0,
     };
-    guard("storage_device", || {
+    guard(fn_name!(), || {
         storage_arg(s, "s").map_or(none, |s| s.device().into())
     })
 }
@@ -169,7 +167,7 @@ pub extern "C" fn storage_device(s: *const storage_t) -> tensor_device_t {
 /// True for storages the library allocated (false for wrapped memory and NULL).
 #[no_mangle]
 pub extern "C" fn storage_is_resizable(s: *const storage_t) -> bool {
-    guard("storage_is_resizable", || {
+    guard(fn_name!(), || {
         storage_arg(s, "s").is_ok_and(|s| s.is_resizable())
     })
 }
@@ -185,7 +183,7 @@ pub extern "C" fn storage_is_resizable(s: *const storage_t) -> bool {
 /// READ_ONLY, OVERFLOW (nbytes > PTRDIFF_MAX), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn storage_resize(s: *mut storage_t, nbytes: usize) -> tensor_status_t {
-    call("storage_resize", || {
+    call(fn_name!(), || {
         let s = storage_arg(s, "s")?;
         // SAFETY: the C caller keeps every other user off the storage during the call (the
         // rule documented above).
@@ -196,7 +194,7 @@ pub extern "C" fn storage_resize(s: *mut storage_t, nbytes: usize) -> tensor_sta
 /// Whether writes are refused (false for NULL).
 #[no_mangle]
 pub extern "C" fn storage_is_read_only(s: *const storage_t) -> bool {
-    guard("storage_is_read_only", || {
+    guard(fn_name!(), || {
         storage_arg(s, "s").is_ok_and(|s| s.is_read_only())
     })
 }
@@ -205,7 +203,7 @@ pub extern "C" fn storage_is_read_only(s: *const storage_t) -> bool {
 /// fails with READ_ONLY. Errors: NULL_POINTER.
 #[no_mangle]
 pub extern "C" fn storage_mark_read_only(s: *mut storage_t) -> tensor_status_t {
-    call("storage_mark_read_only", || {
+    call(fn_name!(), || {
         storage_arg(s, "s")?.mark_read_only();
         Ok(())
     })
@@ -218,7 +216,7 @@ pub extern "C" fn storage_mark_read_only(s: *mut storage_t) -> tensor_status_t {
 pub extern "C" fn tensor_set_default_allocator(
     allocator: *const tensor_allocator_t,
 ) -> tensor_status_t {
-    call("tensor_set_default_allocator", || {
+    call(fn_name!(), || {
         let a = allocator_arg(allocator)?.unwrap_or(Allocator::Builtin);
         Allocator::set_default(a);
         Ok(())

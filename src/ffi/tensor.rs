@@ -1,4 +1,4 @@
-//! Creating tensors (section 5) and reading them (section 6).
+//! Tensors: creating them and reading their metadata and elements
 
 use super::*;
 use crate::dtype::Scalar;
@@ -15,7 +15,7 @@ pub extern "C" fn tensor_empty(
     dtype: tensor_dtype_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_empty", out, || {
+    call_tensor(fn_name!(), out, || {
         Tensor::empty(int_list(sizes, ndim, "sizes")?, dtype_arg(dtype)?)
     })
 }
@@ -31,7 +31,7 @@ pub extern "C" fn tensor_empty_strided(
     dtype: tensor_dtype_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_empty_strided", out, || {
+    call_tensor(fn_name!(), out, || {
         Tensor::empty_strided(
             int_list(sizes, ndim, "sizes")?,
             int_list(strides, ndim, "strides")?,
@@ -48,7 +48,7 @@ pub extern "C" fn tensor_zeros(
     dtype: tensor_dtype_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_zeros", out, || {
+    call_tensor(fn_name!(), out, || {
         Tensor::zeros(int_list(sizes, ndim, "sizes")?, dtype_arg(dtype)?)
     })
 }
@@ -61,7 +61,7 @@ pub extern "C" fn tensor_ones(
     dtype: tensor_dtype_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_ones", out, || {
+    call_tensor(fn_name!(), out, || {
         Tensor::full(
             int_list(sizes, ndim, "sizes")?,
             dtype_arg(dtype)?,
@@ -80,7 +80,7 @@ pub extern "C" fn tensor_full(
     value: f64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_full", out, || {
+    call_tensor(fn_name!(), out, || {
         Tensor::full(
             int_list(sizes, ndim, "sizes")?,
             dtype_arg(dtype)?,
@@ -98,9 +98,7 @@ pub extern "C" fn tensor_arange(
     dtype: tensor_dtype_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_arange", out, || {
-        Tensor::arange(n, dtype_arg(dtype)?)
-    })
+    call_tensor(fn_name!(), out, || Tensor::arange(n, dtype_arg(dtype)?))
 }
 
 /// Wraps caller memory without copying, in `*out` (owned). `strides` are in **elements**,
@@ -125,7 +123,7 @@ pub extern "C" fn tensor_from_blob(
     ctx: *mut c_void,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_from_blob", out, || {
+    call_tensor(fn_name!(), out, || {
         let sizes = int_list(sizes, ndim, "sizes")?;
         let strides = Strides::elements_or_contiguous(opt_int_list(strides, ndim, "strides")?);
         let blob = Blob {
@@ -162,7 +160,7 @@ pub extern "C" fn tensor_from_blob_bytes(
     ctx: *mut c_void,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_from_blob_bytes", out, || {
+    call_tensor(fn_name!(), out, || {
         let sizes = int_list(sizes, ndim, "sizes")?;
         let strides = opt_int_list(byte_strides, ndim, "byte_strides")?;
         let blob = Blob {
@@ -189,7 +187,7 @@ pub extern "C" fn tensor_from_storage(
     dtype: tensor_dtype_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_from_storage", out, || {
+    call_tensor(fn_name!(), out, || {
         storage_arg(s, "s")?;
         // SAFETY: a live handle, non-NULL (checked above).
         let storage = unsafe { storage_t::retain_live(s) };
@@ -202,15 +200,13 @@ pub extern "C" fn tensor_from_storage(
 /// Number of dims (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_ndim(t: *const tensor_t) -> i64 {
-    guard("tensor_ndim", || {
-        tensor_opt(t).map_or(0, |t| t.ndim() as i64)
-    })
+    guard(fn_name!(), || tensor_opt(t).map_or(0, |t| t.ndim() as i64))
 }
 
 /// The sizes (borrowed, `ndim` entries, valid while `t` lives; NULL for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_sizes(t: *const tensor_t) -> *const i64 {
-    guard("tensor_sizes", || {
+    guard(fn_name!(), || {
         tensor_opt(t).map_or(std::ptr::null(), |t| t.sizes().as_ptr())
     })
 }
@@ -218,7 +214,7 @@ pub extern "C" fn tensor_sizes(t: *const tensor_t) -> *const i64 {
 /// The strides in elements (borrowed, `ndim` entries; NULL for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_strides(t: *const tensor_t) -> *const i64 {
-    guard("tensor_strides", || {
+    guard(fn_name!(), || {
         tensor_opt(t).map_or(std::ptr::null(), |t| t.strides().as_ptr())
     })
 }
@@ -226,7 +222,7 @@ pub extern "C" fn tensor_strides(t: *const tensor_t) -> *const i64 {
 /// Size of dim `dim` (negative wraps) in `*out`. Errors: NULL_POINTER, INDEX.
 #[no_mangle]
 pub extern "C" fn tensor_size(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t {
-    call("tensor_size", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
         *out = t.size(dim)?;
@@ -237,7 +233,7 @@ pub extern "C" fn tensor_size(t: *const tensor_t, dim: i64, out: *mut i64) -> te
 /// Stride of dim `dim` (negative wraps), in elements, in `*out`. Errors: NULL_POINTER, INDEX.
 #[no_mangle]
 pub extern "C" fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> tensor_status_t {
-    call("tensor_stride", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
         *out = t.stride(dim)?;
@@ -248,7 +244,7 @@ pub extern "C" fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> 
 /// Offset of the first element in the storage, in elements (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_storage_offset(t: *const tensor_t) -> i64 {
-    guard("tensor_storage_offset", || {
+    guard(fn_name!(), || {
         tensor_opt(t).map_or(0, |t| t.storage_offset())
     })
 }
@@ -256,13 +252,13 @@ pub extern "C" fn tensor_storage_offset(t: *const tensor_t) -> i64 {
 /// Number of elements (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_numel(t: *const tensor_t) -> i64 {
-    guard("tensor_numel", || tensor_opt(t).map_or(0, |t| t.numel()))
+    guard(fn_name!(), || tensor_opt(t).map_or(0, |t| t.numel()))
 }
 
 /// The element type (TENSOR_UINT8, i.e. 0, for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_dtype(t: *const tensor_t) -> tensor_dtype_t {
-    guard("tensor_dtype", || {
+    guard(fn_name!(), || {
         tensor_opt(t).map_or(tensor_dtype_t(0), |t| dtype_code(t.dtype()))
     })
 }
@@ -270,16 +266,14 @@ pub extern "C" fn tensor_dtype(t: *const tensor_t) -> tensor_dtype_t {
 /// Bytes per element (0 for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_itemsize(t: *const tensor_t) -> usize {
-    guard("tensor_itemsize", || {
-        tensor_opt(t).map_or(0, |t| t.itemsize())
-    })
+    guard(fn_name!(), || tensor_opt(t).map_or(0, |t| t.itemsize()))
 }
 
 /// numel * itemsize (0 for NULL; SIZE_MAX when an expanded view has more element bytes
 /// than that).
 #[no_mangle]
 pub extern "C" fn tensor_nbytes(t: *const tensor_t) -> usize {
-    guard("tensor_nbytes", || tensor_opt(t).map_or(0, |t| t.nbytes()))
+    guard(fn_name!(), || tensor_opt(t).map_or(0, |t| t.nbytes()))
 }
 
 /// The device of the tensor's storage ({0, 0} for NULL).
@@ -289,7 +283,7 @@ pub extern "C" fn tensor_device(t: *const tensor_t) -> tensor_device_t {
         device_type: 0,
         device_id: 0,
     };
-    guard("tensor_device", || {
+    guard(fn_name!(), || {
         tensor_opt(t).map_or(none, |t| t.device().into())
     })
 }
@@ -299,7 +293,7 @@ pub extern "C" fn tensor_device(t: *const tensor_t) -> tensor_device_t {
 /// until the storage is resized or freed.
 #[no_mangle]
 pub extern "C" fn tensor_data_ptr(t: *const tensor_t) -> *mut c_void {
-    guard("tensor_data_ptr", || match tensor_opt(t) {
+    guard(fn_name!(), || match tensor_opt(t) {
         Some(t) if t.numel() > 0 => t.data_ptr() as *mut c_void,
         _ => std::ptr::null_mut(),
     })
@@ -309,7 +303,7 @@ pub extern "C" fn tensor_data_ptr(t: *const tensor_t) -> *mut c_void {
 /// NULL.
 #[no_mangle]
 pub extern "C" fn tensor_storage(t: *const tensor_t) -> *mut storage_t {
-    guard("tensor_storage", || {
+    guard(fn_name!(), || {
         tensor_opt(t).map_or(std::ptr::null_mut(), |t| storage_t::as_raw(t.storage()))
     })
 }
@@ -317,11 +311,9 @@ pub extern "C" fn tensor_storage(t: *const tensor_t) -> *mut storage_t {
 /// Whether `a` and `b` view the same storage (false if either is NULL).
 #[no_mangle]
 pub extern "C" fn tensor_shares_storage(a: *const tensor_t, b: *const tensor_t) -> bool {
-    guard("tensor_shares_storage", || {
-        match (tensor_opt(a), tensor_opt(b)) {
-            (Some(a), Some(b)) => a.shares_storage(b),
-            _ => false,
-        }
+    guard(fn_name!(), || match (tensor_opt(a), tensor_opt(b)) {
+        (Some(a), Some(b)) => a.shares_storage(b),
+        _ => false,
     })
 }
 
@@ -329,11 +321,9 @@ pub extern "C" fn tensor_shares_storage(a: *const tensor_t, b: *const tensor_t) 
 /// unknown code.
 #[no_mangle]
 pub extern "C" fn tensor_is_contiguous(t: *const tensor_t, fmt: tensor_memory_format_t) -> bool {
-    guard("tensor_is_contiguous", || {
-        match (tensor_opt(t), format_arg(fmt)) {
-            (Some(t), Ok(f)) => t.is_contiguous(f),
-            _ => false,
-        }
+    guard(fn_name!(), || match (tensor_opt(t), format_arg(fmt)) {
+        (Some(t), Ok(f)) => t.is_contiguous(f),
+        _ => false,
     })
 }
 
@@ -341,7 +331,7 @@ pub extern "C" fn tensor_is_contiguous(t: *const tensor_t, fmt: tensor_memory_fo
 /// (cached, O(1)); false for NULL.
 #[no_mangle]
 pub extern "C" fn tensor_is_non_overlapping_and_dense(t: *const tensor_t) -> bool {
-    guard("tensor_is_non_overlapping_and_dense", || {
+    guard(fn_name!(), || {
         tensor_opt(t).is_some_and(|t| t.is_non_overlapping_and_dense())
     })
 }
@@ -350,7 +340,7 @@ pub extern "C" fn tensor_is_non_overlapping_and_dense(t: *const tensor_t) -> boo
 /// it, else CONTIGUOUS (also for NULL).
 #[no_mangle]
 pub extern "C" fn tensor_suggest_memory_format(t: *const tensor_t) -> tensor_memory_format_t {
-    guard("tensor_suggest_memory_format", || {
+    guard(fn_name!(), || {
         tensor_opt(t).map_or(TENSOR_CONTIGUOUS_FORMAT, |t| {
             format_code(t.suggest_memory_format())
         })
@@ -364,9 +354,7 @@ pub extern "C" fn tensor_suggest_memory_format(t: *const tensor_t) -> tensor_mem
 /// storage already has tensors (as PyTorch), which its views then share.
 #[no_mangle]
 pub extern "C" fn tensor_version(t: *const tensor_t) -> u64 {
-    guard("tensor_version", || {
-        tensor_opt(t).map_or(0, |t| t.version())
-    })
+    guard(fn_name!(), || tensor_opt(t).map_or(0, |t| t.version()))
 }
 
 /// Storage offset in elements of `t[index]` (`n` must equal ndim; negative indices wrap)
@@ -378,7 +366,7 @@ pub extern "C" fn tensor_element_offset(
     n: i64,
     out: *mut i64,
 ) -> tensor_status_t {
-    call("tensor_element_offset", || {
+    call(fn_name!(), || {
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
         let index = int_list(index, n, "index")?;
@@ -428,7 +416,7 @@ pub extern "C" fn tensor_get_f64(
     n: i64,
     out: *mut f64,
 ) -> tensor_status_t {
-    get_element("tensor_get_f64", t, index, n, out, Scalar::to_f64)
+    get_element(fn_name!(), t, index, n, out, Scalar::to_f64)
 }
 
 /// Reads `t[index]` converted to int64 (floats truncate toward zero, saturating) into
@@ -440,7 +428,7 @@ pub extern "C" fn tensor_get_i64(
     n: i64,
     out: *mut i64,
 ) -> tensor_status_t {
-    get_element("tensor_get_i64", t, index, n, out, Scalar::to_i64)
+    get_element(fn_name!(), t, index, n, out, Scalar::to_i64)
 }
 
 /// Writes `value` converted to the dtype at `t[index]`; bumps the version.
@@ -452,7 +440,7 @@ pub extern "C" fn tensor_set_f64(
     n: i64,
     value: f64,
 ) -> tensor_status_t {
-    set_element("tensor_set_f64", t, index, n, Scalar::Float(value))
+    set_element(fn_name!(), t, index, n, Scalar::Float(value))
 }
 
 /// Writes `value` converted to the dtype at `t[index]`; bumps the version.
@@ -464,7 +452,7 @@ pub extern "C" fn tensor_set_i64(
     n: i64,
     value: i64,
 ) -> tensor_status_t {
-    set_element("tensor_set_i64", t, index, n, Scalar::Int(value))
+    set_element(fn_name!(), t, index, n, Scalar::Int(value))
 }
 
 /// Writes a PyTorch-like repr of `t` ("tensor([[1., 2.], ...])", summarised beyond 1000
@@ -474,7 +462,7 @@ pub extern "C" fn tensor_set_i64(
 /// `buf`), so it cannot fail for lack of memory.
 #[no_mangle]
 pub extern "C" fn tensor_format(t: *const tensor_t, buf: *mut c_char, cap: usize) -> usize {
-    guard("tensor_format", || {
+    guard(fn_name!(), || {
         let dst: &mut [u8] = if buf.is_null() || cap == 0 {
             &mut []
         } else {

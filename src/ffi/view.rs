@@ -1,4 +1,6 @@
-//! Views (section 7): metadata only, no byte of data is copied or touched. Each function
+//! Views: new metadata over the same storage, no data copied
+//!
+//! Metadata only: no byte of data is copied or touched. Each function
 //! returns in `*out` a new owned (+1) tensor handle sharing `self`'s storage and version
 //! counter; `*out` is left untouched on failure. Every function can also fail with
 //! NULL_POINTER (`self`, `out`, or a non-empty list argument is NULL) and OUT_OF_MEMORY.
@@ -19,7 +21,7 @@ pub extern "C" fn tensor_view(
     ndim: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_view", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.view(int_list(sizes, ndim, "sizes")?)
     })
 }
@@ -36,7 +38,7 @@ pub extern "C" fn tensor_view_dtype(
     dtype: tensor_dtype_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_view_dtype", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.view_dtype(dtype_arg(dtype)?)
     })
 }
@@ -55,7 +57,7 @@ pub extern "C" fn tensor_as_strided(
     storage_offset: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_as_strided", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.as_strided(
             int_list(sizes, ndim, "sizes")?,
             int_list(strides, ndim, "strides")?,
@@ -74,7 +76,7 @@ pub extern "C" fn tensor_transpose(
     dim1: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_transpose", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.transpose(dim0, dim1)
     })
 }
@@ -87,7 +89,7 @@ pub extern "C" fn tensor_transpose_2d(
     self_: *const tensor_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_transpose_2d", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.transpose_2d()
     })
 }
@@ -103,7 +105,7 @@ pub extern "C" fn tensor_permute(
     ndim: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_permute", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.permute(int_list(dims, ndim, "dims")?)
     })
 }
@@ -118,7 +120,7 @@ pub extern "C" fn tensor_movedim(
     destination: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_movedim", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.movedim(source, destination)
     })
 }
@@ -137,7 +139,7 @@ pub extern "C" fn tensor_slice(
     step: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_slice", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.slice(dim, start, end, step)
     })
 }
@@ -155,7 +157,7 @@ pub extern "C" fn tensor_narrow(
     length: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_narrow", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.narrow(dim, start, length)
     })
 }
@@ -171,7 +173,7 @@ pub extern "C" fn tensor_select(
     index: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_select", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.select(dim, index)
     })
 }
@@ -183,9 +185,7 @@ pub extern "C" fn tensor_squeeze(
     self_: *const tensor_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_squeeze", out, || {
-        tensor_arg(self_, "self")?.squeeze()
-    })
+    call_tensor(fn_name!(), out, || tensor_arg(self_, "self")?.squeeze())
 }
 
 /// `self.squeeze(dim)`: `dim` removed if its size is 1, else an alias. Errors:
@@ -197,7 +197,7 @@ pub extern "C" fn tensor_squeeze_dim(
     dim: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_squeeze_dim", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.squeeze_dim(dim)
     })
 }
@@ -211,7 +211,7 @@ pub extern "C" fn tensor_unsqueeze(
     dim: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_unsqueeze", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.unsqueeze(dim)
     })
 }
@@ -229,7 +229,7 @@ pub extern "C" fn tensor_expand(
     ndim: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_expand", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.expand(int_list(sizes, ndim, "sizes")?)
     })
 }
@@ -247,7 +247,7 @@ pub extern "C" fn tensor_unflatten(
     n: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_unflatten", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.unflatten(dim, int_list(sizes, n, "sizes")?)
     })
 }
@@ -265,7 +265,7 @@ pub extern "C" fn tensor_diagonal(
     dim2: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_diagonal", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.diagonal(offset, dim1, dim2)
     })
 }
@@ -283,7 +283,7 @@ pub extern "C" fn tensor_unfold(
     step: i64,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_unfold", out, || {
+    call_tensor(fn_name!(), out, || {
         tensor_arg(self_, "self")?.unfold(dim, size, step)
     })
 }
@@ -293,7 +293,7 @@ pub extern "C" fn tensor_unfold(
 /// OUT_OF_MEMORY, OUT_OF_BOUNDS (the storage was shrunk below `self`).
 #[no_mangle]
 pub extern "C" fn tensor_alias(self_: *const tensor_t, out: *mut *mut tensor_t) -> tensor_status_t {
-    call_tensor("tensor_alias", out, || tensor_arg(self_, "self")?.alias())
+    call_tensor(fn_name!(), out, || tensor_arg(self_, "self")?.alias())
 }
 
 /// `self.detach()`: like PyTorch's (there is no autograd here), a new TensorImpl sharing
@@ -304,5 +304,5 @@ pub extern "C" fn tensor_detach(
     self_: *const tensor_t,
     out: *mut *mut tensor_t,
 ) -> tensor_status_t {
-    call_tensor("tensor_detach", out, || tensor_arg(self_, "self")?.detach())
+    call_tensor(fn_name!(), out, || tensor_arg(self_, "self")?.detach())
 }

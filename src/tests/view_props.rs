@@ -1,4 +1,4 @@
-//! Property tests of the views (docs/c-api.md section 8) through the Rust API.
+//! Property tests of the views (docs/c-api.md, "Views") through the Rust API.
 //!
 //! For random bases (random shape, memory order, gaps and offset over an int64 storage
 //! holding 0, 1, 2, ...) and random chains of view operations with random valid arguments,

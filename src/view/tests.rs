@@ -1,6 +1,6 @@
 //! Unit tests of the pure view rules. Every expected geometry and message below was
 //! produced by PyTorch (`torch.zeros(N).as_strided(sizes, strides, offset)` then the op);
-//! status codes are ours (docs/c-api.md section 2). Deliberate message differences are noted.
+//! status codes are ours (docs/c-api.md, "Errors"). Deliberate message differences are noted.
 
 use super::*;
 use crate::dtype::{DType, Scalar};
