@@ -30,6 +30,7 @@ cmake_static_libs() {
   for l in $(cat "$here/static-libs.txt"); do
     case $l in
       -lpthread) threads='Threads::Threads' ;;
+      # shellcheck disable=SC2016 # (CMake's variable, for CMake to expand)
       -ldl) dl='${CMAKE_DL_LIBS}' ;;
       -lc) ;;
       -l*) rest="$rest ${l#-l}" ;;
