@@ -351,9 +351,8 @@ fn cpp_refuses_an_int_as_dtype() {
 
 /// Compiles (`-c`, no link) a C++ program whose `main` declares `prelude` then runs
 /// `body`, with the programs' flags but the standard (`-Wall -Wextra -pedantic -Werror`) and
-/// `extra` arguments; returns whether it
-/// compiled and the compiler's messages. `-c`, not `-fsyntax-only`: GCC checks
-/// warn_unused_result only when it generates code.
+/// `extra` arguments; returns whether it compiled and the compiler's messages. `-c`, not
+/// `-fsyntax-only`: GCC checks warn_unused_result only when it generates code.
 fn compile_cpp(
     name: &str,
     std: &str,
