@@ -30,15 +30,15 @@ class LibtensorConan(ConanFile):
     settings = "os", "arch", "compiler", "build_type"
     options = {"shared": [True, False]}
     default_options = {"shared": False}
-    # The Makefile is exported with the recipe too: package_info() reads the static library's
-    # system libraries from its STATIC_DEPS, the one list every build uses.
-    exports = "Makefile"
+    # cmake/static-libs.txt is exported with the recipe too: package_info() reads the static
+    # library's system libraries from it, the one list every build uses.
+    exports = "cmake/static-libs.txt"
 
     # cargo builds from the source folder: one path for the shared and the static build, so a
     # shared CARGO_TARGET_DIR builds the crate once for both.
     no_copy_source = True
     exports_sources = (
-        "Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml", "CMakeLists.txt", "Makefile",
+        "Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml", "CMakeLists.txt",
         "LICENSE-*", "src/*", "include/*", "cmake/*",
         "aoti/*",  # a member of the Cargo workspace (not built here; cargo loads its manifest)
         "benches/*",  # (Cargo.toml names the benchmarks; cargo wants their files to exist)
@@ -100,6 +100,5 @@ class LibtensorConan(ConanFile):
         # version (as tensor.pc and the CMake package do), dropped in the next minor version.
         self.cpp_info.includedirs = ["include", os.path.join("include", "libtensor")]
         if not self.options.shared:
-            makefile = load(self, os.path.join(self.recipe_folder, "Makefile"))
-            deps = re.search(r"^STATIC_DEPS\s*:=\s*(.*)$", makefile, re.M).group(1).split()
+            deps = load(self, os.path.join(self.recipe_folder, "cmake", "static-libs.txt")).split()
             self.cpp_info.system_libs = [d[2:] for d in deps if d.startswith("-l")]

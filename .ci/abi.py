@@ -267,7 +267,7 @@ def main():
               "refresh the baseline with `python3 .ci/abi.py update`")
         return
     print(f"abi: {len(broken)} incompatible change(s) with SONAME {new_so} unchanged: restore "
-          "the ABI, or bump the SONAME major (build.rs, Makefile SOMAJOR) and run "
+          "the ABI, or bump the SONAME major (the major version in Cargo.toml) and run "
           "`python3 .ci/abi.py update`", file=sys.stderr)
     sys.exit(1)
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Image and video pipeline: installs OpenCV and FFmpeg's libavutil (Debian packages,
-# idempotent), then checks that the guide's OpenCV snippet (docs/guide.md) compiles. The programs that need
-# those libraries (c_tests/test_opencv*.cpp, the OpenCV and FFmpeg examples) run in .ci/run's
-# readme and valgrind stages (TENSOR_C_REQUIRE_PKGS=1 there: a missing library fails);
+# CI's pipeline stage: installs OpenCV and FFmpeg's libavutil when pkg-config cannot find them
+# (Debian packages), then checks that the OpenCV snippet of docs/guide.md compiles (-fsyntax-only,
+# -Werror; it reads an image file, so it is not run). The programs that need those libraries
+# (c_tests/test_opencv*.cpp, the OpenCV and FFmpeg examples) run in .ci/run's readme and
+# valgrind stages (TENSOR_C_REQUIRE_PKGS=1 there: a missing library fails);
 # PIPE_RUN_PROGRAMS=1 runs them here too, under valgrind.
 set -Eeuo pipefail
 exec </dev/null
@@ -26,16 +27,16 @@ fi
 mkdir -p build
 # The guide's ```cpp block that includes tensor_opencv.hpp (whatever its position).
 awk '/^```cpp$/ {f = 1; b = ""; next} /^```$/ {if (f && b ~ /tensor_opencv\.hpp/) printf "%s", b; f = 0; next}
-     f {b = b $0 "\n"}' docs/guide.md > build/readme_opencv_block.txt
-test -s build/readme_opencv_block.txt || { echo "docs/guide.md: no cpp block includes tensor_opencv.hpp" >&2; false; }
+     f {b = b $0 "\n"}' docs/guide.md > build/guide_opencv_block.txt
+test -s build/guide_opencv_block.txt || { echo "docs/guide.md: no cpp block includes tensor_opencv.hpp" >&2; false; }
 {
   echo '#include <opencv2/imgcodecs.hpp>'
-  grep '^#include' build/readme_opencv_block.txt
+  grep '^#include' build/guide_opencv_block.txt
   echo 'int main() {'
-  grep -v '^#include' build/readme_opencv_block.txt
+  grep -v '^#include' build/guide_opencv_block.txt
   echo 'return green.empty() ? 1 : 0; }'
-} > build/readme_opencv.cpp
+} > build/guide_opencv.cpp
 # shellcheck disable=SC2046
 run c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Iinclude $(pkg-config --cflags opencv4 | sed 's/-I/-isystem /g') \
-  build/readme_opencv.cpp
+  build/guide_opencv.cpp
 echo "the guide's OpenCV snippet: compiles"

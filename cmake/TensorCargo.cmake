@@ -9,7 +9,7 @@
 # 3. two imported targets name them: libtensor_shared and libtensor_static, with the headers
 #    in <build dir>/include/libtensor (as installed: INCLUDEDIR/libtensor).
 # Cargo decides what to rebuild; the custom command reruns when a Rust source, Cargo.toml,
-# Cargo.lock, build.rs, cbindgen.toml or the version script changes.
+# Cargo.lock, build.rs, cbindgen.toml, the version script or cmake/static-libs.txt changes.
 
 find_program(TENSOR_CARGO cargo HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin" REQUIRED)
 
@@ -64,6 +64,7 @@ add_custom_command(
   DEPENDS ${_tensor_sources} "${TENSOR_SOURCE_DIR}/Cargo.toml" "${TENSOR_SOURCE_DIR}/Cargo.lock"
           "${TENSOR_SOURCE_DIR}/build.rs" "${TENSOR_SOURCE_DIR}/cbindgen.toml"
           "${TENSOR_SOURCE_DIR}/cmake/tensor.map" "${TENSOR_SOURCE_DIR}/cmake/stage.sh"
+          "${TENSOR_SOURCE_DIR}/cmake/static-libs.txt"
   WORKING_DIRECTORY "${TENSOR_SOURCE_DIR}"
   COMMENT "cargo build --profile ${_tensor_profile} (libtensor ${TENSOR_VERSION}); cmake/stage.sh"
   USES_TERMINAL VERBATIM)
@@ -92,11 +93,20 @@ set_target_properties(libtensor_shared PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${_tensor_include_dirs}")
 add_dependencies(libtensor_shared libtensor_cargo)
 
-# The native libraries the archive needs: `rustc --print native-static-libs` lists
-# gcc_s util rt pthread m dl c; the C compiler driver adds gcc_s and c itself.
+# The native libraries the archive needs: cmake/static-libs.txt, as CMake names them (the same
+# list the installed tensorConfig.cmake carries, from the same script).
+execute_process(COMMAND sh "${TENSOR_SOURCE_DIR}/cmake/install.sh" cmake-static-libs
+                OUTPUT_VARIABLE _tensor_static_libs OUTPUT_STRIP_TRAILING_WHITESPACE
+                RESULT_VARIABLE _tensor_rc)
+if(NOT _tensor_rc EQUAL 0)
+  message(FATAL_ERROR "cmake/install.sh cmake-static-libs failed")
+endif()
+string(CONFIGURE "${_tensor_static_libs}" _tensor_static_libs) # (${CMAKE_DL_LIBS})
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             "${TENSOR_SOURCE_DIR}/cmake/static-libs.txt")
 add_library(libtensor_static STATIC IMPORTED GLOBAL)
 set_target_properties(libtensor_static PROPERTIES
   IMPORTED_LOCATION "${TENSOR_STATIC_FILE}"
   INTERFACE_INCLUDE_DIRECTORIES "${_tensor_include_dirs}"
-  INTERFACE_LINK_LIBRARIES "Threads::Threads;${CMAKE_DL_LIBS};m;rt;util")
+  INTERFACE_LINK_LIBRARIES "${_tensor_static_libs}")
 add_dependencies(libtensor_static libtensor_cargo)

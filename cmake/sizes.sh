@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 lib=build/lib
 version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
 [ -f "$lib/libtensor.a" ] || { echo "sizes.sh: run 'make' first" >&2; exit 1; }
-deps=$(sed -n 's/^STATIC_DEPS *:= *//p' Makefile)
+deps=$(cat cmake/static-libs.txt)
 out=build/sizes
 mkdir -p "$out"
 mb() { awk -v b="$(wc -c <"$1")" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }

@@ -12,8 +12,9 @@
 #
 # Usage: cmake/stage.sh CARGO_ARCHIVE OUT_DIR VERSION
 #   CARGO_ARCHIVE  target/<profile>/libtensor.a from cargo
-# Tools (override for cross builds): CC, LD, AR, OBJCOPY, READELF; TENSOR_NATIVE_LIBS (the libraries
-# `rustc --print native-static-libs` lists).
+# Tools (override for cross builds): CC, LD, AR, OBJCOPY, READELF; TENSOR_NATIVE_LIBS (the
+# libraries the shared library links: by default `rustc --print native-static-libs`, which is
+# -lgcc_s and cmake/static-libs.txt).
 set -eu
 archive=$1
 out=$2
@@ -25,7 +26,12 @@ LD=${LD:-ld}
 AR=${AR:-ar}
 OBJCOPY=${OBJCOPY:-objcopy}
 READELF=${READELF:-readelf}
-TENSOR_NATIVE_LIBS=${TENSOR_NATIVE_LIBS:--lgcc_s -lutil -lrt -lpthread -lm -ldl -lc}
+# cmake/static-libs.txt is what a consumer of libtensor.a links; the shared library also names
+# the unwinder, -lgcc_s, first (the C driver would add it only after them, as needed: the same
+# library, but in another place in the .so's DT_NEEDED list). A consumer does not: `cc -static`
+# finds no libgcc_s.a, and the driver adds the unwinder itself (libgcc_s, or with -static
+# libgcc_eh).
+TENSOR_NATIVE_LIBS=${TENSOR_NATIVE_LIBS:--lgcc_s $(cat "$here/static-libs.txt")}
 
 [ -f "$archive" ] || { echo "stage.sh: $archive does not exist (build the library first)" >&2; exit 1; }
 mkdir -p "$out"

@@ -1,6 +1,7 @@
 //! Builds every C (`c_tests/*.c`, C99) and C++ (`c_tests/*.cpp`, C++17) test program
 //! against the committed `include/tensor.h` (CI's `make check-header` keeps it equal to what
-//! cbindgen generates from src/ffi/) with `-Wall -Wextra -pedantic -Werror`, links it to the real
+//! cbindgen generates from src/ffi/) with the flags of `c_tests/build-flags.txt` (`-Wall -Wextra
+//! -pedantic -Werror`; CMakeLists.txt reads the same file), links it to the real
 //! `libtensor.so` that cargo built for this test run, and runs it. Each program prints
 //! "<name>: N passed, N failed" and exits non-zero on any failure.
 //!
@@ -102,6 +103,20 @@ fn compiler(cpp: bool) -> cc::Tool {
         .get_compiler()
 }
 
+/// The flags `c_tests/build-flags.txt` gives under `key` (`c`, `cxx`, `all`, `werror`).
+fn build_flags(key: &str) -> Vec<String> {
+    let path = manifest_dir().join("c_tests/build-flags.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let tag = format!("{key}:");
+    let flags: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(&tag))
+        .flat_map(|v| v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    assert!(!flags.is_empty(), "{} has no `{tag}` line", path.display());
+    flags
+}
+
 /// The values of `// c_api-KEY:` directive lines of a source.
 fn directive(src: &Path, key: &str) -> Vec<String> {
     let text = std::fs::read_to_string(src).unwrap_or_default();
@@ -152,14 +167,9 @@ fn build(src: &Path, lib: &Path, out: &Path) -> Result<(), String> {
     let (cflags, libs) = extra_args(src).map_err(|e| format!("internal: {e}"))?;
     let cpp = src.extension().is_some_and(|e| e == "cpp");
     let mut cmd = compiler(cpp).to_command();
-    cmd.arg(if cpp { "-std=c++17" } else { "-std=c99" })
-        .args([
-            "-Wall",
-            "-Wextra",
-            "-pedantic",
-            "-Werror",
-            "-D_POSIX_C_SOURCE=200809L",
-        ])
+    cmd.args(build_flags(if cpp { "cxx" } else { "c" }))
+        .args(build_flags("all"))
+        .args(build_flags("werror"))
         .arg("-I")
         .arg(manifest_dir().join("include"))
         .arg("-I")
@@ -340,9 +350,9 @@ fn cpp_refuses_an_int_as_dtype() {
 }
 
 /// Compiles (`-c`, no link) a C++ program whose `main` declares `prelude` then runs
-/// `body`, with `-Wall -Wextra -pedantic -Werror` and `extra` arguments; returns whether it
-/// compiled and the compiler's messages. `-c`, not `-fsyntax-only`: GCC checks
-/// warn_unused_result only when it generates code.
+/// `body`, with the programs' flags but the standard (`-Wall -Wextra -pedantic -Werror`) and
+/// `extra` arguments; returns whether it compiled and the compiler's messages. `-c`, not
+/// `-fsyntax-only`: GCC checks warn_unused_result only when it generates code.
 fn compile_cpp(
     name: &str,
     std: &str,
@@ -361,7 +371,9 @@ fn compile_cpp(
     .unwrap();
     let mut cmd = compiler(true).to_command();
     cmd.arg(format!("-std={std}"))
-        .args(["-Wall", "-Wextra", "-pedantic", "-Werror", "-c"])
+        .args(build_flags("all"))
+        .args(build_flags("werror"))
+        .arg("-c")
         .args(extra)
         .arg("-I")
         .arg(manifest_dir().join("include"))

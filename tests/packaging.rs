@@ -4,6 +4,7 @@
 //!   one C program beside a second Rust static library (tests/second_staticlib/);
 //! - libtensor.so exports only the API, every symbol with the version node TENSOR_0, under the
 //!   SONAME libtensor.so.MAJOR;
+//! - cmake/static-libs.txt is the list `rustc --print native-static-libs` gives (less -lgcc_s);
 //! - the version macros of include/tensor.h, tensor_version_string() and the SONAME all agree
 //!   with Cargo.toml.
 //!
@@ -90,6 +91,60 @@ fn header_functions() -> Vec<String> {
     names
 }
 
+/// cmake/static-libs.txt: the native libraries a consumer links libtensor.a with, the one list
+/// every build reads (tensor.pc's Libs.private, the CMake targets, Meson, Conan, cmake/sizes.sh).
+fn static_libs() -> Vec<String> {
+    let text = std::fs::read_to_string(manifest_dir().join("cmake/static-libs.txt")).unwrap();
+    assert_eq!(text.lines().count(), 1, "cmake/static-libs.txt is one line");
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+/// cmake/static-libs.txt is what rustc says the static library needs (`--print
+/// native-static-libs`, for a staticlib of this run's libtensor rlib: the same crate graph),
+/// less the unwinder -lgcc_s, which the C driver adds itself (and `cc -static` would not find)
+/// and cmake/stage.sh names for the shared library.
+#[test]
+fn static_libs_txt_is_what_rustc_prints_less_the_unwinder() {
+    let dir = profile_dir().join("packaging_test").join("native_libs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe = dir.join("probe.rs");
+    std::fs::write(&probe, "extern crate tensor;\n").unwrap();
+    let out = run(
+        Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .args([
+                "--edition",
+                "2021",
+                "--crate-type",
+                "staticlib",
+                "--crate-name",
+                "probe",
+            ])
+            .args(["--print", "native-static-libs", "--extern"])
+            .arg(format!(
+                "tensor={}",
+                deps_dir().join("libtensor.rlib").display()
+            ))
+            .arg("-L")
+            .arg(format!("dependency={}", deps_dir().display()))
+            .arg(&probe)
+            .arg("-o")
+            .arg(dir.join("libprobe.a")),
+    );
+    let printed: Vec<String> = out
+        .lines()
+        .find_map(|l| l.split("native-static-libs:").nth(1))
+        .unwrap_or_else(|| panic!("rustc printed no native-static-libs:\n{out}"))
+        .split_whitespace()
+        .filter(|l| *l != "-lgcc_s")
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        static_libs(),
+        printed,
+        "cmake/static-libs.txt is not rustc's native-static-libs less -lgcc_s"
+    );
+}
+
 #[test]
 fn static_archive_exports_only_the_api_and_links_beside_another_rust_staticlib() {
     let stage = stage("static");
@@ -129,16 +184,8 @@ fn static_archive_exports_only_the_api_and_links_beside_another_rust_staticlib()
             .arg(second_dir.join("main.c"))
             .arg(&archive)
             .arg(&second)
-            .args([
-                "-lgcc_s",
-                "-lutil",
-                "-lrt",
-                "-lpthread",
-                "-lm",
-                "-ldl",
-                "-lc",
-                "-o",
-            ])
+            .args(static_libs())
+            .arg("-o")
             .arg(&exe),
     );
     let out = run(&mut Command::new(&exe));

@@ -7,7 +7,8 @@
 #   2. make install PREFIX=/usr LIBDIR=lib/x86_64-linux-gnu DESTDIR=D (multiarch, staged):
 #      find_package from the staged tree (relocatable), pkg-config with PKG_CONFIG_SYSROOT_DIR;
 #      make uninstall leaves nothing behind
-#   3. CMake from source, standalone: Debug (cargo dev profile), ctest, cmake --install
+#   3. CMake from source, standalone: Debug (cargo dev profile), the C tests with -Werror
+#      (TENSOR_WERROR, as cargo test builds them), ctest, cmake --install
 #      --prefix P3 with LIBDIR lib64, then find_package + pkg-config there
 #   4. add_subdirectory(<checkout>), Release; tensor::tensor static with BUILD_SHARED_LIBS=OFF
 #   5. FetchContent from the local checkout (git, at HEAD: committed changes only), with a
@@ -153,8 +154,8 @@ make --no-print-directory uninstall PREFIX=/usr LIBDIR=lib/x86_64-linux-gnu DEST
 left=$(find "$work/stage" ! -type d)
 [ -z "$left" ] || fail "make uninstall left: $left"
 
-say "3. CMake from source, standalone: Debug (cargo dev profile), CARGO_TARGET_DIR=$CARGO_TARGET_DIR; ctest; install"
-cmake -S "$root" -B "$work/standalone" -DCMAKE_BUILD_TYPE=Debug \
+say "3. CMake from source, standalone: Debug (cargo dev profile), TENSOR_WERROR, CARGO_TARGET_DIR=$CARGO_TARGET_DIR; ctest; install"
+cmake -S "$root" -B "$work/standalone" -DCMAKE_BUILD_TYPE=Debug -DTENSOR_WERROR=ON \
   -DCMAKE_INSTALL_LIBDIR=lib64 >"$work/standalone.log" 2>&1 || { cat "$work/standalone.log"; fail configure; }
 cmake --build "$work/standalone" -j 2 >>"$work/standalone.log" 2>&1 || { cat "$work/standalone.log"; fail build; }
 grep -q 'Finished `dev` profile' "$work/standalone.log" || fail "a Debug build did not build cargo's dev profile"

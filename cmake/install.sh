@@ -1,0 +1,126 @@
+#!/bin/sh
+# libtensor's installation: what `make install` / `make uninstall` (Makefile) and
+# `cmake --install` (cmake/TensorInstall.cmake) run, so that both install the same files:
+#   LIBDIR/libtensor.so.VERSION (stripped, 755), libtensor.so.MAJOR and libtensor.so (symlinks),
+#   LIBDIR/libtensor.so.VERSION.debug (unless INSTALL_DEBUG=0), LIBDIR/libtensor.a,
+#   INCLUDEDIR/libtensor/tensor.h, tensor.hpp, tensor_opencv.hpp, LIBDIR/pkgconfig/tensor.pc,
+#   LIBDIR/cmake/tensor/tensorConfig.cmake, tensorConfigVersion.cmake
+# It never builds: STAGE is the directory cmake/stage.sh filled.
+#
+#   sh cmake/install.sh install   STAGE VERSION PREFIX LIBDIR INCLUDEDIR
+#   sh cmake/install.sh uninstall STAGE VERSION PREFIX LIBDIR INCLUDEDIR
+#   sh cmake/install.sh configure OUT_DIR VERSION PREFIX LIBDIR INCLUDEDIR
+#                                  only writes tensor.pc and the CMake package into OUT_DIR (Meson)
+#   sh cmake/install.sh cmake-static-libs
+#                                  cmake/static-libs.txt as CMake link items (TensorCargo.cmake)
+# LIBDIR and INCLUDEDIR are relative to PREFIX or absolute, as GNUInstallDirs has them (lib64,
+# lib/x86_64-linux-gnu); tensor.pc and tensorConfig.cmake name them relative to the prefix
+# when they are inside it, so the CMake package stays relocatable. DESTDIR (environment) stages
+# the install. `install` prints every file it installed, one a line (CMake's install manifest).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+headers="tensor.h tensor.hpp tensor_opencv.hpp"
+
+# The static library's native libraries (cmake/static-libs.txt) as CMake names them: its
+# targets for the thread and dl libraries first, then the others in name order; libc goes
+# without saying.
+cmake_static_libs() {
+  threads='' dl='' rest=''
+  for l in $(cat "$here/static-libs.txt"); do
+    case $l in
+      -lpthread) threads='Threads::Threads' ;;
+      # shellcheck disable=SC2016 # (CMake's variable, for CMake to expand)
+      -ldl) dl='${CMAKE_DL_LIBS}' ;;
+      -lc) ;;
+      -l*) rest="$rest ${l#-l}" ;;
+      *) echo "install.sh: '$l' in cmake/static-libs.txt is not -lNAME" >&2; exit 1 ;;
+    esac
+  done
+  # shellcheck disable=SC2086
+  printf '%s\n' $threads $dl $(printf '%s\n' $rest | LC_ALL=C sort) | paste -sd ';' -
+}
+
+# setup VERSION PREFIX LIBDIR INCLUDEDIR: the directories, absolute and as the files name them.
+setup() {
+  version=$1 prefix=$2
+  major=${version%%.*}
+  case $3 in /*) abs_lib=$3 ;; *) abs_lib=$prefix/$3 ;; esac
+  case $4 in /*) abs_inc=$4 ;; *) abs_inc=$prefix/$4 ;; esac
+  case $abs_lib in "$prefix"/*) rel_lib=${abs_lib#"$prefix"/} ;; *) rel_lib=$abs_lib ;; esac
+  case $abs_inc in "$prefix"/*) rel_inc=${abs_inc#"$prefix"/} ;; *) rel_inc=$abs_inc ;; esac
+  lib_dest=${DESTDIR:-}$abs_lib
+  inc_dest=${DESTDIR:-}$abs_inc/libtensor
+}
+
+# path_in VAR DIR: DIR as a file names it, ${VAR}/DIR when relative.
+path_in() { case $2 in /*) echo "$2" ;; *) echo "\${$1}/$2" ;; esac; }
+
+# configure OUT_DIR: tensor.pc, tensorConfig.cmake, tensorConfigVersion.cmake from the templates.
+configure() {
+  out=$1
+  mkdir -p "$out"
+  # From LIBDIR/cmake/tensor back up to the prefix: one ".." per directory.
+  to_prefix=$(echo "$rel_lib/cmake/tensor" | sed 's|[^/][^/]*|..|g')
+  sed -e "s|@PC_PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" \
+      -e "s|@PC_LIBDIR@|$(path_in prefix "$rel_lib")|g" \
+      -e "s|@PC_INCLUDEDIR@|$(path_in prefix "$rel_inc")|g" \
+      -e "s|@STATIC_DEPS@|$(cat "$here/static-libs.txt")|g" "$here/tensor.pc.in" >"$out/tensor.pc"
+  sed -e "s|@VERSION@|$version|g" -e "s|@SOMAJOR@|$major|g" -e "s|@CONFIG_TO_PREFIX@|$to_prefix|g" \
+      -e "s|@CONFIG_LIBDIR@|$(path_in _tensor_prefix "$rel_lib")|g" \
+      -e "s|@CONFIG_INCLUDEDIR@|$(path_in _tensor_prefix "$rel_inc")|g" \
+      -e "s|@CONFIG_STATIC_LIBS@|$(cmake_static_libs)|g" \
+      "$here/tensorConfig.cmake.in" >"$out/tensorConfig.cmake"
+  sed -e "s|@VERSION@|$version|g" "$here/tensorConfigVersion.cmake.in" >"$out/tensorConfigVersion.cmake"
+}
+
+# put MODE SRC DEST: installs one file and prints its path.
+put() { install -m "$1" "$2" "$3"; echo "$3"; }
+
+do_install() {
+  stage=$1
+  so=libtensor.so.$version
+  if [ ! -f "$stage/$so" ] || [ ! -f "$stage/libtensor.a" ]; then
+    echo "install.sh: nothing is built in $stage/ (libtensor $version)" >&2
+    exit 1
+  fi
+  install -d "$lib_dest/pkgconfig" "$lib_dest/cmake/tensor" "$inc_dest"
+  put 755 "$stage/$so" "$lib_dest/$so"
+  if [ "${INSTALL_DEBUG:-1}" = 1 ]; then put 644 "$stage/$so.debug" "$lib_dest/$so.debug"; fi
+  ln -sf "$so" "$lib_dest/libtensor.so.$major" && echo "$lib_dest/libtensor.so.$major"
+  ln -sf "libtensor.so.$major" "$lib_dest/libtensor.so" && echo "$lib_dest/libtensor.so"
+  put 644 "$stage/libtensor.a" "$lib_dest/libtensor.a"
+  for h in $headers; do put 644 "$root/include/$h" "$inc_dest/$h"; done
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  configure "$tmp"
+  put 644 "$tmp/tensor.pc" "$lib_dest/pkgconfig/tensor.pc"
+  put 644 "$tmp/tensorConfig.cmake" "$lib_dest/cmake/tensor/tensorConfig.cmake"
+  put 644 "$tmp/tensorConfigVersion.cmake" "$lib_dest/cmake/tensor/tensorConfigVersion.cmake"
+}
+
+do_uninstall() {
+  so=libtensor.so.$version
+  rm -f "$lib_dest/$so" "$lib_dest/$so.debug" "$lib_dest/libtensor.so.$major" "$lib_dest/libtensor.so" \
+    "$lib_dest/libtensor.a" "$lib_dest/pkgconfig/tensor.pc" "$lib_dest/cmake/tensor/tensorConfig.cmake" \
+    "$lib_dest/cmake/tensor/tensorConfigVersion.cmake"
+  for h in $headers; do rm -f "$inc_dest/$h"; done
+  rmdir "$lib_dest/cmake/tensor" "$inc_dest" 2>/dev/null || true
+}
+
+usage() { sed -n '10,15p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+cmd=$1
+shift
+case $cmd in
+  cmake-static-libs) [ $# = 0 ] || usage; cmake_static_libs ;;
+  install | uninstall | configure)
+    [ $# = 5 ] || usage
+    setup "$2" "$3" "$4" "$5"
+    case $cmd in
+      install) do_install "$1" ;;
+      uninstall) do_uninstall ;;
+      configure) configure "$1" ;;
+    esac ;;
+  *) usage ;;
+esac
