@@ -997,16 +997,17 @@ fn attention<T: Real + Element>(
     } else {
         Some(empty(outp.get().sizes(), outp.get().strides(), work)?)
     };
-    // SAFETY: o_work (just allocated above) or else outp (allocated by the caller, see
-    // above): no other reference reaches its storage while ov lives.
+    // SAFETY: o_work was allocated by `empty` just above, and outp by `empty` in the
+    // flash-attention entry point, which hands it to the model only after this returns:
+    // no other reference reaches either storage while ov lives.
     let ov = unsafe {
         match o_work.as_mut() {
             Some(o) => o.values_mut::<T>(),
             None => outp.values_mut::<T>(),
         }
     }?;
-    // SAFETY: lse was allocated by the caller for this call (see above) and is only
-    // written here.
+    // SAFETY: lse was allocated by `empty` in the flash-attention entry point, which hands
+    // it to the model only after this returns: no other reference reaches its storage.
     let lv = unsafe { lse.values_mut::<T>() }?;
     let mut scores = vec![T::f(0.0); l * s.max(1)];
     for bi in 0..bsz {

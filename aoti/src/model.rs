@@ -477,8 +477,8 @@ pub struct tensor_aoti_model_t(Model);
 /// A model handle argument (NULL as None).
 fn model<'a>(m: *const tensor_aoti_model_t) -> Option<&'a Model> {
     // SAFETY: a non-NULL model handle argument is one tensor_aoti_load returned and not
-    // yet released (tensor_aoti.h's contract), live for the call; the shared reference is
-    // only read (the counts), and a handle is not run on another thread meanwhile.
+    // yet released, live for the call, and used by one call at a time (tensor_aoti.h's
+    // contract), so no `&mut` to it (tensor_aoti_run's) exists while this one is read.
     unsafe { m.as_ref() }.map(|m| &m.0)
 }
 
@@ -569,7 +569,8 @@ pub extern "C" fn tensor_aoti_run(
             unsafe { std::slice::from_raw_parts_mut(outputs, n_outputs) }
         };
         // SAFETY: m is non-NULL (checked above): a model tensor_aoti_load returned, not yet
-        // released, and (tensor_aoti.h) not used by another call during this one.
+        // released, and used by one call at a time (tensor_aoti.h's contract), so this is
+        // the only reference to it during the call.
         unsafe { &mut *m }.0.run(ins, outs)
     })
 }

@@ -200,8 +200,9 @@ macro_rules! accessor {
 
 // c10's data_ptr(): NULL for a tensor without elements, else storage data + offset.
 accessor!(aoti_torch_get_data_ptr, *mut c_void, |t| t.data_ptr());
-accessor!(aoti_torch_get_storage_size, i64, |t| t.storage_nbytes()
-    as i64);
+accessor!(aoti_torch_get_storage_size, i64, |t| {
+    t.storage_nbytes() as i64
+});
 accessor!(aoti_torch_get_storage_numel, i64, |t| {
     let item = util::itemsize(t.dtype()).max(1);
     (t.storage_nbytes() / item) as i64
@@ -209,14 +210,16 @@ accessor!(aoti_torch_get_storage_numel, i64, |t| {
 accessor!(aoti_torch_get_dim, i64, |t| t.ndim());
 accessor!(aoti_torch_get_numel, i64, |t| t.numel());
 // libtensor's own arrays (borrowed, valid while the tensor lives), as libtorch's.
-accessor!(aoti_torch_get_sizes, *mut i64, |t| t.sizes_ptr()
-    as *mut i64);
-accessor!(aoti_torch_get_strides, *mut i64, |t| t.strides_ptr()
-    as *mut i64);
+accessor!(aoti_torch_get_sizes, *mut i64, |t| {
+    t.sizes_ptr() as *mut i64
+});
+accessor!(aoti_torch_get_strides, *mut i64, |t| {
+    t.strides_ptr() as *mut i64
+});
 accessor!(aoti_torch_get_dtype, i32, |t| t.dtype());
-accessor!(aoti_torch_get_device_type, i32, |t| device_to_c10(
-    t.device().device_type
-));
+accessor!(aoti_torch_get_device_type, i32, |t| {
+    device_to_c10(t.device().device_type)
+});
 accessor!(aoti_torch_get_device_index, i32, |t| {
     let d = t.device();
     // c10's CPU device has index -1 unless set; a CPU tensor reports -1 in libtorch too.
@@ -228,8 +231,9 @@ accessor!(aoti_torch_get_device_index, i32, |t| {
 });
 accessor!(aoti_torch_get_layout, i32, |_t| 0);
 accessor!(aoti_torch_get_storage_offset, i64, |t| t.storage_offset());
-accessor!(aoti_torch_is_contiguous, bool, |t| t
-    .is_contiguous(sys::TENSOR_CONTIGUOUS_FORMAT));
+accessor!(aoti_torch_is_contiguous, bool, |t| {
+    t.is_contiguous(sys::TENSOR_CONTIGUOUS_FORMAT)
+});
 accessor!(aoti_torch_is_defined, bool, |_t| true);
 
 #[no_mangle]

@@ -89,14 +89,16 @@ pub fn array<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64]> {
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-/// A C string from libtensor or from the caller (NULL as None), copied.
+/// A C string (NULL as None), copied: for the strings listed in the SAFETY comment below.
 pub fn c_string(p: *const std::ffi::c_char) -> Option<String> {
     if p.is_null() {
         return None;
     }
-    // SAFETY: p is non-NULL (checked above); every string this is given is NUL-terminated
-    // by its contract (libtensor's tensor.h for its messages and names, shim.h for the
-    // model's message arguments, tensor_aoti.h for a path) and lives for the call.
+    // SAFETY: p is non-NULL (checked above). Each caller passes a string that its source
+    // promises NUL-terminated and live until this copy: libtensor's messages and dtype
+    // names (tensor.h), dlerror's and the model's AOTInductorGetLastError message (this
+    // thread's, until its next call), this crate's own last error (a CString), and the
+    // C string arguments of the shim's diagnostics (shim.h: live for the call).
     Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
