@@ -46,8 +46,9 @@ unsafe fn gemm_any(
 ) {
     macro_rules! go {
         ($t:ty, $a:expr, $b:expr) => {
-            // SAFETY: the caller's contract (above) is gemm's: every element the three
-            // strided views address is in bounds, aligned and of type $t; dst is exclusive.
+            // SAFETY: gemm::gemm needs what gemm_any's `# Safety` asks of its caller: every
+            // element the three strided views address is in bounds, aligned and a $t (the
+            // dtype this arm matched), and dst is exclusive and overlaps neither input.
             unsafe {
                 gemm::gemm::<$t>(
                     m,
