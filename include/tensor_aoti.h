@@ -6,6 +6,9 @@
  * tensor_status_t and leave out-parameters untouched on failure; tensor_aoti_last_error()
  * then describes the failure (thread-local; libtensor's own tensor_last_error() is not
  * written by these calls). Handles returned through out-parameters are owned.
+ * Threads: one call at a time on a model (tensor_aoti_run uses it exclusively); the
+ * first tensor_aoti_load sets an environment variable, so no other thread may read or
+ * change the environment during it.
  *
  * Hand-written (a test, aoti/tests/host.rs, checks it against the library's exports).
  */

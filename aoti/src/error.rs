@@ -8,7 +8,7 @@
 //! `tensor_aoti_run` can say which shim call failed and why.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::sys;
@@ -36,9 +36,9 @@ pub fn check(status: sys::tensor_status_t) -> Result<()> {
     if status == sys::TENSOR_OK {
         Ok(())
     } else {
-        let msg = unsafe { CStr::from_ptr(sys::tensor_last_error()) }
-            .to_string_lossy()
-            .into_owned();
+        // SAFETY: tensor_last_error takes nothing and returns this thread's message, a
+        // NUL-terminated string libtensor keeps until its next failed call on this thread.
+        let msg = crate::util::c_string(unsafe { sys::tensor_last_error() }).unwrap_or_default();
         err(status, msg)
     }
 }

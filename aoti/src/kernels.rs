@@ -6,7 +6,7 @@
 
 use crate::error::{err, shim, Result};
 use crate::sys::{self, tensor_t};
-use crate::util::{self, handle, make, out, Handle, Owned};
+use crate::util::{self, handle, out, Element, Owned, Tensor};
 
 type AtenTensorHandle = *mut tensor_t;
 
@@ -15,7 +15,7 @@ const F32: i32 = 6;
 const F64: i32 = 7;
 const BF16: i32 = 15;
 
-/// A strided matrix view: element (i, j) at `ptr + i * rs + j * cs`.
+/// A strided matrix view: element (i, j) at `ptr + (i * rs + j * cs) * itemsize`.
 #[derive(Clone, Copy)]
 struct Mat {
     ptr: *mut u8,
@@ -25,6 +25,13 @@ struct Mat {
 
 /// `dst = alpha * dst (if read_dst) + beta * lhs @ rhs` for an m x k by k x n product, in
 /// `dtype` (float32, float64, float16).
+///
+/// # Safety
+///
+/// `dtype` is float32, float64 or float16, and each `Mat` addresses, for every (i, j) of
+/// its m x k, k x n or m x n shape, an aligned element of that dtype inside live memory:
+/// readable for `lhs`, `rhs` (and `dst` when `read_dst`), writable for `dst`, with `dst`
+/// overlapping neither `lhs` nor `rhs`, and nothing else using `dst` during the call.
 unsafe fn gemm_any(
     dtype: i32,
     m: usize,
@@ -39,27 +46,32 @@ unsafe fn gemm_any(
 ) {
     macro_rules! go {
         ($t:ty, $a:expr, $b:expr) => {
-            gemm::gemm::<$t>(
-                m,
-                n,
-                k,
-                dst.ptr.cast(),
-                dst.cs,
-                dst.rs,
-                read_dst,
-                lhs.ptr.cast(),
-                lhs.cs,
-                lhs.rs,
-                rhs.ptr.cast(),
-                rhs.cs,
-                rhs.rs,
-                $a,
-                $b,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            )
+            // SAFETY: gemm::gemm needs what gemm_any's `# Safety` asks of its caller: every
+            // element the three strided views address is in bounds, aligned and a $t (the
+            // dtype this arm matched), and dst is exclusive and overlaps neither input.
+            unsafe {
+                gemm::gemm::<$t>(
+                    m,
+                    n,
+                    k,
+                    dst.ptr.cast(),
+                    dst.cs,
+                    dst.rs,
+                    read_dst,
+                    lhs.ptr.cast(),
+                    lhs.cs,
+                    lhs.rs,
+                    rhs.ptr.cast(),
+                    rhs.cs,
+                    rhs.rs,
+                    $a,
+                    $b,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                )
+            }
         };
     }
     match dtype {
@@ -74,10 +86,11 @@ unsafe fn gemm_any(
     }
 }
 
-fn mat(t: Handle, d0: usize, d1: usize) -> Mat {
-    let st = util::strides(t);
+/// The matrix of dims (d0, d1) of `t` at its data pointer.
+fn mat(t: Tensor, d0: usize, d1: usize) -> Mat {
+    let st = t.strides();
     Mat {
-        ptr: unsafe { sys::tensor_data_ptr(t) }.cast(),
+        ptr: t.data_ptr().cast(),
         rs: st[d0] as isize,
         cs: st[d1] as isize,
     }
@@ -90,11 +103,11 @@ fn offset(m: Mat, bytes: isize) -> Mat {
     }
 }
 
-fn same_dtype(ts: &[(Handle, &str)]) -> Result<i32> {
-    let d = unsafe { sys::tensor_dtype(ts[0].0) };
+fn same_dtype(ts: &[(Tensor, &str)]) -> Result<i32> {
+    let d = ts[0].0.dtype();
     for &(t, name) in ts {
         util::require_cpu(t, name)?;
-        let e = unsafe { sys::tensor_dtype(t) };
+        let e = t.dtype();
         if e != d {
             return err(
                 sys::TENSOR_ERR_DTYPE,
@@ -119,41 +132,38 @@ fn same_dtype(ts: &[(Handle, &str)]) -> Result<i32> {
     Ok(d)
 }
 
-fn expect_sizes(t: Handle, want: &[i64], name: &str) -> Result<()> {
-    if util::sizes(t) != want {
+fn expect_sizes(t: Tensor, want: &[i64], name: &str) -> Result<()> {
+    if t.sizes() != want {
         return err(
             sys::TENSOR_ERR_SHAPE,
-            format!("{name} has sizes {:?}, expected {want:?}", util::sizes(t)),
+            format!("{name} has sizes {:?}, expected {want:?}", t.sizes()),
         );
     }
     Ok(())
 }
 
-fn expect_dim(t: Handle, n: usize, name: &str) -> Result<()> {
-    if util::sizes(t).len() != n {
+fn expect_dim(t: Tensor, n: usize, name: &str) -> Result<()> {
+    if t.sizes().len() != n {
         return err(
             sys::TENSOR_ERR_SHAPE,
-            format!(
-                "{name} must be a {n}-D tensor, got sizes {:?}",
-                util::sizes(t)
-            ),
+            format!("{name} must be a {n}-D tensor, got sizes {:?}", t.sizes()),
         );
     }
     Ok(())
 }
 
 /// A float32 copy of a bfloat16 tensor (the GEMM has no bfloat16 kernel), same strides.
-fn as_f32(t: Handle) -> Result<Owned> {
-    make(|o| unsafe { sys::tensor_to_dtype(t, F32, o) })
+fn as_f32(t: Tensor) -> Result<Owned> {
+    t.to_dtype(F32)
 }
 
 /// `out[b] = beta * self[b] + alpha * a[b] @ b[b]` over a batch (`batched`) or one matrix.
 /// `self_` None: no addend (beta ignored, as ATen ignores self when beta == 0).
 fn matmul_into(
-    outp: Handle,
-    self_: Option<Handle>,
-    a: Handle,
-    b: Handle,
+    outp: Tensor,
+    self_: Option<Tensor>,
+    a: Tensor,
+    b: Tensor,
     beta: f64,
     alpha: f64,
     batched: bool,
@@ -166,7 +176,7 @@ fn matmul_into(
     let nd = if batched { 3 } else { 2 };
     expect_dim(a, nd, "mat1")?;
     expect_dim(b, nd, "mat2")?;
-    let (sa, sb) = (util::sizes(a), util::sizes(b));
+    let (sa, sb) = (a.sizes(), b.sizes());
     let (bt, m, k) = if batched {
         (sa[0], sa[1], sa[2])
     } else {
@@ -187,10 +197,10 @@ fn matmul_into(
     expect_sizes(outp, &want, "out")?;
     let addend = self_.filter(|_| beta != 0.0);
     if let Some(s) = addend {
-        crate::error::check(unsafe { sys::tensor_copy_(outp, s) }).map_err(|mut e| {
+        outp.copy_from(s).map_err(|mut e| {
             e.msg = format!(
                 "self {:?} does not broadcast to out {want:?}: {}",
-                util::sizes(s),
+                s.sizes(),
                 e.msg
             );
             e
@@ -200,32 +210,34 @@ fn matmul_into(
         // Through float32: the product in float32, rounded once into the bfloat16 out.
         let (a32, b32, o32) = (as_f32(a)?, as_f32(b)?, as_f32(outp)?);
         matmul_f(
-            o32.0,
+            o32.get(),
             addend.is_some(),
-            a32.0,
-            b32.0,
+            a32.get(),
+            b32.get(),
             beta,
             alpha,
             batched,
             F32,
         )?;
-        return crate::error::check(unsafe { sys::tensor_copy_(outp, o32.0) });
+        return outp.copy_from(o32.get());
     }
     matmul_f(outp, addend.is_some(), a, b, beta, alpha, batched, dtype)
 }
 
+/// The product of `matmul_into` once its shapes are checked: `outp`, `a` and `b` are CPU
+/// tensors of `dtype` (float32, float64, float16) with sizes [batch,] m x n, m x k, k x n.
 fn matmul_f(
-    outp: Handle,
+    outp: Tensor,
     read_dst: bool,
-    a: Handle,
-    b: Handle,
+    a: Tensor,
+    b: Tensor,
     beta: f64,
     alpha: f64,
     batched: bool,
     dtype: i32,
 ) -> Result<()> {
-    let item = unsafe { sys::tensor_dtype_itemsize(dtype) } as isize;
-    let (sa, sb) = (util::sizes(a), util::sizes(b));
+    let item = util::itemsize(dtype) as isize;
+    let (sa, sb) = (a.sizes(), b.sizes());
     let d = if batched { 1 } else { 0 };
     let (m, k, n) = (sa[d] as usize, sa[d + 1] as usize, sb[d + 1] as usize);
     let batch = if batched { sa[0] } else { 1 };
@@ -233,15 +245,22 @@ fn matmul_f(
         return Ok(());
     }
     let (mo, ma, mb) = (mat(outp, d, d + 1), mat(a, d, d + 1), mat(b, d, d + 1));
-    let bstride = |t: Handle| {
+    let bstride = |t: Tensor| {
         if batched {
-            util::strides(t)[0] as isize * item
+            t.strides()[0] as isize * item
         } else {
             0
         }
     };
     let (bo, ba, bb) = (bstride(outp), bstride(a), bstride(b));
     for i in 0..batch as isize {
+        // SAFETY: dtype is float32/64/16 and outp, a, b are live CPU tensors of it with the
+        // sizes above (same_dtype, expect_dim, the k and batch checks and expect_sizes in
+        // matmul_into), so batch i's views at their data pointers, batch strides and
+        // strides address only their elements, which libtensor keeps inside their storages
+        // (allocated 64-byte aligned, or a caller's blob, aligned for its dtype as c10
+        // requires); out is the model's output buffer, overlapping neither input (an ATen
+        // out= contract), and used by nothing else during the call.
         unsafe {
             gemm_any(
                 dtype,
@@ -373,19 +392,11 @@ fn channels_last_strides(sizes: &[i64]) -> Vec<i64> {
 
 /// An uninitialised tensor with the given strides.
 fn empty(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<Owned> {
-    make(|o| unsafe {
-        sys::tensor_empty_strided(
-            sizes.as_ptr(),
-            strides.as_ptr(),
-            sizes.len() as i64,
-            dtype,
-            o,
-        )
-    })
+    util::empty_strided(sizes, strides, dtype)
 }
 
-fn contiguous(t: Handle) -> Result<Owned> {
-    make(|o| unsafe { sys::tensor_contiguous(t, sys::TENSOR_CONTIGUOUS_FORMAT, o) })
+fn contiguous(t: Tensor) -> Result<Owned> {
+    t.contiguous(sys::TENSOR_CONTIGUOUS_FORMAT)
 }
 
 fn params(p: *const i64, n: i64, spatial: usize, name: &str) -> Result<Vec<i64>> {
@@ -421,15 +432,15 @@ fn conv_uses_mkldnn(xs: &[i64], ws: &[i64], stride: &[i64], dilation: &[i64], gr
 /// torch 2.15 by aoti/tests/kernels.py). 5-D: channels-last-3d when either suggests it and the oneDNN path is taken (the
 /// native 3-D path returns contiguous). Else contiguous.
 fn conv_out_strides(
-    x: Handle,
-    w: Handle,
+    x: Tensor,
+    w: Tensor,
     os: &[i64],
     stride: &[i64],
     dilation: &[i64],
     groups: i64,
 ) -> Result<Vec<i64>> {
     let nd = os.len();
-    let suggests = |t: Handle, fmt: i32| unsafe { sys::tensor_suggest_memory_format(t) == fmt };
+    let suggests = |t: Tensor, fmt: i32| t.suggest_memory_format() == fmt;
     match nd {
         4 => Ok(if suggests(x, 2) || suggests(w, 2) {
             channels_last_strides(os)
@@ -437,24 +448,15 @@ fn conv_out_strides(
             contiguous_strides(os)
         }),
         3 => {
-            let view4 = |t: Handle| -> Result<Owned> {
-                let (sz, st) = (util::sizes(t), util::strides(t));
+            let view4 = |t: Tensor| -> Result<Owned> {
+                let (sz, st) = (t.sizes(), t.strides());
                 let s4 = [sz[0], sz[1], 1, sz[2]];
                 let t4 = [st[0], st[1], st[2] * sz[2].max(1), st[2]];
-                make(|o| unsafe {
-                    sys::tensor_as_strided(
-                        t,
-                        s4.as_ptr(),
-                        t4.as_ptr(),
-                        4,
-                        sys::tensor_storage_offset(t),
-                        o,
-                    )
-                })
+                t.as_strided(&s4, &t4, t.storage_offset())
             };
             let w4 = view4(w)?;
             let o4 = [os[0], os[1], 1, os[2]];
-            let st = if suggests(w4.0, 2) {
+            let st = if suggests(w4.get(), 2) {
                 channels_last_strides(&o4)
             } else {
                 contiguous_strides(&o4)
@@ -462,7 +464,7 @@ fn conv_out_strides(
             Ok(vec![st[0], st[1], st[3]])
         }
         5 => {
-            let (xs, ws) = (util::sizes(x), util::sizes(w));
+            let (xs, ws) = (x.sizes(), w.sizes());
             let cl = (suggests(x, 3) || suggests(w, 3))
                 && conv_uses_mkldnn(xs, ws, stride, dilation, groups);
             Ok(if cl {
@@ -495,11 +497,7 @@ pub extern "C" fn aoti_torch_cpu_convolution(
     shim("aoti_torch_cpu_convolution", || {
         let x = handle(input, "input")?;
         let w = handle(weight, "weight")?;
-        let b = if bias.is_null() {
-            None
-        } else {
-            Some(unsafe { *bias }).filter(|p| !p.is_null())
-        };
+        let b = util::optional_handle(bias, "bias");
         let r = out(ret0, "ret0")?;
         if transposed != 0 {
             return err(
@@ -513,8 +511,8 @@ pub extern "C" fn aoti_torch_cpu_convolution(
             ts.push((b, "bias"));
         }
         let dtype = same_dtype(&ts)?;
-        let xs = util::sizes(x).to_vec();
-        let ws = util::sizes(w).to_vec();
+        let xs = x.sizes().to_vec();
+        let ws = w.sizes().to_vec();
         let nd = xs.len();
         if !(3..=5).contains(&nd) || ws.len() != nd {
             return err(
@@ -557,54 +555,53 @@ pub extern "C" fn aoti_torch_cpu_convolution(
             expect_sizes(b, &[ws[0]], "bias")?;
         }
         let ost = conv_out_strides(x, w, &os, &stride, &dilation, groups)?;
-        let result = empty(&os, &ost, dtype)?;
+        let mut result = empty(&os, &ost, dtype)?;
         if dtype == BF16 || dtype == F16 {
             let (x32, w32) = (as_f32(x)?, as_f32(w)?);
             let b32 = match b {
                 Some(b) => Some(as_f32(b)?),
                 None => None,
             };
-            let o32 = empty(&os, &ost, F32)?;
-            conv_f(
-                o32.0,
-                x32.0,
-                w32.0,
-                b32.as_ref().map(|b| b.0),
+            let mut o32 = empty(&os, &ost, F32)?;
+            conv_f::<f32>(
+                &mut o32,
+                x32.get(),
+                w32.get(),
+                b32.as_ref().map(|b| b.get()),
                 &stride,
                 &padding,
                 &dilation,
                 groups,
-                F32,
             )?;
-            crate::error::check(unsafe { sys::tensor_copy_(result.0, o32.0) })?;
+            result.get().copy_from(o32.get())?;
+        } else if dtype == F32 {
+            conv_f::<f32>(&mut result, x, w, b, &stride, &padding, &dilation, groups)?;
         } else {
-            conv_f(
-                result.0, x, w, b, &stride, &padding, &dilation, groups, dtype,
-            )?;
+            conv_f::<f64>(&mut result, x, w, b, &stride, &padding, &dilation, groups)?;
         }
         *r = result.into_raw();
         Ok(())
     })
 }
 
-/// im2col + gemm, per batch element and group. `o` is dense (contiguous or channels-last),
-/// so its flattened spatial index has one stride (its last dim's).
-fn conv_f(
-    o: Handle,
-    x: Handle,
-    w: Handle,
-    b: Option<Handle>,
+/// im2col + gemm, per batch element and group, in `T` (the dtype of every tensor here).
+/// `o` is the output, just allocated (`empty`) and dense (contiguous or channels-last), so
+/// its flattened spatial index has one stride (its last dim's).
+fn conv_f<T: Real + Element + Default>(
+    o: &mut Owned,
+    x: Tensor,
+    w: Tensor,
+    b: Option<Tensor>,
     stride: &[i64],
     padding: &[i64],
     dilation: &[i64],
     groups: i64,
-    dtype: i32,
 ) -> Result<()> {
-    let item = unsafe { sys::tensor_dtype_itemsize(dtype) };
-    let (xs, xst) = (util::sizes(x).to_vec(), util::strides(x).to_vec());
-    let (os, ost) = (util::sizes(o).to_vec(), util::strides(o).to_vec());
+    let item = std::mem::size_of::<T>();
+    let (xs, xst) = (x.sizes().to_vec(), x.strides().to_vec());
+    let (os, ost) = (o.get().sizes().to_vec(), o.get().strides().to_vec());
     let wc = contiguous(w)?;
-    let ws = util::sizes(wc.0).to_vec();
+    let ws = wc.get().sizes().to_vec();
     let cin_g = ws[1] as usize;
     let cout_g = (ws[0] / groups) as usize;
     let ksz: Vec<usize> = ws[2..].iter().map(|&k| k as usize).collect();
@@ -615,38 +612,30 @@ fn conv_f(
     if p == 0 || os[0] == 0 || os[1] == 0 {
         return Ok(());
     }
-    // col: [kk, p] contiguous, in dtype.
-    let mut col = vec![
-        0u8;
-        kk.checked_mul(p).and_then(|v| v.checked_mul(item)).ok_or(
-            crate::error::Error {
-                status: sys::TENSOR_ERR_OVERFLOW,
-                msg: "im2col buffer size overflows".into(),
-            }
-        )?
-    ];
-    let xptr = unsafe { sys::tensor_data_ptr(x) } as *const u8;
-    let wptr = unsafe { sys::tensor_data_ptr(wc.0) } as *mut u8;
-    let optr = unsafe { sys::tensor_data_ptr(o) } as *mut u8;
-    let item_i = item as isize;
-    let pstride = ost[xs.len() - 1] as isize; // the last spatial dim's stride
+    // col: [kk, p] contiguous, in T.
+    let n_col = kk
+        .checked_mul(p)
+        .filter(|v| v.checked_mul(item).is_some())
+        .ok_or(crate::error::Error {
+            status: sys::TENSOR_ERR_OVERFLOW,
+            msg: "im2col buffer size overflows".into(),
+        })?;
+    let mut col = vec![T::default(); n_col];
+    // Every element the input's layout reaches, and the weight's (contiguous: in order).
+    let xv = x.values::<T>()?;
+    let wv = wc.get().values::<T>()?;
+    // SAFETY: o is the output the caller has just allocated with `empty`: its storage is
+    // reachable from nothing but o, and nothing else runs on it during this call.
+    let ov = unsafe { o.values_mut::<T>() }?;
+    let pstride = ost[xs.len() - 1] as usize; // the last spatial dim's stride
                                               // The bias first: the products are then accumulated onto it.
     if let Some(b) = b {
         let bc = contiguous(b)?;
-        let bptr = unsafe { sys::tensor_data_ptr(bc.0) } as *const u8;
-        for n in 0..os[0] as isize {
-            for c in 0..os[1] as isize {
-                let base = n * ost[0] as isize + c * ost[1] as isize;
-                unsafe {
-                    match dtype {
-                        F32 => {
-                            fill_run::<f32>(optr, base, pstride, p, *(bptr as *const f32).offset(c))
-                        }
-                        _ => {
-                            fill_run::<f64>(optr, base, pstride, p, *(bptr as *const f64).offset(c))
-                        }
-                    }
-                }
+        let bv = bc.get().values::<T>()?;
+        for n in 0..os[0] as usize {
+            for (c, &v) in bv.iter().enumerate().take(os[1] as usize) {
+                let base = n * ost[0] as usize + c * ost[1] as usize;
+                fill_run(ov, base, pstride, p, v);
             }
         }
     }
@@ -659,56 +648,44 @@ fn conv_f(
         padding,
         dilation,
     };
+    let optr = ov.as_mut_ptr();
     for n in 0..xs[0] as usize {
         for g in 0..groups as usize {
             for ci in 0..cin_g {
-                let base =
-                    n as isize * xst[0] as isize + (g * cin_g + ci) as isize * xst[1] as isize;
+                let base = n * xst[0] as usize + (g * cin_g + ci) * xst[1] as usize;
                 for kf in 0..kvol {
                     let row = (ci * kvol + kf) * p;
-                    unsafe {
-                        match dtype {
-                            F32 => im2col_row::<f32>(
-                                &geo,
-                                xptr,
-                                base,
-                                kf,
-                                col.as_mut_ptr().cast::<f32>().add(row),
-                            ),
-                            _ => im2col_row::<f64>(
-                                &geo,
-                                xptr,
-                                base,
-                                kf,
-                                col.as_mut_ptr().cast::<f64>().add(row),
-                            ),
-                        }
-                    }
+                    im2col_row(&geo, xv, base, kf, &mut col[row..row + p]);
                 }
             }
             // out[n, g*cout_g .. , :] (+)= W_g [cout_g, kk] @ col [kk, p]
             let dst = Mat {
-                ptr: optr.wrapping_offset(
-                    (n as isize * ost[0] as isize + (g * cout_g) as isize * ost[1] as isize)
-                        * item_i,
-                ),
+                ptr: optr
+                    .wrapping_add(n * ost[0] as usize + g * cout_g * ost[1] as usize)
+                    .cast(),
                 rs: ost[1] as isize,
-                cs: pstride,
+                cs: pstride as isize,
             };
             let lhs = Mat {
-                ptr: wptr.wrapping_offset((g * cout_g * kk) as isize * item_i),
+                ptr: wv.as_ptr().wrapping_add(g * cout_g * kk).cast_mut().cast(),
                 rs: kk as isize,
                 cs: 1,
             };
             let rhs = Mat {
-                ptr: col.as_mut_ptr(),
+                ptr: col.as_mut_ptr().cast(),
                 rs: p as isize,
                 cs: 1,
             };
             let acc = b.is_some();
+            // SAFETY: T is float32/64, and the views are inside their buffers: dst is output
+            // channels [g*cout_g, (g+1)*cout_g) of batch n over its p spatial positions (one
+            // stride, pstride: o is dense) in ov, the output's aligned elements, which only
+            // this call uses; lhs is group g's cout_g x kk rows of the contiguous weight wv
+            // (ws[0] = groups*cout_g rows of kk); rhs is col, kk x p; dst overlaps neither
+            // (o is a fresh allocation, col a Vec of this call).
             unsafe {
                 gemm_any(
-                    dtype,
+                    T::DTYPE,
                     cout_g,
                     p,
                     kk,
@@ -725,10 +702,10 @@ fn conv_f(
     Ok(())
 }
 
-unsafe fn fill_run<T: Copy>(base_ptr: *mut u8, base: isize, stride: isize, n: usize, v: T) {
-    let p = base_ptr.cast::<T>().offset(base);
-    for i in 0..n as isize {
-        *p.offset(i * stride) = v;
+/// `v` at `n` positions `base + i * stride` of `o`.
+fn fill_run<T: Copy>(o: &mut [T], base: usize, stride: usize, n: usize, v: T) {
+    for i in 0..n {
+        o[base + i * stride] = v;
     }
 }
 
@@ -745,14 +722,9 @@ struct Geometry<'a> {
 
 /// One im2col row: for kernel offset `kf` (flattened over the spatial dims), the input
 /// element each output position reads (0 where it falls in the padding), over every
-/// output position in order. `base` is the (batch, channel) offset into the input.
-unsafe fn im2col_row<T: Copy + Default>(
-    g: &Geometry,
-    x: *const u8,
-    base: isize,
-    kf: usize,
-    dst: *mut T,
-) {
+/// output position in order, into `dst`. `x` holds the input's elements (its layout's
+/// extent), `base` is the (batch, channel) offset into it.
+fn im2col_row<T: Copy + Default>(g: &Geometry, x: &[T], base: usize, kf: usize, dst: &mut [T]) {
     let sp = g.osp.len();
     let mut kidx = [0i64; 3];
     let mut rem = kf;
@@ -760,7 +732,6 @@ unsafe fn im2col_row<T: Copy + Default>(
         kidx[d] = (rem % g.ksz[d]) as i64;
         rem /= g.ksz[d];
     }
-    let x = x.cast::<T>();
     let last = sp - 1;
     let ow_n = g.osp[last];
     let (s_l, p_l, d_l, in_l, st_l) = (
@@ -768,7 +739,7 @@ unsafe fn im2col_row<T: Copy + Default>(
         g.padding[last],
         g.dilation[last],
         g.xs[2 + last],
-        g.xst[2 + last] as isize,
+        g.xst[2 + last] as usize,
     );
     // Odometer over the outer output dims; a run over the last one.
     let outer: usize = g.osp[..last].iter().product();
@@ -783,23 +754,21 @@ unsafe fn im2col_row<T: Copy + Default>(
                 inside = false;
                 break;
             }
-            off += i as isize * g.xst[2 + d] as isize;
+            off += i as usize * g.xst[2 + d] as usize;
         }
-        let run = dst.add(at);
+        let run = &mut dst[at..at + ow_n];
         if inside {
             let k0 = kidx[last] * d_l - p_l;
-            for ow in 0..ow_n {
+            for (ow, r) in run.iter_mut().enumerate() {
                 let i = ow as i64 * s_l + k0;
-                *run.add(ow) = if i < 0 || i >= in_l {
+                *r = if i < 0 || i >= in_l {
                     T::default()
                 } else {
-                    *x.offset(off + i as isize * st_l)
+                    x[off + i as usize * st_l]
                 };
             }
         } else {
-            for ow in 0..ow_n {
-                *run.add(ow) = T::default();
-            }
+            run.fill(T::default());
         }
         at += ow_n;
         for d in (0..last).rev() {
@@ -834,11 +803,7 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
             let q = handle(query, "query")?;
             let k = handle(key, "key")?;
             let v = handle(value, "value")?;
-            let mask = if attn_mask.is_null() {
-                None
-            } else {
-                Some(unsafe { *attn_mask }).filter(|p| !p.is_null())
-            };
+            let mask = util::optional_handle(attn_mask, "attn_mask");
             let r0 = out(ret0, "ret0")?;
             let r1 = out(ret1, "ret1")?;
             if dropout_p != 0.0 {
@@ -851,11 +816,7 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
             for (t, n) in [(q, "query"), (k, "key"), (v, "value")] {
                 expect_dim(t, 4, n)?;
             }
-            let (qs, ks, vs) = (
-                util::sizes(q).to_vec(),
-                util::sizes(k).to_vec(),
-                util::sizes(v).to_vec(),
-            );
+            let (qs, ks, vs) = (q.sizes().to_vec(), k.sizes().to_vec(), v.sizes().to_vec());
             let (bsz, h, l, e) = (qs[0], qs[1], qs[2], qs[3]);
             let (s, ev) = (ks[2], vs[3]);
             if ks[0] != bsz || vs[0] != bsz || ks[1] != h || vs[1] != h || ks[3] != e || vs[2] != s
@@ -868,18 +829,19 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
             let scale = if scale.is_null() {
                 1.0 / (e as f64).sqrt()
             } else {
-                unsafe { *scale }
+                // SAFETY: scale is non-NULL (checked above); c_shim_cpu.h passes an optional
+                // double (`float?`) as a pointer to one readable double, live for the call.
+                unsafe { scale.read() }
             };
             let osz = [bsz, h, l, ev];
             // ATen's output is laid out like the query (empty_like(query) when E == Ev: the
             // query's strides if it is dense, e.g. the (B, L, H, E).transpose(1, 2) a model's
             // projection gives); otherwise dense in the query's dim order.
             let ost: Vec<i64> = if e == ev {
-                let like =
-                    make(|o| unsafe { sys::tensor_empty_like(q, sys::TENSOR_PRESERVE_FORMAT, o) })?;
-                util::strides(like.0).to_vec()
+                let like = q.empty_like(sys::TENSOR_PRESERVE_FORMAT)?;
+                like.get().strides().to_vec()
             } else {
-                let qst = util::strides(q);
+                let qst = q.strides();
                 let mut order: Vec<usize> = (0..4).collect();
                 order.sort_by(|&a, &b| qst[b].cmp(&qst[a]));
                 let mut st = [0i64; 4];
@@ -892,49 +854,39 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
             };
             let lsz = [bsz, h, l];
             let lst = [l * h, 1, h];
-            let outp = empty(&osz, &ost, dtype)?;
+            let mut outp = empty(&osz, &ost, dtype)?;
             let _ = contiguous_strides; // (used by the mask below)
-            let lse = empty(&lsz, &lst, F32.max(if dtype == F64 { F64 } else { F32 }))?;
+            let mut lse = empty(&lsz, &lst, F32.max(if dtype == F64 { F64 } else { F32 }))?;
             // Float32 (float64 for float64) working copies, contiguous.
             let work = if dtype == F64 { F64 } else { F32 };
-            let cvt = |t: Handle| -> Result<Owned> {
-                let c = make(|o| unsafe { sys::tensor_to_dtype(t, work, o) })?;
-                contiguous(c.0)
+            let cvt = |t: Tensor| -> Result<Owned> {
+                let c = t.to_dtype(work)?;
+                contiguous(c.get())
             };
             let (qc, kc, vc) = (cvt(q)?, cvt(k)?, cvt(v)?);
             let mc = match mask {
                 Some(m) => {
                     // broadcast to [B, H, L, S] as float (bool: true keeps, false is -inf)
-                    let full = empty(&[bsz, h, l, s], &contiguous_strides(&[bsz, h, l, s]), work)?;
-                    let mdt = unsafe { sys::tensor_dtype(m) };
-                    if mdt == 11 {
-                        let f = make(|o| unsafe { sys::tensor_to_dtype(m, work, o) })?;
-                        crate::error::check(unsafe { sys::tensor_copy_(full.0, f.0) })?;
-                        let n = (bsz * h * l * s) as usize;
-                        let p = unsafe { sys::tensor_data_ptr(full.0) };
-                        for i in 0..n {
-                            unsafe {
-                                if work == F64 {
-                                    let x = (p as *mut f64).add(i);
-                                    *x = if *x != 0.0 { 0.0 } else { f64::NEG_INFINITY };
-                                } else {
-                                    let x = (p as *mut f32).add(i);
-                                    *x = if *x != 0.0 { 0.0 } else { f32::NEG_INFINITY };
-                                }
-                            }
+                    let mut full =
+                        empty(&[bsz, h, l, s], &contiguous_strides(&[bsz, h, l, s]), work)?;
+                    if m.dtype() == 11 {
+                        let f = m.to_dtype(work)?;
+                        full.get().copy_from(f.get())?;
+                        if work == F64 {
+                            bool_mask_to_additive::<f64>(&mut full)?;
+                        } else {
+                            bool_mask_to_additive::<f32>(&mut full)?;
                         }
                     } else {
-                        crate::error::check(unsafe { sys::tensor_copy_(full.0, m) }).map_err(
-                            |mut er| {
-                                er.msg = format!(
-                                    "attn_mask {:?} does not broadcast to {:?}: {}",
-                                    util::sizes(m),
-                                    [bsz, h, l, s],
-                                    er.msg
-                                );
-                                er
-                            },
-                        )?;
+                        full.get().copy_from(m).map_err(|mut er| {
+                            er.msg = format!(
+                                "attn_mask {:?} does not broadcast to {:?}: {}",
+                                m.sizes(),
+                                [bsz, h, l, s],
+                                er.msg
+                            );
+                            er
+                        })?;
                     }
                     Some(full)
                 }
@@ -950,8 +902,8 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
                     scale,
                     is_causal != 0,
                     F64,
-                    &outp,
-                    &lse,
+                    &mut outp,
+                    &mut lse,
                     dtype,
                 )?;
             } else {
@@ -964,8 +916,8 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
                     scale,
                     is_causal != 0,
                     F32,
-                    &outp,
-                    &lse,
+                    &mut outp,
+                    &mut lse,
                     dtype,
                 )?;
             }
@@ -997,7 +949,26 @@ impl Real for f64 {
     }
 }
 
-fn attention<T: Real>(
+/// A bool mask already converted to float (1 / 0) into the additive mask it means: 0
+/// where kept, -inf where masked. `full` is the mask buffer just allocated (`empty`).
+fn bool_mask_to_additive<T: Real + Element>(full: &mut Owned) -> Result<()> {
+    // SAFETY: full was allocated by `empty` in the attention kernel and only filled by
+    // copy_from since: no other reference reaches its storage.
+    for x in unsafe { full.values_mut::<T>() }? {
+        *x = if x.d() != 0.0 {
+            T::f(0.0)
+        } else {
+            T::f(f64::NEG_INFINITY)
+        };
+    }
+    Ok(())
+}
+
+/// Flash attention in `T` (`work`): `q`, `k`, `v`, `mask` are contiguous `T` tensors of
+/// sizes [B, H, L, E], [B, H, S, E], [B, H, S, Ev], [B, H, L, S]; `outp` ([B, H, L, Ev],
+/// dense, of `out_dtype`) and `lse` ([B, H, L] with strides (L*H, 1, H), of `T`) were just
+/// allocated by the caller.
+fn attention<T: Real + Element>(
     q: &Owned,
     k: &Owned,
     v: &Owned,
@@ -1006,26 +977,39 @@ fn attention<T: Real>(
     scale: f64,
     causal: bool,
     work: i32,
-    outp: &Owned,
-    lse: &Owned,
+    outp: &mut Owned,
+    lse: &mut Owned,
     out_dtype: i32,
 ) -> Result<()> {
     let [bsz, h, l, s, e, ev] = dims.map(|x| x as usize);
-    let item = std::mem::size_of::<T>() as isize;
-    let qp = unsafe { sys::tensor_data_ptr(q.0) } as *mut u8;
-    let kp = unsafe { sys::tensor_data_ptr(k.0) } as *mut u8;
-    let vp = unsafe { sys::tensor_data_ptr(v.0) } as *mut u8;
-    let mp = mask.map(|m| unsafe { sys::tensor_data_ptr(m.0) } as *const T);
+    let (qv, kv, vv) = (
+        q.get().values::<T>()?,
+        k.get().values::<T>()?,
+        v.get().values::<T>()?,
+    );
+    let mv = match mask {
+        Some(m) => Some(m.get().values::<T>()?),
+        None => None,
+    };
     // Results in the working dtype with the output strides, then converted if needed.
-    let ost: Vec<usize> = util::strides(outp.0).iter().map(|&x| x as usize).collect();
-    let o_work = if out_dtype == work {
+    let ost: Vec<usize> = outp.get().strides().iter().map(|&x| x as usize).collect();
+    let mut o_work = if out_dtype == work {
         None
     } else {
-        Some(empty(util::sizes(outp.0), util::strides(outp.0), work)?)
+        Some(empty(outp.get().sizes(), outp.get().strides(), work)?)
     };
-    let op = unsafe { sys::tensor_data_ptr(o_work.as_ref().map_or(outp.0, |o| o.0)) } as *mut u8;
-    let lp = unsafe { sys::tensor_data_ptr(lse.0) } as *mut u8;
-    let lse_f64 = unsafe { sys::tensor_dtype(lse.0) } == F64;
+    // SAFETY: o_work was allocated by `empty` just above, and outp by `empty` in the
+    // flash-attention entry point, which hands it to the model only after this returns:
+    // no other reference reaches either storage while ov lives.
+    let ov = unsafe {
+        match o_work.as_mut() {
+            Some(o) => o.values_mut::<T>(),
+            None => outp.values_mut::<T>(),
+        }
+    }?;
+    // SAFETY: lse was allocated by `empty` in the flash-attention entry point, which hands
+    // it to the model only after this returns: no other reference reaches its storage.
+    let lv = unsafe { lse.values_mut::<T>() }?;
     let mut scores = vec![T::f(0.0); l * s.max(1)];
     for bi in 0..bsz {
         for hi in 0..h {
@@ -1034,10 +1018,14 @@ fn attention<T: Real>(
                 continue;
             }
             if s > 0 {
-                // scores = scale * q @ k^T
+                // SAFETY: T is float32/64 (Element); dst is scores, l x s (its l * s
+                // elements); lhs is head bh of the contiguous query qv, l x e from bh*l*e,
+                // and rhs the transposed head bh of the contiguous key kv, e x s from
+                // bh*s*e, both inside their slices (B*H*L*E and B*H*S*E elements, aligned:
+                // checked by values); scores is this call's Vec, overlapping neither.
                 unsafe {
                     gemm_any(
-                        work,
+                        T::DTYPE,
                         l,
                         s,
                         e,
@@ -1048,12 +1036,12 @@ fn attention<T: Real>(
                         },
                         false,
                         Mat {
-                            ptr: qp.wrapping_offset((bh * l * e) as isize * item),
+                            ptr: qv.as_ptr().wrapping_add(bh * l * e).cast_mut().cast(),
                             rs: e as isize,
                             cs: 1,
                         },
                         Mat {
-                            ptr: kp.wrapping_offset((bh * s * e) as isize * item),
+                            ptr: kv.as_ptr().wrapping_add(bh * s * e).cast_mut().cast(),
                             rs: 1,
                             cs: e as isize,
                         },
@@ -1067,8 +1055,8 @@ fn attention<T: Real>(
                 let mut mx = f64::NEG_INFINITY;
                 for (j, x) in row.iter_mut().enumerate() {
                     let mut val = x.d();
-                    if let Some(mp) = mp {
-                        val += unsafe { (*mp.add((bh * l + i) * s + j)).d() };
+                    if let Some(mv) = mv {
+                        val += mv[(bh * l + i) * s + j].d();
                     }
                     if causal && j > i {
                         val = f64::NEG_INFINITY;
@@ -1089,44 +1077,35 @@ fn attention<T: Real>(
                 } else {
                     row.fill(T::f(0.0)); // a fully masked row: zeros, as ATen's flash kernel
                 }
-                let lv = if mx.is_finite() {
+                let lse_v = if mx.is_finite() {
                     mx + sum.ln()
                 } else {
                     f64::INFINITY
                 };
-                let at = lp.wrapping_offset(
-                    ((bi * l * h) + i * h + hi) as isize * if lse_f64 { 8 } else { 4 },
-                );
-                unsafe {
-                    if lse_f64 {
-                        *(at as *mut f64) = lv
-                    } else {
-                        *(at as *mut f32) = lv as f32
-                    }
-                };
+                lv[(bi * l * h) + i * h + hi] = T::f(lse_v);
             }
             // out[b, h] (rows at stride h*ev) = P @ v
-            let dst = Mat {
-                ptr: op.wrapping_offset((bi * ost[0] + hi * ost[1]) as isize * item),
-                rs: ost[2] as isize,
-                cs: ost[3] as isize,
-            };
+            let at = bi * ost[0] + hi * ost[1];
             if s == 0 {
                 for i in 0..l {
                     for c in 0..ev {
-                        unsafe {
-                            *(dst
-                                .ptr
-                                .wrapping_offset((i as isize * dst.rs + c as isize * dst.cs) * item)
-                                as *mut T) = T::f(0.0)
-                        };
+                        ov[at + i * ost[2] + c * ost[3]] = T::f(0.0);
                     }
                 }
                 continue;
             }
+            let dst = Mat {
+                ptr: ov.as_mut_ptr().wrapping_add(at).cast(),
+                rs: ost[2] as isize,
+                cs: ost[3] as isize,
+            };
+            // SAFETY: T is float32/64 (Element); dst is out[bi, hi], l x ev at the output's
+            // strides inside ov (the dense [B, H, L, Ev] output's aligned elements, which
+            // only this call uses); lhs is scores (l x s, this call's Vec) and rhs head bh of
+            // the contiguous value vv, s x ev from bh*s*ev, inside it; dst overlaps neither.
             unsafe {
                 gemm_any(
-                    work,
+                    T::DTYPE,
                     l,
                     ev,
                     s,
@@ -1138,7 +1117,7 @@ fn attention<T: Real>(
                         cs: 1,
                     },
                     Mat {
-                        ptr: vp.wrapping_offset((bh * s * ev) as isize * item),
+                        ptr: vv.as_ptr().wrapping_add(bh * s * ev).cast_mut().cast(),
                         rs: ev as isize,
                         cs: 1,
                     },
@@ -1149,7 +1128,7 @@ fn attention<T: Real>(
         }
     }
     if let Some(o) = o_work {
-        crate::error::check(unsafe { sys::tensor_copy_(outp.0, o.0) })?;
+        outp.get().copy_from(o.get())?;
     }
     Ok(())
 }

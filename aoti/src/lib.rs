@@ -6,7 +6,7 @@
 //! It links libtensor.so dynamically through libtensor's C API (`sys`), so that a process
 //! has one copy of libtensor's state, and a tensor a model returns is a `tensor_t*`.
 
-#![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+#![allow(clippy::too_many_arguments)]
 
 mod error;
 mod kernels;

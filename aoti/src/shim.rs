@@ -10,11 +10,11 @@
 //! `AOTI_TORCH_FAILURE` with a message naming the function.
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 
-use crate::error::{check, err, shim, shim_value, Result};
+use crate::error::{err, shim, shim_value, Result};
 use crate::sys::{self, tensor_t};
-use crate::util::{self, handle, make, out, Handle};
+use crate::util::{self, handle, make, out, Handle, Tensor};
 
 type AtenTensorHandle = *mut tensor_t;
 
@@ -81,7 +81,7 @@ pub extern "C" fn aoti_torch_dtype_element_size(dtype: i32) -> usize {
     shim_value("aoti_torch_dtype_element_size", 0, || match dtype {
         8 => 4,                 // complex32
         23..=26 | 44 | 45 => 1, // float8 / float4x2
-        d => unsafe { sys::tensor_dtype_itemsize(d) },
+        d => util::itemsize(d),
     })
 }
 
@@ -147,7 +147,10 @@ pub extern "C" fn aoti_torch_grad_mode_set_enabled(enabled: bool) {
 #[no_mangle]
 pub extern "C" fn aoti_torch_delete_tensor_object(tensor: AtenTensorHandle) -> i32 {
     shim("aoti_torch_delete_tensor_object", || {
-        unsafe { sys::tensor_release(handle(tensor, "tensor")?) };
+        let t = handle(tensor, "tensor")?;
+        // SAFETY: the caller gives up the reference this live handle holds (shim.h: delete
+        // releases the handle); nothing here uses t afterwards.
+        unsafe { sys::tensor_release(t.raw()) };
         Ok(())
     })
 }
@@ -160,7 +163,7 @@ pub extern "C" fn aoti_torch_new_tensor_handle(
     shim("aoti_torch_new_tensor_handle", || {
         let t = handle(orig_handle, "orig_handle")?;
         let o = out(new_handle, "new_handle")?;
-        *o = unsafe { sys::tensor_retain(t) };
+        *o = t.retain().into_raw();
         Ok(())
     })
 }
@@ -173,7 +176,7 @@ pub extern "C" fn aoti_torch_assign_tensors_out(
     shim("aoti_torch_assign_tensors_out", || {
         let t = handle(src, "src")?;
         let o = out(ret_dst, "ret_dst")?;
-        *o = unsafe { sys::tensor_retain(t) };
+        *o = t.retain().into_raw();
         Ok(())
     })
 }
@@ -196,34 +199,29 @@ macro_rules! accessor {
 }
 
 // c10's data_ptr(): NULL for a tensor without elements, else storage data + offset.
-accessor!(aoti_torch_get_data_ptr, *mut c_void, |t| unsafe {
-    sys::tensor_data_ptr(t)
+accessor!(aoti_torch_get_data_ptr, *mut c_void, |t| t.data_ptr());
+accessor!(aoti_torch_get_storage_size, i64, |t| {
+    t.storage_nbytes() as i64
 });
-accessor!(aoti_torch_get_storage_size, i64, |t| unsafe {
-    sys::storage_nbytes(sys::tensor_storage(t)) as i64
+accessor!(aoti_torch_get_storage_numel, i64, |t| {
+    let item = util::itemsize(t.dtype()).max(1);
+    (t.storage_nbytes() / item) as i64
 });
-accessor!(aoti_torch_get_storage_numel, i64, |t| unsafe {
-    let item = sys::tensor_dtype_itemsize(sys::tensor_dtype(t)).max(1);
-    (sys::storage_nbytes(sys::tensor_storage(t)) / item) as i64
+accessor!(aoti_torch_get_dim, i64, |t| t.ndim());
+accessor!(aoti_torch_get_numel, i64, |t| t.numel());
+// libtensor's own arrays (borrowed, valid while the tensor lives), as libtorch's.
+accessor!(aoti_torch_get_sizes, *mut i64, |t| {
+    t.sizes_ptr() as *mut i64
 });
-accessor!(aoti_torch_get_dim, i64, |t| unsafe { sys::tensor_ndim(t) });
-accessor!(aoti_torch_get_numel, i64, |t| unsafe {
-    sys::tensor_numel(t)
+accessor!(aoti_torch_get_strides, *mut i64, |t| {
+    t.strides_ptr() as *mut i64
 });
-accessor!(aoti_torch_get_sizes, *mut i64, |t| unsafe {
-    sys::tensor_sizes(t) as *mut i64
+accessor!(aoti_torch_get_dtype, i32, |t| t.dtype());
+accessor!(aoti_torch_get_device_type, i32, |t| {
+    device_to_c10(t.device().device_type)
 });
-accessor!(aoti_torch_get_strides, *mut i64, |t| unsafe {
-    sys::tensor_strides(t) as *mut i64
-});
-accessor!(aoti_torch_get_dtype, i32, |t| unsafe {
-    sys::tensor_dtype(t)
-});
-accessor!(aoti_torch_get_device_type, i32, |t| unsafe {
-    device_to_c10(sys::storage_device(sys::tensor_storage(t)).device_type)
-});
-accessor!(aoti_torch_get_device_index, i32, |t| unsafe {
-    let d = sys::storage_device(sys::tensor_storage(t));
+accessor!(aoti_torch_get_device_index, i32, |t| {
+    let d = t.device();
     // c10's CPU device has index -1 unless set; a CPU tensor reports -1 in libtorch too.
     if device_to_c10(d.device_type) == 0 {
         -1
@@ -232,11 +230,9 @@ accessor!(aoti_torch_get_device_index, i32, |t| unsafe {
     }
 });
 accessor!(aoti_torch_get_layout, i32, |_t| 0);
-accessor!(aoti_torch_get_storage_offset, i64, |t| unsafe {
-    sys::tensor_storage_offset(t)
-});
-accessor!(aoti_torch_is_contiguous, bool, |t| unsafe {
-    sys::tensor_is_contiguous(t, sys::TENSOR_CONTIGUOUS_FORMAT)
+accessor!(aoti_torch_get_storage_offset, i64, |t| t.storage_offset());
+accessor!(aoti_torch_is_contiguous, bool, |t| {
+    t.is_contiguous(sys::TENSOR_CONTIGUOUS_FORMAT)
 });
 accessor!(aoti_torch_is_defined, bool, |_t| true);
 
@@ -245,8 +241,8 @@ pub extern "C" fn aoti_torch_get_size(tensor: AtenTensorHandle, d: i64, ret_size
     shim("aoti_torch_get_size", || {
         let t = handle(tensor, "tensor")?;
         let r = out(ret_size, "ret_size")?;
-        // SAFETY: t is a live handle (checked by `handle`), r a valid out-pointer (`out`).
-        check(unsafe { sys::tensor_size(t, d, r) })
+        *r = t.size(d)?;
+        Ok(())
     })
 }
 
@@ -259,8 +255,8 @@ pub extern "C" fn aoti_torch_get_stride(
     shim("aoti_torch_get_stride", || {
         let t = handle(tensor, "tensor")?;
         let r = out(ret_stride, "ret_stride")?;
-        // SAFETY: t is a live handle (checked by `handle`), r a valid out-pointer (`out`).
-        check(unsafe { sys::tensor_stride(t, d, r) })
+        *r = t.stride(d)?;
+        Ok(())
     })
 }
 
@@ -282,10 +278,7 @@ pub extern "C" fn aoti_torch_empty_strided(
         let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
         let r = out(ret_new_tensor, "ret_new_tensor")?;
         device_from_c10(device_type, device_index)?;
-        let t = make(|o| unsafe {
-            sys::tensor_empty_strided(sizes.as_ptr(), strides.as_ptr(), ndim, dtype, o)
-        })?;
-        *r = t.into_raw();
+        *r = util::empty_strided(sizes, strides, dtype)?.into_raw();
         Ok(())
     })
 }
@@ -322,7 +315,7 @@ fn from_blob(
             format!("storage_offset {storage_offset} is negative"),
         );
     }
-    let item = unsafe { sys::tensor_dtype_itemsize(dtype) } as i64;
+    let item = util::itemsize(dtype) as i64;
     if item == 0 {
         return err(
             sys::TENSOR_ERR_INVALID_ARGUMENT,
@@ -338,6 +331,9 @@ fn from_blob(
             msg: format!("storage_offset {storage_offset} plus extent {ext} overflows"),
         })?;
     let mut s: *mut sys::storage_t = std::ptr::null_mut();
+    // SAFETY: libtensor only records `data` (no deleter: the caller keeps it alive, shim.h's
+    // contract for a blob, which covers the bytes the layout reaches, nbytes); s is a
+    // writable out-parameter.
     crate::error::check(unsafe {
         sys::storage_from_blob(
             data,
@@ -348,6 +344,8 @@ fn from_blob(
             &mut s,
         )
     })?;
+    // SAFETY: s is the live storage just made (its one reference, ours); sizes and strides
+    // are util::array's ndim entries each; o is make's out-parameter.
     let t = make(|o| unsafe {
         sys::tensor_from_storage(
             s,
@@ -359,6 +357,7 @@ fn from_blob(
             o,
         )
     });
+    // SAFETY: s holds our one reference (the tensor, if made, holds its own); released once.
     unsafe { sys::storage_release(s) };
     Ok(t?.into_raw())
 }
@@ -452,7 +451,7 @@ pub extern "C" fn aoti_torch__reinterpret_tensor(
         let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
         let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
         let r = out(ret_new_tensor, "ret_new_tensor")?;
-        let base = unsafe { sys::tensor_storage_offset(t) };
+        let base = t.storage_offset();
         let offset = base
             .checked_add(offset_increment)
             .ok_or(crate::error::Error {
@@ -461,10 +460,7 @@ pub extern "C" fn aoti_torch__reinterpret_tensor(
                     "self's offset {base} + offset_increment {offset_increment} overflows"
                 ),
             })?;
-        let v = make(|o| unsafe {
-            sys::tensor_as_strided(t, sizes.as_ptr(), strides.as_ptr(), ndim, offset, o)
-        })?;
-        *r = v.into_raw();
+        *r = t.as_strided(sizes, strides, offset)?.into_raw();
         Ok(())
     })
 }
@@ -478,15 +474,11 @@ pub extern "C" fn aoti_torch_as_strided(
 ) -> i32 {
     shim("aoti_torch_as_strided", || {
         let t = handle(self_, "self")?;
-        let ndim = unsafe { sys::tensor_ndim(t) };
+        let ndim = t.ndim();
         let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
         let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
         let r = out(ret, "ret")?;
-        let off = unsafe { sys::tensor_storage_offset(t) };
-        let v = make(|o| unsafe {
-            sys::tensor_as_strided(t, sizes.as_ptr(), strides.as_ptr(), ndim, off, o)
-        })?;
-        *r = v.into_raw();
+        *r = t.as_strided(sizes, strides, t.storage_offset())?.into_raw();
         Ok(())
     })
 }
@@ -506,10 +498,8 @@ pub extern "C" fn aoti_torch__alloc_from_pool(
         let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
         let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
         let r = out(ret_new_tensor, "ret_new_tensor")?;
-        let item = unsafe { sys::tensor_dtype_itemsize(dtype) } as i64;
-        let base = unsafe {
-            sys::tensor_storage_offset(t) * sys::tensor_dtype_itemsize(sys::tensor_dtype(t)) as i64
-        };
+        let item = util::itemsize(dtype) as i64;
+        let base = t.storage_offset() * util::itemsize(t.dtype()) as i64;
         let bytes = base.checked_add(offset_bytes).unwrap_or(-1);
         if item == 0 || bytes < 0 || bytes % item != 0 {
             return err(
@@ -517,18 +507,9 @@ pub extern "C" fn aoti_torch__alloc_from_pool(
                 format!("offset_bytes {offset_bytes} (self at byte {base}) is not a non-negative multiple of {}'s size {item}", util::dtype_name(dtype)),
             );
         }
-        let v = make(|o| unsafe {
-            sys::tensor_from_storage(
-                sys::tensor_storage(t),
-                bytes / item,
-                sizes.as_ptr(),
-                strides.as_ptr(),
-                ndim,
-                dtype,
-                o,
-            )
-        })?;
-        *r = v.into_raw();
+        *r = t
+            .over_storage(bytes / item, sizes, strides, dtype)?
+            .into_raw();
         Ok(())
     })
 }
@@ -538,7 +519,7 @@ pub extern "C" fn aoti_torch_clone(self_: AtenTensorHandle, ret: *mut AtenTensor
     shim("aoti_torch_clone", || {
         let t = handle(self_, "self")?;
         let r = out(ret, "ret")?;
-        *r = make(|o| unsafe { sys::tensor_clone(t, sys::TENSOR_PRESERVE_FORMAT, o) })?.into_raw();
+        *r = t.clone_as(sys::TENSOR_PRESERVE_FORMAT)?.into_raw();
         Ok(())
     })
 }
@@ -553,17 +534,11 @@ pub extern "C" fn aoti_torch_clone_preserve_strides(
     shim("aoti_torch_clone_preserve_strides", || {
         let t = handle(self_, "self")?;
         let r = out(ret, "ret")?;
-        let (sizes, strides) = (util::sizes(t), util::strides(t));
+        let (sizes, strides) = (t.sizes(), t.strides());
         let ext = util::extent(sizes, strides)?;
-        let off = unsafe { sys::tensor_storage_offset(t) };
-        let flat = make(|o| unsafe { sys::tensor_as_strided(t, &ext, &1, 1, off, o) })?;
-        let copy =
-            make(|o| unsafe { sys::tensor_clone(flat.0, sys::TENSOR_CONTIGUOUS_FORMAT, o) })?;
-        let n = sizes.len() as i64;
-        *r = make(|o| unsafe {
-            sys::tensor_as_strided(copy.0, sizes.as_ptr(), strides.as_ptr(), n, 0, o)
-        })?
-        .into_raw();
+        let flat = t.as_strided(&[ext], &[1], t.storage_offset())?;
+        let copy = flat.get().clone_as(sys::TENSOR_CONTIGUOUS_FORMAT)?;
+        *r = copy.get().as_strided(sizes, strides, 0)?.into_raw();
         Ok(())
     })
 }
@@ -578,7 +553,7 @@ pub extern "C" fn aoti_torch_copy_(
         let _ = non_blocking; // CPU copies are synchronous
         let d = handle(self_, "self")?;
         let s = handle(src, "src")?;
-        crate::error::check(unsafe { sys::tensor_copy_(d, s) })
+        d.copy_from(s)
     })
 }
 
@@ -588,7 +563,7 @@ pub extern "C" fn aoti_torch_tensor_copy_(src: AtenTensorHandle, dst: AtenTensor
     shim("aoti_torch_tensor_copy_", || {
         let s = handle(src, "src")?;
         let d = handle(dst, "dst")?;
-        crate::error::check(unsafe { sys::tensor_copy_(d, s) })
+        d.copy_from(s)
     })
 }
 
@@ -596,16 +571,31 @@ pub extern "C" fn aoti_torch_tensor_copy_(src: AtenTensorHandle, dst: AtenTensor
 pub extern "C" fn aoti_torch_zero_(self_: AtenTensorHandle) -> i32 {
     shim("aoti_torch_zero_", || {
         let t = handle(self_, "self")?;
-        crate::error::check(unsafe { sys::tensor_fill_i64(t, 0) })
+        t.fill_i64(0)
     })
 }
 
 // ------------------------------------------------------------------------------------------
 // item_* and scalar_to_tensor_*.
 
+/// A scalar type of the shim whose every bit pattern (of its size) is a valid value, so
+/// that an element's bytes can be read as one (not `bool`: its item reads a byte).
+trait Plain: Copy {}
+impl Plain for u8 {}
+impl Plain for i8 {}
+impl Plain for u16 {}
+impl Plain for i16 {}
+impl Plain for u32 {}
+impl Plain for i32 {}
+impl Plain for u64 {}
+impl Plain for i64 {}
+impl Plain for f32 {}
+impl Plain for f64 {}
+impl Plain for Complex32 {}
+
 /// The one element of `t` as its raw bytes when its dtype is `want`, else converted.
-fn item<T: Copy>(t: Handle, want: i32, conv: impl FnOnce(Handle) -> Result<T>) -> Result<T> {
-    let n = unsafe { sys::tensor_numel(t) };
+fn item<T: Plain>(t: Tensor, want: i32, conv: impl FnOnce(Tensor) -> Result<T>) -> Result<T> {
+    let n = t.numel();
     if n != 1 {
         return err(
             sys::TENSOR_ERR_SHAPE,
@@ -613,29 +603,23 @@ fn item<T: Copy>(t: Handle, want: i32, conv: impl FnOnce(Handle) -> Result<T>) -
         );
     }
     util::require_cpu(t, "tensor")?;
-    if unsafe { sys::tensor_dtype(t) } == want {
-        let p = unsafe { sys::tensor_data_ptr(t) } as *const T;
+    if t.dtype() == want && util::itemsize(want) == std::mem::size_of::<T>() {
+        let p = t.data_ptr().cast::<T>();
+        // SAFETY: t is live (Tensor's invariant), on the CPU (require_cpu) and has one
+        // element (n == 1, so p is non-NULL) of dtype `want`, whose size is T's (checked
+        // above): p points to size_of::<T>() readable bytes inside its storage, which are a
+        // valid T (Plain); read_unaligned needs no alignment.
         return Ok(unsafe { p.read_unaligned() });
     }
     conv(t)
 }
 
-fn get_f64(t: Handle) -> Result<f64> {
-    let idx = [0i64; 64];
-    let mut v = 0.0;
-    crate::error::check(unsafe {
-        sys::tensor_get_f64(t, idx.as_ptr(), sys::tensor_ndim(t), &mut v)
-    })?;
-    Ok(v)
+fn get_f64(t: Tensor) -> Result<f64> {
+    t.first_f64()
 }
 
-fn get_i64(t: Handle) -> Result<i64> {
-    let idx = [0i64; 64];
-    let mut v = 0;
-    crate::error::check(unsafe {
-        sys::tensor_get_i64(t, idx.as_ptr(), sys::tensor_ndim(t), &mut v)
-    })?;
-    Ok(v)
+fn get_i64(t: Tensor) -> Result<i64> {
+    t.first_i64()
 }
 
 macro_rules! items {
@@ -667,8 +651,19 @@ items! {
     aoti_torch_item_int16: i16 = 2, |t| Ok(get_i64(t)? as i16);
     aoti_torch_item_int32: i32 = 3, |t| Ok(get_i64(t)? as i32);
     aoti_torch_item_int64: i64 = 4, |t| get_i64(t);
-    aoti_torch_item_bool: bool = 11, |t| Ok(get_f64(t)? != 0.0);
     aoti_torch_item_complex64: Complex32 = 9, |t| Ok(Complex32 { re: get_f64(t)? as f32, im: 0.0 });
+}
+
+/// A bool tensor's item: its byte read as is (any nonzero byte is true, as a byte read
+/// as `u8`), converted from another dtype.
+#[no_mangle]
+pub extern "C" fn aoti_torch_item_bool(tensor: AtenTensorHandle, ret_value: *mut bool) -> i32 {
+    shim("aoti_torch_item_bool", || {
+        let t = handle(tensor, "tensor")?;
+        let r = out(ret_value, "ret_value")?;
+        *r = item::<u8>(t, 11, |t| Ok((get_f64(t)? != 0.0) as u8))? != 0;
+        Ok(())
+    })
 }
 
 /// `c10::complex<float>` (passed by value as two floats).
@@ -689,10 +684,22 @@ pub struct Complex64 {
 
 fn scalar<T: Copy>(value: T, dtype: i32, ret: *mut AtenTensorHandle) -> Result<()> {
     let r = out(ret, "ret_new_tensor")?;
-    let t = make(|o| unsafe {
-        sys::tensor_empty_strided(std::ptr::null(), std::ptr::null(), 0, dtype, o)
-    })?;
-    unsafe { (sys::tensor_data_ptr(t.0) as *mut T).write_unaligned(value) };
+    let t = util::empty_strided(&[], &[], dtype)?;
+    let p = t.get().data_ptr().cast::<T>();
+    if util::itemsize(dtype) != std::mem::size_of::<T>() || p.is_null() {
+        return err(
+            sys::TENSOR_ERR_INTERNAL,
+            format!(
+                "{} does not hold a {}-byte value",
+                util::dtype_name(dtype),
+                std::mem::size_of::<T>()
+            ),
+        );
+    }
+    // SAFETY: t is the 0-dim tensor just allocated (one element of dtype, whose size is
+    // T's: checked above), so p (non-NULL) points to size_of::<T>() writable bytes nothing
+    // else uses; write_unaligned needs no alignment.
+    unsafe { p.write_unaligned(value) };
     *r = t.into_raw();
     Ok(())
 }
@@ -728,30 +735,25 @@ scalars! {
 // Diagnostics.
 
 fn cstr(p: *const c_char) -> String {
-    if p.is_null() {
-        "(null)".into()
-    } else {
-        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-    }
+    util::c_string(p).unwrap_or_else(|| "(null)".into())
 }
 
-fn describe(t: Handle) -> String {
+fn describe(t: Tensor) -> String {
     format!(
         "{} sizes {:?} strides {:?} offset {}",
-        util::dtype_name(unsafe { sys::tensor_dtype(t) }),
-        util::sizes(t),
-        util::strides(t),
-        unsafe { sys::tensor_storage_offset(t) }
+        util::dtype_name(t.dtype()),
+        t.sizes(),
+        t.strides(),
+        t.storage_offset()
     )
 }
 
 #[no_mangle]
 pub extern "C" fn aoti_torch_print_tensor_handle(self_: AtenTensorHandle, msg: *const c_char) {
     shim_value("aoti_torch_print_tensor_handle", (), || {
-        if self_.is_null() {
-            eprintln!("{}: (null tensor)", cstr(msg));
-        } else {
-            eprintln!("{}: {}", cstr(msg), describe(self_));
+        match handle(self_, "self") {
+            Ok(t) => eprintln!("{}: {}", cstr(msg), describe(t)),
+            Err(_) => eprintln!("{}: (null tensor)", cstr(msg)),
         }
     })
 }
@@ -781,18 +783,13 @@ pub extern "C" fn aoti_torch_check_inf_and_nan(
     shim("aoti_torch_check_inf_and_nan", || {
         let t = handle(tensor, "tensor")?;
         let name = cstr(tensor_name);
-        if !matches!(unsafe { sys::tensor_dtype(t) }, 5 | 6 | 7 | 15) {
+        if !matches!(t.dtype(), 5 | 6 | 7 | 15) {
             return Ok(());
         }
-        let f = make(|o| unsafe { sys::tensor_to_dtype(t, 7, o) })?;
-        let c = make(|o| unsafe { sys::tensor_contiguous(f.0, sys::TENSOR_CONTIGUOUS_FORMAT, o) })?;
-        let n = unsafe { sys::tensor_numel(c.0) } as usize;
-        let p = unsafe { sys::tensor_data_ptr(c.0) } as *const f64;
-        let v = if n == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(p, n) }
-        };
+        let f = t.to_dtype(7)?;
+        let c = f.get().contiguous(sys::TENSOR_CONTIGUOUS_FORMAT)?;
+        // A contiguous float64 tensor: its values, in order.
+        let v = c.get().values::<f64>()?;
         if v.iter().any(|x| x.is_nan()) {
             return err(
                 sys::TENSOR_ERR_INVALID_ARGUMENT,

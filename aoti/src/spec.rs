@@ -6,7 +6,7 @@
 
 use crate::error::{err, Result};
 use crate::sys;
-use crate::util::{self, Handle};
+use crate::util::{self, Tensor};
 
 #[derive(Debug, Default, Clone)]
 pub struct InputSpec {
@@ -129,8 +129,8 @@ pub fn parse(src: &str, n: usize) -> Option<Vec<InputSpec>> {
 
 /// Checks input `i` against its spec: dtype, rank, each static size, dynamic bounds, and
 /// each static stride of a dim of size > 1.
-pub fn check(i: usize, t: Handle, spec: &InputSpec) -> Result<()> {
-    let dtype = unsafe { sys::tensor_dtype(t) };
+pub fn check(i: usize, t: Tensor, spec: &InputSpec) -> Result<()> {
+    let dtype = t.dtype();
     if let Some(want) = spec.dtype {
         if want != dtype {
             return err(
@@ -143,7 +143,7 @@ pub fn check(i: usize, t: Handle, spec: &InputSpec) -> Result<()> {
             );
         }
     }
-    let (sizes, strides) = (util::sizes(t), util::strides(t));
+    let (sizes, strides) = (t.sizes(), t.strides());
     if sizes.len() != spec.ndim {
         return err(
             sys::TENSOR_ERR_SHAPE,

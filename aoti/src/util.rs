@@ -1,29 +1,73 @@
-//! Reading handles and C arrays with the checks every shim function needs.
+//! The one place where libtensor_aoti turns C pointers into Rust values and calls libtensor
+//! on a tensor handle.
+//!
+//! Every exported function (`aoti_torch_*`, `tensor_aoti_*`) receives raw pointers, and the
+//! C contract of its header (shim.h, include/tensor_aoti.h) is what makes reading them
+//! sound: a non-NULL tensor handle is live for the duration of the call, a non-NULL
+//! out-pointer is writable, a non-NULL array has the stated number of entries. `handle`,
+//! `out`, `array` and `optional_handle` check for NULL (and lengths) and then rely on that
+//! contract: they are for an exported function's own arguments only.
+//!
+//! After that check a handle is a [`Tensor`], whose invariant (live for `'a`) makes every
+//! libtensor accessor a safe method here; a tensor this crate makes is an [`Owned`] (one
+//! strong reference, released on drop) that lends `Tensor`s tied to itself.
 
-use crate::error::{err, Result};
+use std::ffi::{c_void, CStr};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use crate::error::{check, err, Error, Result};
 use crate::sys::{self, tensor_t};
 
+/// A raw handle as the C ABI passes it (`AtenTensorHandle`, `tensor_t*`).
 pub type Handle = *mut tensor_t;
 
-/// A non-NULL handle, or NULL_POINTER naming the argument.
-pub fn handle(h: Handle, what: &str) -> Result<Handle> {
-    if h.is_null() {
-        err(sys::TENSOR_ERR_NULL_POINTER, format!("{what} is NULL"))
-    } else {
-        Ok(h)
+/// A libtensor tensor handle that is non-NULL and live for `'a`: an exported function's
+/// handle argument (made by [`handle`], live for the call by the C contract) or one an
+/// [`Owned`] holds (made by [`Owned::get`], live while it is borrowed).
+#[derive(Clone, Copy)]
+pub struct Tensor<'a> {
+    raw: NonNull<tensor_t>,
+    _live: PhantomData<&'a tensor_t>,
+}
+
+/// A non-NULL handle argument as a [`Tensor`], or NULL_POINTER naming the argument. Only
+/// for a handle the C caller passed: the header's contract makes a non-NULL one live for
+/// the call, which is `Tensor`'s invariant.
+pub fn handle<'a>(h: Handle, what: &str) -> Result<Tensor<'a>> {
+    match NonNull::new(h) {
+        Some(raw) => Ok(Tensor {
+            raw,
+            _live: PhantomData,
+        }),
+        None => err(sys::TENSOR_ERR_NULL_POINTER, format!("{what} is NULL")),
     }
 }
 
-/// A non-NULL out-pointer as a reference.
+/// An optional tensor argument passed as `AtenTensorHandle*` (c_shim_cpu.h's convention
+/// for `Tensor?`): None when the pointer or the handle it points to is NULL.
+pub fn optional_handle<'a>(p: *const Handle, what: &str) -> Option<Tensor<'a>> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: a non-NULL `AtenTensorHandle*` argument points to one readable handle (the C
+    // contract of c_shim_cpu.h); p was checked non-NULL above.
+    let h = unsafe { p.read() };
+    handle(h, what).ok()
+}
+
+/// A non-NULL out-pointer argument as a reference, or NULL_POINTER naming it.
 pub fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
     if p.is_null() {
         err(sys::TENSOR_ERR_NULL_POINTER, format!("{what} is NULL"))
     } else {
+        // SAFETY: p is non-NULL (checked above) and, by the C contract, points to a writable,
+        // aligned `T` that nothing else uses during the call.
         Ok(unsafe { &mut *p })
     }
 }
 
-/// `n` entries of a C array (ndim-like `n` in [0, 64]; NULL only when `n == 0`).
+/// `n` entries of a C array argument (ndim-like `n` in [0, 64]; NULL only when `n == 0`).
 pub fn array<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64]> {
     if !(0..=64).contains(&n) {
         return err(
@@ -40,63 +84,404 @@ pub fn array<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64]> {
             format!("{what} is NULL with length {n}"),
         );
     }
+    // SAFETY: p is non-NULL and n in [1, 64] (checked above); the C contract gives a
+    // non-NULL array argument n readable entries for the call.
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-pub fn sizes<'a>(t: Handle) -> &'a [i64] {
-    let n = unsafe { sys::tensor_ndim(t) } as usize;
-    if n == 0 {
-        return &[];
+/// A C string (NULL as None), copied: for the strings listed in the SAFETY comment below.
+pub fn c_string(p: *const std::ffi::c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
     }
-    unsafe { std::slice::from_raw_parts(sys::tensor_sizes(t), n) }
+    // SAFETY: p is non-NULL (checked above). Each caller passes a string that its source
+    // promises NUL-terminated and live until this copy: libtensor's messages and dtype
+    // names (tensor.h), dlerror's and the model's AOTInductorGetLastError message (this
+    // thread's, until its next call), this crate's own last error (a CString), and the
+    // C string arguments of the shim's diagnostics (shim.h: live for the call).
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
-pub fn strides<'a>(t: Handle) -> &'a [i64] {
-    let n = unsafe { sys::tensor_ndim(t) } as usize;
-    if n == 0 {
-        return &[];
-    }
-    unsafe { std::slice::from_raw_parts(sys::tensor_strides(t), n) }
+/// Item size of a libtensor dtype code (0 for an unknown code).
+pub fn itemsize(dtype: i32) -> usize {
+    // SAFETY: tensor_dtype_itemsize takes any code (0 for an unknown one); no pointers.
+    unsafe { sys::tensor_dtype_itemsize(dtype) }
 }
 
 pub fn dtype_name(d: i32) -> String {
-    let p = unsafe { sys::tensor_dtype_name(d) };
-    if p.is_null() {
-        format!("dtype {d}")
-    } else {
-        unsafe { std::ffi::CStr::from_ptr(p) }
-            .to_string_lossy()
-            .into_owned()
+    // SAFETY: tensor_dtype_name takes any code; it returns NULL or a static C string.
+    c_string(unsafe { sys::tensor_dtype_name(d) }).unwrap_or_else(|| format!("dtype {d}"))
+}
+
+/// An element type whose values a kernel reads and writes through typed slices: its
+/// libtensor dtype code, and every bit pattern of its size is a valid value.
+pub trait Element: Copy + 'static {
+    const DTYPE: i32;
+}
+
+impl Element for f32 {
+    const DTYPE: i32 = 6;
+}
+
+impl Element for f64 {
+    const DTYPE: i32 = 7;
+}
+
+impl<'a> Tensor<'a> {
+    /// The raw handle (borrowed: for libtensor calls and for C out-parameters that borrow).
+    pub fn raw(self) -> *mut tensor_t {
+        self.raw.as_ptr()
+    }
+
+    pub fn ndim(self) -> i64 {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_ndim(self.raw()) }
+    }
+
+    /// libtensor's sizes array itself (`ndim` entries, valid while the tensor lives).
+    pub fn sizes_ptr(self) -> *const i64 {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_sizes(self.raw()) }
+    }
+
+    /// libtensor's strides array itself (`ndim` entries, valid while the tensor lives).
+    pub fn strides_ptr(self) -> *const i64 {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_strides(self.raw()) }
+    }
+
+    /// The sizes, borrowed from the tensor (libtensor's array, valid while it lives: 'a).
+    pub fn sizes(self) -> &'a [i64] {
+        let n = self.ndim() as usize;
+        if n == 0 {
+            return &[];
+        }
+        // SAFETY: self is live for 'a (Tensor's invariant); tensor_sizes returns its ndim
+        // (n >= 1) entries, valid while it lives, and nothing here resizes a tensor.
+        unsafe { std::slice::from_raw_parts(self.sizes_ptr(), n) }
+    }
+
+    /// The strides in elements, borrowed as `sizes`.
+    pub fn strides(self) -> &'a [i64] {
+        let n = self.ndim() as usize;
+        if n == 0 {
+            return &[];
+        }
+        // SAFETY: self is live for 'a (Tensor's invariant); tensor_strides returns its ndim
+        // (n >= 1) entries, valid while it lives, and nothing here restrides a tensor.
+        unsafe { std::slice::from_raw_parts(self.strides_ptr(), n) }
+    }
+
+    /// Size of dim `d` (negative wraps; libtensor's one dim wrapping), or INDEX.
+    pub fn size(self, d: i64) -> Result<i64> {
+        let mut v = 0;
+        // SAFETY: self is a live handle (Tensor's invariant); v is a writable i64.
+        check(unsafe { sys::tensor_size(self.raw(), d, &mut v) })?;
+        Ok(v)
+    }
+
+    /// Stride of dim `d` (negative wraps), or INDEX.
+    pub fn stride(self, d: i64) -> Result<i64> {
+        let mut v = 0;
+        // SAFETY: self is a live handle (Tensor's invariant); v is a writable i64.
+        check(unsafe { sys::tensor_stride(self.raw(), d, &mut v) })?;
+        Ok(v)
+    }
+
+    pub fn dtype(self) -> i32 {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_dtype(self.raw()) }
+    }
+
+    pub fn numel(self) -> i64 {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_numel(self.raw()) }
+    }
+
+    pub fn storage_offset(self) -> i64 {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_storage_offset(self.raw()) }
+    }
+
+    /// c10's data_ptr(): NULL for a tensor without elements, else storage data + offset.
+    pub fn data_ptr(self) -> *mut c_void {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_data_ptr(self.raw()) }
+    }
+
+    pub fn is_contiguous(self, fmt: i32) -> bool {
+        // SAFETY: self is a live handle (Tensor's invariant); any format code is accepted.
+        unsafe { sys::tensor_is_contiguous(self.raw(), fmt) }
+    }
+
+    pub fn suggest_memory_format(self) -> i32 {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_suggest_memory_format(self.raw()) }
+    }
+
+    pub fn use_count(self) -> u64 {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_use_count(self.raw()) }
+    }
+
+    /// Size in bytes of the tensor's storage.
+    pub fn storage_nbytes(self) -> usize {
+        // SAFETY: self is live (Tensor's invariant), so tensor_storage returns its live
+        // storage (borrowed, held by the tensor for this call).
+        unsafe { sys::storage_nbytes(sys::tensor_storage(self.raw())) }
+    }
+
+    /// The DLPack device of the tensor's storage.
+    pub fn device(self) -> sys::tensor_device_t {
+        // SAFETY: self is live (Tensor's invariant), so tensor_storage returns its live
+        // storage (borrowed, held by the tensor for this call).
+        unsafe { sys::storage_device(sys::tensor_storage(self.raw())) }
+    }
+
+    /// A new strong reference to the same tensor.
+    pub fn retain(self) -> Owned {
+        // SAFETY: self is a live handle (Tensor's invariant); tensor_retain returns it with
+        // one more strong reference, which the Owned takes over.
+        let h = unsafe { sys::tensor_retain(self.raw()) };
+        Owned(NonNull::new(h).expect("tensor_retain of a live handle returned NULL"))
+    }
+
+    /// A new TensorImpl over the same storage, sizes, strides and offset.
+    pub fn alias(self) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_alias(self.raw(), o) })
+    }
+
+    pub fn empty_like(self, fmt: i32) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_empty_like(self.raw(), fmt, o) })
+    }
+
+    pub fn clone_as(self, fmt: i32) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_clone(self.raw(), fmt, o) })
+    }
+
+    pub fn contiguous(self, fmt: i32) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_contiguous(self.raw(), fmt, o) })
+    }
+
+    pub fn to_dtype(self, dtype: i32) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_to_dtype(self.raw(), dtype, o) })
+    }
+
+    /// A view of self's storage with these sizes, strides and (absolute) storage offset;
+    /// libtensor checks it against the storage.
+    pub fn as_strided(self, sizes: &[i64], strides: &[i64], offset: i64) -> Result<Owned> {
+        let n = same_len(sizes, strides)?;
+        // SAFETY: self is a live handle (Tensor's invariant); sizes and strides have n
+        // entries each (same_len); o is make's out-parameter.
+        make(|o| unsafe {
+            sys::tensor_as_strided(self.raw(), sizes.as_ptr(), strides.as_ptr(), n, offset, o)
+        })
+    }
+
+    /// A tensor of `dtype` over self's storage at element `offset` (of `dtype`); libtensor
+    /// checks the layout against the storage.
+    pub fn over_storage(
+        self,
+        offset: i64,
+        sizes: &[i64],
+        strides: &[i64],
+        dtype: i32,
+    ) -> Result<Owned> {
+        let n = same_len(sizes, strides)?;
+        // SAFETY: self is live (Tensor's invariant), so tensor_storage returns its live
+        // storage, which tensor_from_storage retains for the new tensor; sizes and strides
+        // have n entries each (same_len); o is make's out-parameter.
+        make(|o| unsafe {
+            sys::tensor_from_storage(
+                sys::tensor_storage(self.raw()),
+                offset,
+                sizes.as_ptr(),
+                strides.as_ptr(),
+                n,
+                dtype,
+                o,
+            )
+        })
+    }
+
+    /// `self.copy_(src)` (broadcasting, converting).
+    pub fn copy_from(self, src: Tensor) -> Result<()> {
+        // SAFETY: self and src are live handles (Tensor's invariant).
+        check(unsafe { sys::tensor_copy_(self.raw(), src.raw()) })
+    }
+
+    pub fn fill_i64(self, value: i64) -> Result<()> {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        check(unsafe { sys::tensor_fill_i64(self.raw(), value) })
+    }
+
+    /// The element at index 0 in every dim, as float64 (libtensor converts).
+    pub fn first_f64(self) -> Result<f64> {
+        let idx = [0i64; 64];
+        let mut v = 0.0;
+        // SAFETY: self is a live handle (Tensor's invariant); idx has 64 entries, at least
+        // the ndim libtensor reads (a libtensor tensor has at most 64 dims); v is writable.
+        check(unsafe { sys::tensor_get_f64(self.raw(), idx.as_ptr(), self.ndim(), &mut v) })?;
+        Ok(v)
+    }
+
+    /// The element at index 0 in every dim, as int64 (libtensor converts).
+    pub fn first_i64(self) -> Result<i64> {
+        let idx = [0i64; 64];
+        let mut v = 0;
+        // SAFETY: self is a live handle (Tensor's invariant); idx has 64 entries, at least
+        // the ndim libtensor reads (a libtensor tensor has at most 64 dims); v is writable.
+        check(unsafe { sys::tensor_get_i64(self.raw(), idx.as_ptr(), self.ndim(), &mut v) })?;
+        Ok(v)
+    }
+
+    /// The elements self's layout reaches from its data pointer, as a slice of `T` (`T`
+    /// must be its dtype's element type): a dense tensor's values in memory order.
+    pub fn values<T: Element>(self) -> Result<&'a [T]> {
+        let (p, len) = self.typed_extent::<T>()?;
+        if len == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: typed_extent checked that the len elements from p lie inside self's
+        // storage (live for 'a: Tensor's invariant), are `T`s (dtype) and are aligned; a
+        // kernel does not write to a tensor it reads through this slice.
+        Ok(unsafe { std::slice::from_raw_parts(p, len) })
+    }
+
+    /// Data pointer and length (elements of `T`) of what the layout reaches, after checking
+    /// dtype, alignment and the storage bounds.
+    fn typed_extent<T: Element>(self) -> Result<(*mut T, usize)> {
+        if self.dtype() != T::DTYPE || itemsize(T::DTYPE) != std::mem::size_of::<T>() {
+            return err(
+                sys::TENSOR_ERR_INTERNAL,
+                format!(
+                    "a {} tensor read as {}",
+                    dtype_name(self.dtype()),
+                    dtype_name(T::DTYPE)
+                ),
+            );
+        }
+        let len = extent(self.sizes(), self.strides())?;
+        let p = self.data_ptr().cast::<T>();
+        if len == 0 {
+            return Ok((p, 0));
+        }
+        let end = self
+            .storage_offset()
+            .checked_add(len)
+            .and_then(|e| e.checked_mul(std::mem::size_of::<T>() as i64));
+        if p.is_null()
+            || !p.is_aligned()
+            || end.is_none_or(|e| e as u64 > self.storage_nbytes() as u64)
+        {
+            return err(
+                sys::TENSOR_ERR_INTERNAL,
+                format!(
+                    "tensor data at {p:p} ({len} elements from offset {}) is not an aligned range of its {}-byte storage",
+                    self.storage_offset(),
+                    self.storage_nbytes()
+                ),
+            );
+        }
+        Ok((p, len as usize))
     }
 }
 
-/// A libtensor handle owned by Rust code: released on drop unless `into_raw`.
-pub struct Owned(pub Handle);
+fn same_len(sizes: &[i64], strides: &[i64]) -> Result<i64> {
+    if sizes.len() != strides.len() {
+        return err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("sizes {sizes:?} and strides {strides:?} differ in length"),
+        );
+    }
+    Ok(sizes.len() as i64)
+}
+
+/// A libtensor handle owned by Rust code: one strong reference, released on drop unless
+/// `into_raw`.
+pub struct Owned(NonNull<tensor_t>);
 
 impl Owned {
+    /// The tensor, borrowed for as long as self is.
+    pub fn get(&self) -> Tensor<'_> {
+        Tensor {
+            raw: self.0,
+            _live: PhantomData,
+        }
+    }
+
+    /// Gives the reference up (to a C out-parameter).
     pub fn into_raw(self) -> Handle {
-        let h = self.0;
+        let h = self.0.as_ptr();
         std::mem::forget(self);
         h
+    }
+
+    /// Takes over the reference a handle holds (None for NULL).
+    ///
+    /// # Safety
+    ///
+    /// `h` is NULL or a live handle holding one strong reference that the caller gives up
+    /// (does not release or use as owned afterwards).
+    pub unsafe fn adopt(h: Handle) -> Option<Owned> {
+        NonNull::new(h).map(Owned)
+    }
+
+    /// The elements as a mutable slice of `T` (see [`Tensor::values`]).
+    ///
+    /// # Safety
+    ///
+    /// No other reference reaches this memory while the slice lives: true of a tensor this
+    /// crate has just allocated (`empty_strided`), whose storage nothing else holds.
+    pub unsafe fn values_mut<T: Element>(&mut self) -> Result<&mut [T]> {
+        let (p, len) = self.get().typed_extent::<T>()?;
+        if len == 0 {
+            return Ok(&mut []);
+        }
+        // SAFETY: typed_extent checked that the len elements from p lie inside the storage
+        // (live while self is), are `T`s and are aligned; the caller guarantees no other
+        // reference reaches them, and `&mut self` keeps a second slice from self away.
+        Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
     }
 }
 
 impl Drop for Owned {
     fn drop(&mut self) {
-        unsafe { sys::tensor_release(self.0) }
+        // SAFETY: self holds one strong reference to a live tensor (made by libtensor or
+        // retained), given up exactly once here (into_raw forgets self instead).
+        unsafe { sys::tensor_release(self.0.as_ptr()) }
     }
 }
 
-/// Runs a libtensor constructor with an out-parameter.
+/// Runs a libtensor constructor with an out-parameter: the tensor it made, owned.
 pub fn make(f: impl FnOnce(*mut Handle) -> sys::tensor_status_t) -> Result<Owned> {
     let mut h: Handle = std::ptr::null_mut();
-    crate::error::check(f(&mut h))?;
-    Ok(Owned(h))
+    check(f(&mut h))?;
+    match NonNull::new(h) {
+        Some(p) => Ok(Owned(p)),
+        None => err(
+            sys::TENSOR_ERR_INTERNAL,
+            "libtensor returned success without a tensor",
+        ),
+    }
+}
+
+/// An uninitialised tensor with these sizes and strides (libtensor allocates it: 64-byte
+/// aligned, not shared).
+pub fn empty_strided(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<Owned> {
+    let n = same_len(sizes, strides)?;
+    // SAFETY: sizes and strides have n entries each (same_len); o is make's out-parameter.
+    make(|o| unsafe { sys::tensor_empty_strided(sizes.as_ptr(), strides.as_ptr(), n, dtype, o) })
 }
 
 /// The host device of a tensor's storage, or DEVICE naming the function.
-pub fn require_cpu(t: Handle, what: &str) -> Result<()> {
-    let d = unsafe { sys::storage_device(sys::tensor_storage(t)) };
+pub fn require_cpu(t: Tensor, what: &str) -> Result<()> {
+    let d = t.device();
     if matches!(d.device_type, 1 | 3 | 11 | 13) {
         Ok(())
     } else {
@@ -126,7 +511,7 @@ pub fn extent(sizes: &[i64], strides: &[i64]) -> Result<i64> {
         e = (s - 1)
             .checked_mul(st)
             .and_then(|x| x.checked_add(e))
-            .ok_or(crate::error::Error {
+            .ok_or(Error {
                 status: sys::TENSOR_ERR_OVERFLOW,
                 msg: format!("sizes {sizes:?} strides {strides:?} overflow int64"),
             })?;
