@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# include/tensor_torch.hpp against the CI venv's torch wheel (its libtorch headers and
+# libraries): builds c_tests/test_torch.cpp twice against target/debug/libtensor.so and runs
+# both, as C++20 (torch 2.15's ATen needs it; tensor_torch.hpp itself is C++17), with -Wall -Wextra -pedantic -Werror (libtorch's headers as system headers):
+#   - libtorch's DLPack 1.x API (at::fromDLPackVersioned), tensor.h included before ATen's
+#     DLPack structs;
+#   - the legacy DLManagedTensor route (-DLIBTENSOR_TORCH_DLPACK_VERSIONED=0), ATen's DLPack
+#     structs included before tensor.h.
+# Each TU takes a minute or more (ATen's headers); the two compile in parallel.
+#   bash .ci/torch_bridge.sh        (from the repository root; .ci/run's pytorch stage)
+set -Eeuo pipefail
+exec </dev/null
+cd "$(dirname "$0")/.."
+. .ci/lib.sh
+ci_venv torch numpy
+tdir=$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+abi=$("$VENV/bin/python" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
+"$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'
+run cargo build --lib
+out=build/torch_bridge
+mkdir -p "$out/lib"
+# The SONAME the programs ask for (libtensor.so.0), next to the library.
+cp target/debug/libtensor.so "$out/lib/libtensor.so"
+ln -sf libtensor.so "$out/lib/libtensor.so.0"
+compile() {
+  local exe=$1
+  shift
+  run "${CXX:-c++}" -std=c++20 -O1 -g -Wall -Wextra -pedantic -Werror -D_GLIBCXX_USE_CXX11_ABI="$abi" "$@" \
+    -isystem "$tdir/include" -isystem "$tdir/include/torch/csrc/api/include" -Iinclude -Ic_tests \
+    c_tests/test_torch.cpp -o "$out/$exe" -L"$out/lib" -Wl,-rpath,"$PWD/$out/lib" -ltensor \
+    -L"$tdir/lib" -Wl,-rpath,"$tdir/lib" -ltorch -ltorch_cpu -lc10 -lpthread
+}
+compile test_torch &
+p1=$!
+compile test_torch_legacy -DLIBTENSOR_TORCH_DLPACK_VERSIONED=0 -DTEST_TORCH_ATEN_FIRST &
+p2=$!
+rc=0
+wait "$p1" || rc=$?
+wait "$p2" || rc=$?
+[ "$rc" = 0 ] || { echo "compiling c_tests/test_torch.cpp failed" >&2; exit "$rc"; }
+run "$out/test_torch"
+run "$out/test_torch_legacy"
