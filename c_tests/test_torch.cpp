@@ -215,6 +215,7 @@ void dtypes() {
   CHECK(tensor::to_torch(b8).scalar_type() == at::kFloat8_e4m3fn);
 #else
   CHECK(status_of([&] { tensor::from_torch(f8); }, &what) == TENSOR_ERR_DTYPE && has(what, "Float8_e4m3fn"));
+  CHECK(f8.storage().use_count() == 1);  // torch's export, refused by libtensor, was released
 #endif
 }
 
@@ -375,6 +376,17 @@ void refusals() {
   at::Tensor n = at::_neg_view(at::ones({2}));
   CHECK(n.is_neg());
   CHECK(status_of([&] { tensor::from_torch(n); }, &what) == TENSOR_ERR_INVALID_ARGUMENT && has(what, "resolve_neg()"));
+  // Devices: libtorch has no Hexagon; a meta tensor has no memory. Refused, nothing kept.
+  freed = 0;
+  float* buf = new float[2];
+  tensor::Tensor h = tensor::Tensor::from_blob(
+      buf, {2}, tensor::kFloat32, [](void* q) { delete[] static_cast<float*>(q); freed++; }, {},
+      tensor::Device(tensor::DeviceType::Hexagon));
+  CHECK(status_of([&] { tensor::to_torch(h); }, &what) == TENSOR_ERR_DEVICE && has(what, "to_torch"));
+  CHECK(h.use_count() == 1);  // the refused export was released
+  h = tensor::Tensor();
+  CHECK(freed == 1);
+  CHECK(status_of([] { tensor::from_torch(at::empty({2}, at::device(at::kMeta))); }, &what) == TENSOR_ERR_DEVICE);
   // A parameter that requires grad is shared as it is (autograd records nothing).
   at::Tensor p = at::ones({3}).set_requires_grad(true);
   tensor::Tensor b = tensor::from_torch(p);
@@ -390,5 +402,5 @@ int main() {
   lifetimes();
   read_only();
   refusals();
-  return harness_finish("torch");
+  return harness_finish(LIBTENSOR_TORCH_DLPACK_VERSIONED ? "torch (DLPack 1.x)" : "torch (legacy DLPack)");
 }

@@ -54,7 +54,9 @@
 //    bit set (its memory is not its values: x.resolve_conj() / x.resolve_neg() first):
 //    TENSOR_ERR_INVALID_ARGUMENT;
 //  - a dtype DLPack or libtensor has no code for (quantized types, complex32, bit types):
-//    TENSOR_ERR_DTYPE, naming torch's dtype.
+//    TENSOR_ERR_DTYPE, naming torch's dtype;
+//  - a device libtorch does not export (meta): TENSOR_ERR_DEVICE.
+// to_torch refuses a device libtorch has no type for with TENSOR_ERR_DEVICE.
 //
 // Either way the memory is shared: a write on one side (an in-place torch op, copy_, a
 // libtensor set or fill_) is seen by the other. An error libtorch raises (c10::Error)
@@ -187,15 +189,15 @@ inline Tensor from_torch(const at::Tensor& x) {
                      [&] { return at::getDLDataType(x); });
   // A detached alias: the same storage, without recording the export in autograd's graph.
   const at::Tensor d = x.detach();
+  const tensor_status_t refused = x.is_cpu() ? TENSOR_ERR_INVALID_ARGUMENT : TENSOR_ERR_DEVICE;
   tensor_t* out = nullptr;
 #if LIBTENSOR_TORCH_DLPACK_VERSIONED
-  DLManagedTensorVersioned* m =
-      detail::torch_call(TENSOR_ERR_INVALID_ARGUMENT, "from_torch: libtorch cannot export the tensor",
-                         [&] { return at::toDLPackVersioned(d); });
+  DLManagedTensorVersioned* m = detail::torch_call(refused, "from_torch: libtorch cannot export the tensor",
+                                                   [&] { return at::toDLPackVersioned(d); });
   tensor_status_t s = tensor_from_dlpack(m, &out);
 #else
-  DLManagedTensor* m = detail::torch_call(TENSOR_ERR_INVALID_ARGUMENT, "from_torch: libtorch cannot export the tensor",
-                                          [&] { return at::toDLPack(d); });
+  DLManagedTensor* m =
+      detail::torch_call(refused, "from_torch: libtorch cannot export the tensor", [&] { return at::toDLPack(d); });
   tensor_status_t s = tensor_from_dlpack_unversioned(m, &out);
 #endif
   if (s != TENSOR_OK) {
