@@ -1,7 +1,7 @@
 // libtensor <-> libtorch (at::Tensor), zero-copy both ways through DLPack (header-only;
 // include it only where libtorch is used, after or instead of tensor.hpp). The header is
 // C++17 and needs C++ exceptions (libtorch throws); libtorch's own headers set the standard:
-// torch 2.15's ATen needs C++20 (older libtorch builds with C++17). With the torch wheel, whose
+// torch 2.15's ATen.h refuses anything before C++20 (#error). With the torch wheel, whose
 // headers and libraries are libtorch's C++ distribution, and TORCH its directory
 // (python -c 'import os, torch; print(os.path.dirname(torch.__file__))'), ABI the value of
 // python -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))':
@@ -15,7 +15,7 @@
 // tensor.h only forward-declares the DLPack structs, so both headers go in one file in
 // either order.
 //
-//   tensor::Tensor img = tensor::from_mat(cv::imread("frame.png"));   // [H, W, 3] uint8
+//   tensor::Tensor img = tensor::from_mat(cv::imread("frame.png"));   // tensor_opencv.hpp
 //   at::Tensor x = tensor::to_torch(img).permute({2, 0, 1});          // same pixels
 //   tensor::Tensor y = tensor::from_torch(model.forward({x}).toTensor()); // same memory
 //
