@@ -7,6 +7,9 @@
 #   - the legacy DLManagedTensor route (-DLIBTENSOR_TORCH_DLPACK_VERSIONED=0), ATen's DLPack
 #     structs included before tensor.h.
 # Each TU takes a minute or more (ATen's headers); the two compile in parallel.
+# TENSOR_VALGRIND=1 also runs the first under valgrind (minutes: libtorch is large), zero
+# errors and no definite or indirect leak required, with c_tests/torch.supp for libtorch's
+# own reports; the pytorch stage leaves it off.
 #   bash .ci/torch_bridge.sh        (from the repository root; .ci/run's pytorch stage)
 set -Eeuo pipefail
 exec </dev/null
@@ -40,3 +43,8 @@ wait "$p2" || rc=$?
 [ "$rc" = 0 ] || { echo "compiling c_tests/test_torch.cpp failed" >&2; exit "$rc"; }
 run "$out/test_torch"
 run "$out/test_torch_legacy"
+if [ "${TENSOR_VALGRIND:-0}" = 1 ]; then
+  run env TENSOR_TEST_UNDER_VALGRIND=1 valgrind --quiet --error-exitcode=1 --leak-check=full \
+    --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+    --suppressions=c_tests/torch.supp "$out/test_torch"
+fi
