@@ -1186,6 +1186,30 @@ tensor_status_t tensor_copy_affine_(struct tensor_t *dst,
                                     int64_t n);
 
 /**
+ * `tensor_copy_affine_` with a channel map: index `c` of `dst`'s dim `dim` reads index
+ * `src_index[c]` of `src`'s dim (aligned from the right, as broadcasting aligns dims), so
+ * `dst[..., c, ...] = src[..., src_index[c], ...] * scale[c] + shift[c]`: BGR -> RGB is
+ * `src_index = {2, 1, 0}`, BGRA -> RGB the same over a 4-channel `src`, at the speed of the
+ * unmapped copy (the same kernels, in the same pass). `src_index` holds one value per index
+ * of `dim` (`dst`'s size there, whatever `n`); `src`'s size at that dim may then be any
+ * (a missing dim counts as size 1), every value must be in `[0, that size)`, and the
+ * other dims broadcast as in `tensor_copy_`. NULL `src_index` is the identity:
+ * exactly `tensor_copy_affine_`. Everything else (arithmetic, overlap, version) as
+ * `tensor_copy_affine_`.
+ * Errors: NULL_POINTER, INDEX (dim out of range, a `src_index` value outside `src`'s
+ * dim), INVALID_ARGUMENT (n is neither 1 nor the size of dim), DTYPE (a complex tensor),
+ * SHAPE (src does not broadcast to dst), DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst
+ * has a stride-0 dim of size > 1), OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_copy_affine_ex(struct tensor_t *dst,
+                                      const struct tensor_t *src,
+                                      int64_t dim,
+                                      const double *scale,
+                                      const double *shift,
+                                      int64_t n,
+                                      const int64_t *src_index);
+
+/**
  * Sets every element of `dst` to `value` converted to its dtype; bumps the version once
  * (PyTorch's `fill_`). As in PyTorch, an expanded `dst` (elements aliasing each other) is
  * allowed: filling is idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS,

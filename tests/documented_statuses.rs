@@ -1890,6 +1890,40 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
                 lib(|| tensor_copy_affine_(a, b, dim, scale, shift, n)).0,
             ))
         }
+        "tensor_copy_affine_ex" => {
+            let (a, b) = (c.t(), c.t());
+            let dim = c.rng.pick(&[0i64, 1, 2, -1, -3, 7, i64::MIN]);
+            let vals: Vec<f64> = (0..4096).map(|i| (i as f64) * 0.5 - 3.0).collect();
+            let size = if a.is_null() {
+                1
+            } else {
+                tensor_size_or(a, dim)
+            };
+            let n = c.rng.pick(&[1i64, 0, 2, 3, -1, size.min(4096)]);
+            // Mostly in range (0, 1, 2 and the last of src's dim), sometimes not.
+            let top = if b.is_null() { 1 } else { tensor_size_or(b, dim) };
+            let index: Vec<i64> = (0..4096)
+                .map(|i| match (i + c.rng.pick(&[0usize, 1, 2])) % 7 {
+                    0 => top - 1,
+                    1 => c.rng.pick(&[-1i64, top, i64::MAX, i64::MIN]),
+                    k => (k as i64 - 2).min(top - 1),
+                })
+                .collect();
+            // The caller's side of the contract: one index per index of dim.
+            let src_index = if size > 4096 || c.rng.one_in(4) {
+                null()
+            } else {
+                index.as_ptr()
+            };
+            let scale = if c.rng.one_in(8) {
+                null()
+            } else {
+                vals.as_ptr()
+            };
+            Some(Some(
+                lib(|| tensor_copy_affine_ex(a, b, dim, scale, vals.as_ptr(), n, src_index)).0,
+            ))
+        }
         "tensor_copy_" => {
             let (a, b) = (c.t(), c.t());
             Some(Some(lib(|| tensor_copy_(a, b)).0))

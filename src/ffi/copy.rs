@@ -173,13 +173,60 @@ pub extern "C" fn tensor_copy_affine_(
     n: i64,
 ) -> tensor_status_t {
     call("tensor_copy_affine_", || {
-        let (d, s) = (tensor_arg(dst, "dst")?, tensor_arg(src, "src")?);
-        ensure!(!scale.is_null(), NullPointer, "argument 'scale' is NULL");
-        ensure!(!shift.is_null(), NullPointer, "argument 'shift' is NULL");
-        // SAFETY: the caller promises n readable values at each (checked non-NULL);
-        // copy_affine_ asks only for c < n after checking n.
-        d.copy_affine_(s, dim, n, &|c| unsafe { (*scale.add(c), *shift.add(c)) })
+        copy_affine(dst, src, dim, scale, shift, n, std::ptr::null())
     })
+}
+
+/// `tensor_copy_affine_` with a channel map: index `c` of `dst`'s dim `dim` reads index
+/// `src_index[c]` of `src`'s dim (aligned from the right, as broadcasting aligns dims), so
+/// `dst[..., c, ...] = src[..., src_index[c], ...] * scale[c] + shift[c]`: BGR -> RGB is
+/// `src_index = {2, 1, 0}`, BGRA -> RGB the same over a 4-channel `src`, at the speed of the
+/// unmapped copy (the same kernels, in the same pass). `src_index` holds one value per index
+/// of `dim` (`dst`'s size there, whatever `n`); `src`'s size at that dim may then be any
+/// (a missing dim counts as size 1), every value must be in `[0, that size)`, and the
+/// other dims broadcast as in `tensor_copy_`. NULL `src_index` is the identity:
+/// exactly `tensor_copy_affine_`. Everything else (arithmetic, overlap, version) as
+/// `tensor_copy_affine_`.
+/// Errors: NULL_POINTER, INDEX (dim out of range, a `src_index` value outside `src`'s
+/// dim), INVALID_ARGUMENT (n is neither 1 nor the size of dim), DTYPE (a complex tensor),
+/// SHAPE (src does not broadcast to dst), DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst
+/// has a stride-0 dim of size > 1), OUT_OF_MEMORY.
+#[no_mangle]
+pub extern "C" fn tensor_copy_affine_ex(
+    dst: *mut tensor_t,
+    src: *const tensor_t,
+    dim: i64,
+    scale: *const f64,
+    shift: *const f64,
+    n: i64,
+    src_index: *const i64,
+) -> tensor_status_t {
+    call("tensor_copy_affine_ex", || {
+        copy_affine(dst, src, dim, scale, shift, n, src_index)
+    })
+}
+
+/// The body of tensor_copy_affine_ and tensor_copy_affine_ex (NULL `src_index`: identity).
+fn copy_affine(
+    dst: *mut tensor_t,
+    src: *const tensor_t,
+    dim: i64,
+    scale: *const f64,
+    shift: *const f64,
+    n: i64,
+    src_index: *const i64,
+) -> Result<()> {
+    let (d, s) = (tensor_arg(dst, "dst")?, tensor_arg(src, "src")?);
+    ensure!(!scale.is_null(), NullPointer, "argument 'scale' is NULL");
+    ensure!(!shift.is_null(), NullPointer, "argument 'shift' is NULL");
+    // SAFETY: the caller promises n readable values at each (checked non-NULL);
+    // copy_affine_ asks only for c < n after checking n.
+    let param = |c: usize| unsafe { (*scale.add(c), *shift.add(c)) };
+    // SAFETY: a non-NULL src_index holds one value per index of dst's dim (the contract);
+    // copy_affine_ asks only for c below that size, after checking dim.
+    let index = |c: usize| unsafe { *src_index.add(c) };
+    let map: Option<&dyn Fn(usize) -> i64> = if src_index.is_null() { None } else { Some(&index) };
+    d.copy_affine_(s, dim, n, &param, map)
 }
 
 /// Sets every element of `dst` to `value` converted to its dtype; bumps the version once
