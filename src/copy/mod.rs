@@ -19,6 +19,7 @@ pub(crate) mod engine;
 mod float_int;
 pub(crate) mod kernels;
 pub(crate) mod parallel;
+pub(crate) mod yuv;
 
 use crate::dtype::{write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
