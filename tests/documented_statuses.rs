@@ -1924,6 +1924,29 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
                 lib(|| tensor_copy_affine_ex(a, b, dim, scale, vals.as_ptr(), n, src_index)).0,
             ))
         }
+        "tensor_copy_yuv_affine_" => {
+            let (d, y, u) = (c.t(), c.t(), c.t());
+            let v = if c.rng.one_in(2) { null_mut() } else { c.t() };
+            let color = c.rng.pick(&[
+                TENSOR_YUV_BT601 | TENSOR_YUV_LIMITED,
+                TENSOR_YUV_BT709 | TENSOR_YUV_FULL | TENSOR_YUV_BGR,
+                TENSOR_YUV_BT2020 | TENSOR_YUV_LIMITED,
+                0,
+                TENSOR_YUV_BT601,
+                -1,
+            ]);
+            let cd = c.rng.pick(&[0i64, 1, -1, 3, 9]);
+            let n = c.rng.pick(&[1i64, 3, 2, 0]);
+            let vals = [0.5f64, -1.0, 2.0];
+            let scale = if c.rng.one_in(8) {
+                null()
+            } else {
+                vals.as_ptr()
+            };
+            Some(Some(
+                lib(|| tensor_copy_yuv_affine_(d, y, u, v, color, cd, scale, vals.as_ptr(), n)).0,
+            ))
+        }
         "tensor_copy_" => {
             let (a, b) = (c.t(), c.t());
             Some(Some(lib(|| tensor_copy_(a, b)).0))

@@ -312,17 +312,25 @@ pub extern "C" fn tensor_copy_threads() -> i64 {
 }
 
 /// `color` matrix: ITU-R BT.601 (`Kr = 0.299, Kb = 0.114`; SD video, JPEG with FULL).
-pub const TENSOR_YUV_BT601: i32 = crate::copy::yuv::BT601;
+pub const TENSOR_YUV_BT601: i32 = 1;
 /// `color` matrix: ITU-R BT.709 (`Kr = 0.2126, Kb = 0.0722`; HD video).
-pub const TENSOR_YUV_BT709: i32 = crate::copy::yuv::BT709;
+pub const TENSOR_YUV_BT709: i32 = 2;
 /// `color` matrix: ITU-R BT.2020 non-constant luminance (`Kr = 0.2627, Kb = 0.0593`).
-pub const TENSOR_YUV_BT2020: i32 = crate::copy::yuv::BT2020;
+pub const TENSOR_YUV_BT2020: i32 = 3;
 /// `color` range: limited ("video", "TV", MPEG) range, Y in 16..235 and U, V in 16..240.
-pub const TENSOR_YUV_LIMITED: i32 = crate::copy::yuv::LIMITED;
+pub const TENSOR_YUV_LIMITED: i32 = 0x10;
 /// `color` range: full ("PC", JPEG) range, Y, U and V in 0..255.
-pub const TENSOR_YUV_FULL: i32 = crate::copy::yuv::FULL;
+pub const TENSOR_YUV_FULL: i32 = 0x20;
 /// `color` flag: write B, G, R to channels 0, 1, 2 instead of R, G, B.
-pub const TENSOR_YUV_BGR: i32 = crate::copy::yuv::BGR;
+pub const TENSOR_YUV_BGR: i32 = 0x100;
+
+// The core's codes are these (cbindgen needs the literals here).
+const _: () = {
+    use crate::copy::yuv;
+    assert!(TENSOR_YUV_BT601 == yuv::BT601 && TENSOR_YUV_BT709 == yuv::BT709);
+    assert!(TENSOR_YUV_BT2020 == yuv::BT2020 && TENSOR_YUV_BGR == yuv::BGR);
+    assert!(TENSOR_YUV_LIMITED == yuv::LIMITED && TENSOR_YUV_FULL == yuv::FULL);
+};
 
 /// One-pass YUV 4:2:0 -> normalized RGB: colour conversion, chroma upsampling and
 /// `tensor_copy_affine_`'s per-channel `scale` / `shift`, each output element written once.
