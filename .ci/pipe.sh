@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Image and video pipeline: installs OpenCV and FFmpeg's libavutil (Debian packages,
+# Image and video pipeline: installs OpenCV and FFmpeg's libavutil and libswscale (Debian packages,
 # idempotent), then checks that the guide's OpenCV snippet (docs/guide.md) compiles. The programs that need
-# those libraries (c_tests/test_opencv*.cpp, the OpenCV and FFmpeg examples) run in .ci/run's
+# those libraries (c_tests/test_opencv*.cpp, test_yuv_swscale.c, the OpenCV and FFmpeg examples) run in .ci/run's
 # readme and valgrind stages (TENSOR_C_REQUIRE_PKGS=1 there: a missing library fails);
 # PIPE_RUN_PROGRAMS=1 runs them here too, under valgrind.
 set -Eeuo pipefail
@@ -12,12 +12,13 @@ need pkg-config:pkg-config valgrind:valgrind
 libs=()
 pkg-config --exists opencv4 2>/dev/null || libs+=(libopencv-dev)
 pkg-config --exists libavutil 2>/dev/null || libs+=(libavutil-dev)
+pkg-config --exists libswscale 2>/dev/null || libs+=(libswscale-dev)
 if [ ${#libs[@]} -gt 0 ]; then apt_install "${libs[@]}"; fi
-echo "opencv4 $(pkg-config --modversion opencv4), libavutil $(pkg-config --modversion libavutil)"
+echo "opencv4 $(pkg-config --modversion opencv4), libavutil $(pkg-config --modversion libavutil), libswscale $(pkg-config --modversion libswscale)"
 
 if [ "${PIPE_RUN_PROGRAMS:-0}" = 1 ]; then
   export TENSOR_VALGRIND=1 TENSOR_C_REQUIRE_PKGS=1
-  run env TENSOR_C_ONLY=test_opencv,test_opencv_noexcept cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
+  run env TENSOR_C_ONLY=test_opencv,test_opencv_noexcept,test_yuv_swscale cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
   run env TENSOR_C_ONLY=opencv_pipeline,ffmpeg_planes cargo test --test c_api examples_run -- --nocapture
 fi
 
