@@ -12,7 +12,7 @@
 #                                LIBDIR/libtensor.so.VERSION (stripped) + .so.MAJOR, .so links,
 #                                LIBDIR/libtensor.so.VERSION.debug (INSTALL_DEBUG=0 to skip),
 #                                LIBDIR/libtensor.a, INCLUDEDIR/libtensor/tensor.h, tensor.hpp,
-#                                tensor_opencv.hpp, LIBDIR/pkgconfig/tensor.pc,
+#                                tensor_opencv.hpp, tensor_ffmpeg.hpp, LIBDIR/pkgconfig/tensor.pc,
 #                                LIBDIR/cmake/tensor/*.cmake
 # LIBDIR (default lib) and INCLUDEDIR (default include) are relative to PREFIX or absolute,
 # as GNUInstallDirs has them: LIBDIR=lib64, LIBDIR=lib/x86_64-linux-gnu. DESTDIR is honoured.
@@ -47,7 +47,7 @@ cm_path     = $(if $(filter /%,$(1)),$(1),$${_tensor_prefix}/$(1))
 cm_to_prefix := $(shell echo "$(rel_libdir)/cmake/tensor" | sed 's|[^/][^/]*|..|g')
 LIB_DEST := $(DESTDIR)$(abs_libdir)
 INC_DEST := $(DESTDIR)$(abs_incdir)/libtensor
-HEADERS  := tensor.h tensor.hpp tensor_opencv.hpp
+HEADERS  := tensor.h tensor.hpp tensor_opencv.hpp tensor_ffmpeg.hpp
 
 .PHONY: all release header check-header example test install uninstall clean docs
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The HTML API reference (docs/Doxyfile: include/tensor.h, tensor.hpp, tensor_opencv.hpp and
-# docs/*.md) builds with Doxygen, warnings as errors. Installs doxygen if it is missing.
+# The HTML API reference (docs/Doxyfile: include/tensor.h, tensor.hpp, tensor_opencv.hpp,
+# tensor_ffmpeg.hpp and docs/*.md) builds with Doxygen, warnings as errors. Installs doxygen if it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/lib.sh

@@ -77,7 +77,7 @@ find_package(Threads REQUIRED)
 # includes its sibling "tensor.h". <build dir>/include/libtensor is on the include path as
 # well, for one more version of `#include "tensor.h"` (as installed; see docs/packaging.md).
 set(TENSOR_HEADERS "")
-foreach(_header tensor.h tensor.hpp tensor_opencv.hpp)
+foreach(_header tensor.h tensor.hpp tensor_opencv.hpp tensor_ffmpeg.hpp)
   configure_file("${TENSOR_SOURCE_DIR}/include/${_header}"
                  "${CMAKE_CURRENT_BINARY_DIR}/include/libtensor/${_header}" COPYONLY)
   list(APPEND TENSOR_HEADERS "${TENSOR_SOURCE_DIR}/include/${_header}")

@@ -92,11 +92,11 @@ check_install() {
   local p=$1 lib=$1/$2 inc=$1/$3 f
   for f in "$lib/libtensor.so.$version" "$lib/libtensor.so.$version.debug" "$lib/libtensor.so.$major" \
            "$lib/libtensor.so" "$lib/libtensor.a" "$inc/libtensor/tensor.h" "$inc/libtensor/tensor.hpp" \
-           "$inc/libtensor/tensor_opencv.hpp" "$lib/pkgconfig/tensor.pc" \
+           "$inc/libtensor/tensor_opencv.hpp" "$inc/libtensor/tensor_ffmpeg.hpp" "$lib/pkgconfig/tensor.pc" \
            "$lib/cmake/tensor/tensorConfig.cmake" "$lib/cmake/tensor/tensorConfigVersion.cmake"; do
     [ -e "$f" ] || fail "missing after install: $f"
   done
-  for f in tensor.h tensor.hpp tensor_opencv.hpp; do
+  for f in tensor.h tensor.hpp tensor_opencv.hpp tensor_ffmpeg.hpp; do
     [ ! -e "$inc/$f" ] || fail "$inc/$f installed flat (headers go in $inc/libtensor/)"
   done
   local dyn syms sections
