@@ -1901,7 +1901,11 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             };
             let n = c.rng.pick(&[1i64, 0, 2, 3, -1, size.min(4096)]);
             // Mostly in range (0, 1, 2 and the last of src's dim), sometimes not.
-            let top = if b.is_null() { 1 } else { tensor_size_or(b, dim) };
+            let top = if b.is_null() {
+                1
+            } else {
+                tensor_size_or(b, dim)
+            };
             let index: Vec<i64> = (0..4096)
                 .map(|i| match (i + c.rng.pick(&[0usize, 1, 2])) % 7 {
                     0 => top - 1,
@@ -1933,7 +1937,12 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
                 let zeros = |sizes: &[i64], dt: i32| {
                     let mut t = null_mut();
                     made(
-                        tensor_zeros(sizes.as_ptr(), sizes.len() as i64, tensor_dtype_t(dt), &mut t),
+                        tensor_zeros(
+                            sizes.as_ptr(),
+                            sizes.len() as i64,
+                            tensor_dtype_t(dt),
+                            &mut t,
+                        ),
                         t,
                     )
                 };

@@ -81,7 +81,7 @@ pub(crate) fn coef(color: i32) -> Result<(Coef, bool)> {
 }
 
 /// An output element type: from the float32 value `rgb · scale + shift`.
-pub(crate) trait YuvOut: Copy {
+pub(crate) trait YuvOut: Copy + 'static {
     fn from_f32(x: f32) -> Self;
 }
 impl YuvOut for f32 {
@@ -141,6 +141,8 @@ struct Job {
     /// (scale, shift) of R, G and B.
     param: [(f32, f32); 3],
     k: Coef,
+    /// The output is far bigger than the caches: the AVX2 float32 rows use streaming stores.
+    stream: bool,
 }
 
 /// Converts `job` into `d` (typed as `D`), with `scratch` holding `6 · ceil(W / 2)` floats.
@@ -156,8 +158,8 @@ unsafe fn run<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
         unsafe { run_avx2(job, d, scratch) };
         return;
     }
-    // SAFETY: our contract.
-    unsafe { walk(job, d, scratch) }
+    // SAFETY: our contract; no SIMD row (the CPU was not checked).
+    unsafe { walk::<D, false>(job, d, scratch) }
 }
 
 /// [`walk`] compiled for AVX2.
@@ -167,16 +169,23 @@ unsafe fn run<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn run_avx2<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
-    // SAFETY: our contract.
-    unsafe { walk(job, d, scratch) }
+    // SAFETY: our contract; AVX2 is enabled here (the caller checked the CPU).
+    unsafe {
+        walk::<D, true>(job, d, scratch);
+        if job.stream {
+            // The streaming stores of simd::row_f32 are ordered before the call returns.
+            std::arch::x86_64::_mm_sfence();
+        }
+    }
 }
 
-/// The walk: per chroma row the chroma terms, per output row one [`row`] loop.
+/// The walk: per chroma row the chroma terms, per output row one [`row`] loop (or, with
+/// `SIMD`, for float32 rows with contiguous luma and output, [`simd::row_f32`]).
 ///
 /// # Safety
-/// As [`run`].
+/// As [`run`]; with `SIMD`, the CPU supports AVX2.
 #[inline(always)]
-unsafe fn walk<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
+unsafe fn walk<D: YuvOut, const SIMD: bool>(job: &Job, d: *mut D, scratch: &mut [f32]) {
     let wc = job.w.div_ceil(2);
     let (cr, rest) = scratch.split_at_mut(2 * wc);
     let (cg, cb) = rest.split_at_mut(2 * wc);
@@ -207,10 +216,19 @@ unsafe fn walk<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
         unsafe {
             let y = job.y.offset(ii * job.y_row);
             let o = d.offset(ii * job.d_row);
-            let out = [o.offset(job.out[0]), o.offset(job.out[1]), o.offset(job.out[2])];
+            let out = [
+                o.offset(job.out[0]),
+                o.offset(job.out[1]),
+                o.offset(job.out[2]),
+            ];
             let (w, p) = (job.w, &job.param);
             // Constant strides for the common layouts, so each gets its own vector loop.
             match (job.y_col, job.d_col) {
+                #[cfg(target_arch = "x86_64")]
+                (1, 1) if SIMD && super::kernels::is::<D, f32>() => {
+                    let out = out.map(|o| o as *mut f32);
+                    simd::row_f32(job.stream, y, out, w, (cr, cg, cb), &k, p)
+                }
                 (1, 1) => row(y, 1, out, 1, w, (cr, cg, cb), &k, p),
                 (1, 3) => row(y, 1, out, 3, w, (cr, cg, cb), &k, p),
                 (yc, dc) => row(y, yc, out, dc, w, (cr, cg, cb), &k, p),
@@ -259,9 +277,96 @@ unsafe fn row<D: YuvOut>(
     }
 }
 
+/// The explicit AVX2 float32 row (the bulk of the work for the common CHW float32 output).
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use super::{clamp255, Coef};
+    use std::arch::x86_64::*;
+
+    /// [`row`](super::row) for contiguous luma and float32 output, 8 pixels at a time with
+    /// the same float32 operations in the same order (so the same values); `stream`:
+    /// streaming stores when the three rows are equally aligned (after a scalar head up
+    /// to 32 bytes), fenced by the caller.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; `w` bytes readable at `y`; `w` float32 writable at each of
+    /// `out` (not overlapping `y` or each other); each of `c` holds at least `w` values.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn row_f32(
+        stream: bool,
+        y: *const u8,
+        out: [*mut f32; 3],
+        w: usize,
+        c: (&[f32], &[f32], &[f32]),
+        k: &Coef,
+        p: &[(f32, f32); 3],
+    ) {
+        let (cr, cg, cb) = (&c.0[..w], &c.1[..w], &c.2[..w]);
+        let mis = |o: *mut f32| (o as usize) % 32;
+        let aligned = stream
+            && mis(out[0]) % 4 == 0
+            && mis(out[0]) == mis(out[1])
+            && mis(out[0]) == mis(out[2]);
+        let head = if aligned {
+            ((32 - mis(out[0])) % 32 / 4).min(w)
+        } else {
+            0
+        };
+        let one = |j: usize| {
+            // SAFETY: j < w: item j of the luma row and of the three output rows.
+            unsafe {
+                let yv = (*y.add(j) as f32 - k.y0) * k.ky;
+                let (r, g, b) = (
+                    clamp255(yv + cr[j]),
+                    clamp255(yv + cg[j]),
+                    clamp255(yv + cb[j]),
+                );
+                out[0].add(j).write_unaligned(r * p[0].0 + p[0].1);
+                out[1].add(j).write_unaligned(g * p[1].0 + p[1].1);
+                out[2].add(j).write_unaligned(b * p[2].0 + p[2].1);
+            }
+        };
+        (0..head).for_each(one);
+        let (y0, ky) = (_mm256_set1_ps(k.y0), _mm256_set1_ps(k.ky));
+        let (lo, hi) = (_mm256_setzero_ps(), _mm256_set1_ps(255.0));
+        let sc = p.map(|(a, _)| _mm256_set1_ps(a));
+        let sh = p.map(|(_, b)| _mm256_set1_ps(b));
+        let mut j = head;
+        // SAFETY: each block reads bytes j..j + 8 of the luma row and values j..j + 8 of
+        // the chroma terms, and writes items j..j + 8 of the three output rows, j + 8 <= w;
+        // streaming stores only when aligned (then out[c] + j is 32-byte aligned: j - head
+        // is a multiple of 8 and the head brought each row to a 32-byte boundary).
+        unsafe {
+            while j + 8 <= w {
+                let yb = _mm_loadl_epi64(y.add(j) as *const __m128i);
+                let yv = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(yb));
+                let yv = _mm256_mul_ps(_mm256_sub_ps(yv, y0), ky);
+                let terms = [cr.as_ptr(), cg.as_ptr(), cb.as_ptr()];
+                for ch in 0..3 {
+                    let x = _mm256_add_ps(yv, _mm256_loadu_ps(terms[ch].add(j)));
+                    // clamp255: max with 0 first, then min with 255 (no NaN here).
+                    let x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+                    let v = _mm256_add_ps(_mm256_mul_ps(x, sc[ch]), sh[ch]);
+                    if aligned {
+                        _mm256_stream_ps(out[ch].add(j), v);
+                    } else {
+                        _mm256_storeu_ps(out[ch].add(j), v);
+                    }
+                }
+                j += 8;
+            }
+        }
+        (j..w).for_each(one);
+    }
+}
+
 /// A plane's data pointer and strides: its own, or a snapshot's when it overlaps `dst`.
 /// (Its sizes were checked: two or three dims.)
-fn plane(dst: &TensorImpl, t: &TensorImpl, keep: &mut Option<Tensor>) -> Result<(*const u8, [i64; 3])> {
+fn plane(
+    dst: &TensorImpl,
+    t: &TensorImpl,
+    keep: &mut Option<Tensor>,
+) -> Result<(*const u8, [i64; 3])> {
     let p = t.data_for_read()?;
     let strides = |s: &[i64]| [0, 1, 2].map(|i| s.get(i).copied().unwrap_or(0));
     if dst.numel() > 0 && may_overlap(dst, t) {
@@ -391,6 +496,7 @@ pub(crate) fn copy_yuv_affine_(
             d_col: st[sp[1]] as isize,
             param: ch.map(pc),
             k,
+            stream: dst.numel() as usize * dst.itemsize() >= super::kernels::STREAM_BYTES,
         };
         // SAFETY: the layouts were validated (data_for_write / data_for_read: device,
         // bounds, writable, no internal overlap of dst); the planes' sizes were checked
@@ -408,4 +514,67 @@ pub(crate) fn copy_yuv_affine_(
     }
     dst.bump_version();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AVX2 float32 row (streaming or not, at every alignment and length) gives exactly
+    /// the portable row's values, and writes nothing outside its items.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn simd_row_matches_the_portable_row() {
+        if !crate::copy::cpu::avx2() {
+            return;
+        }
+        let (k, _) = coef(BT709 | LIMITED).unwrap();
+        let p = [(0.017f32, -2.1f32), (1.0, 0.0), (-0.5, 3.0)];
+        let ybytes: Vec<u8> = (0..80u32).map(|i| (i * 37 % 256) as u8).collect();
+        let terms: Vec<f32> = (0..80).map(|i| (i as f32 - 40.0) * 3.7).collect();
+        for w in [0usize, 1, 7, 8, 9, 31, 64, 70] {
+            for skew in 0..8 {
+                for stream in [false, true] {
+                    let mut got = vec![f32::NAN; 3 * 96];
+                    let mut want = vec![f32::NAN; 3 * 96];
+                    let c = (&terms[..], &terms[3..], &terms[5..]);
+                    // Three rows 96 apart, each starting `skew` items in.
+                    let rows = |b: &mut [f32]| {
+                        let base = b.as_mut_ptr();
+                        // SAFETY: skew + w <= 96 items inside each third of b.
+                        unsafe { [base.add(skew), base.add(96 + skew), base.add(192 + skew)] }
+                    };
+                    // SAFETY: w luma bytes, w items per row inside the buffers, AVX2 checked.
+                    unsafe {
+                        simd::row_f32(stream, ybytes.as_ptr(), rows(&mut got), w, c, &k, &p);
+                        if stream {
+                            std::arch::x86_64::_mm_sfence();
+                        }
+                        row(ybytes.as_ptr(), 1, rows(&mut want), 1, w, c, &k, &p);
+                    }
+                    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            a.to_bits() == b.to_bits(),
+                            "w {w} skew {skew} stream {stream} item {i}: {a} vs {b}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn color_codes_are_checked() {
+        for bad in [
+            0,
+            BT601,
+            LIMITED,
+            4 | FULL,
+            BT709 | LIMITED | FULL,
+            BT601 | FULL | 0x200,
+        ] {
+            assert!(coef(bad).is_err(), "{bad:#x}");
+        }
+        assert!(coef(BT2020 | FULL | BGR).unwrap().1);
+    }
 }

@@ -225,7 +225,11 @@ fn copy_affine(
     // SAFETY: a non-NULL src_index holds one value per index of dst's dim (the contract);
     // copy_affine_ asks only for c below that size, after checking dim.
     let index = |c: usize| unsafe { *src_index.add(c) };
-    let map: Option<&dyn Fn(usize) -> i64> = if src_index.is_null() { None } else { Some(&index) };
+    let map: Option<&dyn Fn(usize) -> i64> = if src_index.is_null() {
+        None
+    } else {
+        Some(&index)
+    };
     d.copy_affine_(s, dim, n, &param, map)
 }
 
