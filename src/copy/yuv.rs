@@ -198,7 +198,17 @@ unsafe fn walk<D: YuvOut, const SIMD: bool>(job: &Job, d: *mut D, scratch: &mut 
             unsafe {
                 let (u, v) = (job.u.offset(ci * job.u_row), job.v.offset(ci * job.v_row));
                 let (uc, vc) = (job.u_col, job.v_col);
-                for c in 0..wc {
+                // Samples done by the AVX2 loop (contiguous I420 rows, or NV12's pairs).
+                #[allow(unused_mut)]
+                let mut first = 0;
+                #[cfg(target_arch = "x86_64")]
+                if SIMD {
+                    let nv12 = uc == 2 && vc == 2 && v == u.wrapping_add(1);
+                    if (uc == 1 && vc == 1) || nv12 {
+                        first = simd::chroma_row(nv12, u, v, wc, &k, (cr, cg, cb));
+                    }
+                }
+                for c in first..wc {
                     let uu = *u.offset(c as isize * uc) as f32 - 128.0;
                     let vv = *v.offset(c as isize * vc) as f32 - 128.0;
                     let (r, g, b) = (k.rv * vv, k.gu * uu + k.gv * vv, k.bu * uu);
@@ -282,6 +292,66 @@ unsafe fn row<D: YuvOut>(
 mod simd {
     use super::{clamp255, Coef};
     use std::arch::x86_64::*;
+
+    /// The chroma terms of samples `0..m` of one chroma row (the portable loop does the
+    /// rest, from the returned `m`): each term twice, for the two columns sharing it, with
+    /// the portable loop's float32 operations. `nv12`: U at `u + 2c`, V at `u + 2c + 1`
+    /// (`v == u + 1`), else U at `u + c`, V at `v + c`.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; the `wc` samples are readable (as laid out above); each of
+    /// `c` holds at least `2·wc` values.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn chroma_row(
+        nv12: bool,
+        u: *const u8,
+        v: *const u8,
+        wc: usize,
+        k: &Coef,
+        c: (&mut [f32], &mut [f32], &mut [f32]),
+    ) -> usize {
+        let (cr, cg, cb) = (&mut c.0[..2 * wc], &mut c.1[..2 * wc], &mut c.2[..2 * wc]);
+        let half = _mm256_set1_ps(128.0);
+        let (rv, gu, gv, bu) = (
+            _mm256_set1_ps(k.rv),
+            _mm256_set1_ps(k.gu),
+            _mm256_set1_ps(k.gv),
+            _mm256_set1_ps(k.bu),
+        );
+        // NV12: the 16 bytes of 8 pairs, U to the low 8, V to the high 8.
+        let split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+        let mut c = 0;
+        // SAFETY: block c reads samples c..c + 8 <= wc (NV12: bytes 2c..2c + 16 of the
+        // pairs, the last one 2(c + 7) + 1) and writes terms 2c..2c + 16 <= 2·wc.
+        unsafe {
+            while c + 8 <= wc {
+                let (ub, vb) = if nv12 {
+                    let x =
+                        _mm_shuffle_epi8(_mm_loadu_si128(u.add(2 * c) as *const __m128i), split);
+                    (x, _mm_unpackhi_epi64(x, x))
+                } else {
+                    (
+                        _mm_loadl_epi64(u.add(c) as *const __m128i),
+                        _mm_loadl_epi64(v.add(c) as *const __m128i),
+                    )
+                };
+                let uu = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(ub)), half);
+                let vv = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(vb)), half);
+                let r = _mm256_mul_ps(rv, vv);
+                let g = _mm256_add_ps(_mm256_mul_ps(gu, uu), _mm256_mul_ps(gv, vv));
+                let b = _mm256_mul_ps(bu, uu);
+                for (t, dst) in [(r, &mut *cr), (g, &mut *cg), (b, &mut *cb)] {
+                    // [t0 t0 t1 t1 | t4 t4 t5 t5] and [t2 t2 t3 t3 | t6 t6 t7 t7], reordered.
+                    let (lo, hi) = (_mm256_unpacklo_ps(t, t), _mm256_unpackhi_ps(t, t));
+                    let p = dst.as_mut_ptr().add(2 * c);
+                    _mm256_storeu_ps(p, _mm256_permute2f128_ps(lo, hi, 0x20));
+                    _mm256_storeu_ps(p.add(8), _mm256_permute2f128_ps(lo, hi, 0x31));
+                }
+                c += 8;
+            }
+        }
+        c
+    }
 
     /// [`row`](super::row) for contiguous luma and float32 output, 8 pixels at a time with
     /// the same float32 operations in the same order (so the same values); `stream`:
