@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# CI's pipeline stage: installs OpenCV and FFmpeg's libavutil when pkg-config cannot find them
-# (Debian packages), then checks that the OpenCV snippet of docs/guide.md compiles (-fsyntax-only,
-# -Werror; it reads an image file, so it is not run). The programs that need those libraries
-# (c_tests/test_opencv*.cpp, the OpenCV and FFmpeg examples) run in .ci/run's readme and
-# valgrind stages (TENSOR_C_REQUIRE_PKGS=1 there: a missing library fails);
+# CI's pipeline stage: installs OpenCV and FFmpeg's libavutil and libswscale when pkg-config
+# cannot find them (Debian packages), then checks that the OpenCV snippet of docs/guide.md
+# compiles (-fsyntax-only, -Werror; it reads an image file, so it is not run). The programs
+# that need those libraries (c_tests/test_opencv*.cpp, test_yuv_swscale.c, the OpenCV and
+# FFmpeg examples) run in .ci/run's readme and valgrind stages (TENSOR_C_REQUIRE_PKGS=1 there:
+# a missing library fails);
 # PIPE_RUN_PROGRAMS=1 runs them here too, under valgrind.
 set -Eeuo pipefail
 exec </dev/null
@@ -13,12 +14,13 @@ need pkg-config:pkg-config valgrind:valgrind
 libs=()
 pkg-config --exists opencv4 2>/dev/null || libs+=(libopencv-dev)
 pkg-config --exists libavutil 2>/dev/null || libs+=(libavutil-dev)
+pkg-config --exists libswscale 2>/dev/null || libs+=(libswscale-dev)
 if [ ${#libs[@]} -gt 0 ]; then apt_install "${libs[@]}"; fi
-echo "opencv4 $(pkg-config --modversion opencv4), libavutil $(pkg-config --modversion libavutil)"
+echo "opencv4 $(pkg-config --modversion opencv4), libavutil $(pkg-config --modversion libavutil), libswscale $(pkg-config --modversion libswscale)"
 
 if [ "${PIPE_RUN_PROGRAMS:-0}" = 1 ]; then
   export TENSOR_VALGRIND=1 TENSOR_C_REQUIRE_PKGS=1
-  run env TENSOR_C_ONLY=test_opencv,test_opencv_noexcept cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
+  run env TENSOR_C_ONLY=test_opencv,test_opencv_noexcept,test_yuv_swscale cargo test --test c_api c_and_cpp_programs_pass -- --nocapture
   run env TENSOR_C_ONLY=opencv_pipeline,ffmpeg_planes cargo test --test c_api examples_run -- --nocapture
 fi
 

@@ -122,9 +122,14 @@ static void test_copy_affine() {
   CHECK(o[2][0][1] == 5.0f * 100.0f - 1.0f);  // img[0][1][2] = 5
   out.copy_affine_(img.permute({2, 0, 1}), 2.0, 0.0);
   CHECK(o[1][1][1] == 26.0f);  // img[1][1][1] = 13
+  out.copy_affine_(img.permute({2, 0, 1}), 0, {1.0, 10.0, 100.0}, {0.5, 0.0, -1.0}, {2, 1, 0});
+  CHECK(o[0][1][2] == 17.0f * 1.0f + 0.5f);   // img[1][2][2] = 17: channel 0 reads 2
+  CHECK(o[2][0][1] == 3.0f * 100.0f - 1.0f);  // img[0][1][0] = 3: channel 2 reads 0
   tensor::Tensor chw = img.permute({2, 0, 1});
   std::vector<double> two = {1.0, 2.0}, three = {1.0, 2.0, 3.0}, one = {0.0};
   CHECK(status_of([&] { out.copy_affine_(chw, 0, two, two); }) == TENSOR_ERR_INVALID_ARGUMENT);
+  CHECK(status_of([&] { out.copy_affine_(chw, 0, one, one, {2, 1}); }) == TENSOR_ERR_INVALID_ARGUMENT);
+  CHECK(status_of([&] { out.copy_affine_(chw, 0, one, one, {2, 1, 3}); }) == TENSOR_ERR_INDEX);
   CHECK(status_of([&] { out.copy_affine_(chw, 0, three, one); }) == TENSOR_ERR_INVALID_ARGUMENT);
 }
 

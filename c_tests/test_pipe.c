@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 
@@ -201,8 +202,90 @@ static void test_affine_errors(void) {
   tensor_release(dst);
 }
 
+/* tensor_copy_affine_ex: the channel map. BGR (HWC uint8) -> RGB (CHW float32) in one
+ * call, BGRA (4 source channels) -> RGB, a broadcast source, NULL map == copy_affine_,
+ * and the index checks. */
+static void test_affine_ex(int64_t h, int64_t w) {
+  tensor_t *img = NULL, *chw = NULL, *out = NULL, *ref = NULL, *bgra = NULL, *bgra_chw = NULL;
+  int64_t hwc[3] = {h, w, 3}, hw4[3] = {h, w, 4}, perm[3] = {2, 0, 1}, cs[3] = {3, h, w};
+  CHECK_OK(tensor_empty(hwc, 3, TENSOR_UINT8, &img));
+  CHECK_OK(tensor_empty(hw4, 3, TENSOR_UINT8, &bgra));
+  uint8_t *p = tensor_data_ptr(img), *p4 = tensor_data_ptr(bgra);
+  for (int64_t i = 0; i < h * w * 3; i++) p[i] = (uint8_t)(i * 37 + i / 7);
+  for (int64_t i = 0; i < h * w * 4; i++) p4[i] = (uint8_t)(i * 11 + i / 5);
+  CHECK_OK(tensor_permute(img, perm, 3, &chw));
+  CHECK_OK(tensor_permute(bgra, perm, 3, &bgra_chw));
+  CHECK_OK(tensor_empty(cs, 3, TENSOR_FLOAT32, &out));
+  CHECK_OK(tensor_empty(cs, 3, TENSOR_FLOAT32, &ref));
+  const double scale[3] = {0.5, 2.0, -1.0}, shift[3] = {1.0, -3.0, 0.25};
+  const int64_t rgb[3] = {2, 1, 0};
+  uint64_t v0 = tensor_version(out);
+  CHECK_OK(tensor_copy_affine_ex(out, chw, 0, scale, shift, 3, rgb));
+  CHECK(tensor_version(out) == v0 + 1);
+  const float *o = tensor_data_ptr(out);
+  int64_t bad = 0;
+  for (int64_t c = 0; c < 3; c++)
+    for (int64_t i = 0; i < h * w; i++)
+      if (o[c * h * w + i] != ref32(p[i * 3 + (2 - c)], scale[c], shift[c])) bad++;
+  CHECK(bad == 0);
+  /* BGRA: src's dim has 4 entries, dst's 3; one scale for all (n == 1) */
+  const int64_t rgb4[3] = {2, 1, 0};
+  CHECK_OK(tensor_copy_affine_ex(out, bgra_chw, -3, scale, shift, 1, rgb4));
+  bad = 0;
+  for (int64_t c = 0; c < 3; c++)
+    for (int64_t i = 0; i < h * w; i++)
+      if (o[c * h * w + i] != ref32(p4[i * 4 + (2 - c)], scale[0], shift[0])) bad++;
+  CHECK(bad == 0);
+  /* NULL map: bit-identical to tensor_copy_affine_ */
+  CHECK_OK(tensor_copy_affine_ex(out, chw, 0, scale, shift, 3, NULL));
+  CHECK_OK(tensor_copy_affine_(ref, chw, 0, scale, shift, 3));
+  CHECK(memcmp(tensor_data_ptr(out), tensor_data_ptr(ref), (size_t)(3 * h * w) * sizeof(float)) == 0);
+  /* one source channel ([1, H, W]) read by all three: gray -> RGB */
+  tensor_t *gray = NULL;
+  int64_t g0[3] = {0, 0, 0};
+  CHECK_OK(tensor_narrow(chw, 0, 1, 1, &gray));
+  CHECK_OK(tensor_copy_affine_ex(out, gray, 0, scale, shift, 3, g0));
+  bad = 0;
+  for (int64_t c = 0; c < 3; c++)
+    for (int64_t i = 0; i < h * w; i++)
+      if (o[c * h * w + i] != ref32(p[i * 3 + 1], scale[c], shift[c])) bad++;
+  CHECK(bad == 0);
+  /* the checks: each index inside src's dim, named with its value */
+  const int64_t past[3] = {0, 1, 3}, neg[3] = {-1, 1, 0}, four[3] = {0, 1, 4};
+  v0 = tensor_version(out);
+  CHECK_STATUS(tensor_copy_affine_ex(out, chw, 0, scale, shift, 3, past), TENSOR_ERR_INDEX);
+  CHECK_ERROR_HAS("src_index[2] is 3, out of range for size 3");
+  CHECK_STATUS(tensor_copy_affine_ex(out, chw, 0, scale, shift, 3, neg), TENSOR_ERR_INDEX);
+  CHECK_ERROR_HAS("src_index[0] is -1");
+  CHECK_STATUS(tensor_copy_affine_ex(out, bgra_chw, 0, scale, shift, 3, four), TENSOR_ERR_INDEX);
+  CHECK_ERROR_HAS("out of range for size 4");
+  CHECK_STATUS(tensor_copy_affine_ex(out, gray, 0, scale, shift, 3, rgb), TENSOR_ERR_INDEX);
+  CHECK_ERROR_HAS("src_index[0] is 2, out of range for size 1");
+  CHECK_ERROR_HAS("tensor_copy_affine_ex");
+  /* without a map, a 4-channel src does not broadcast to 3 */
+  CHECK_STATUS(tensor_copy_affine_ex(out, bgra_chw, 0, scale, shift, 3, NULL), TENSOR_ERR_SHAPE);
+  /* the other dims still follow the broadcast rule */
+  tensor_t *wide = NULL;
+  int64_t cs2[3] = {3, h, w + 1};
+  CHECK_OK(tensor_empty(cs2, 3, TENSOR_FLOAT32, &wide));
+  if (w > 1) /* (a width of 1 broadcasts) */
+    CHECK_STATUS(tensor_copy_affine_ex(wide, chw, 0, scale, shift, 3, rgb), TENSOR_ERR_SHAPE);
+  CHECK(tensor_version(out) == v0);
+  tensor_release(wide);
+  tensor_release(gray);
+  tensor_release(ref);
+  tensor_release(out);
+  tensor_release(bgra_chw);
+  tensor_release(bgra);
+  tensor_release(chw);
+  tensor_release(img);
+}
+
 int main(void) {
   test_from_blob_bytes();
+  test_affine_ex(1, 1);
+  test_affine_ex(5, 7);
+  test_affine_ex(300, 301); /* several 128 KiB blocks per channel */
   test_affine_hwc_to_chw(1, 1);
   test_affine_hwc_to_chw(5, 7);
   test_affine_hwc_to_chw(37, 53);

@@ -78,7 +78,12 @@ find_package(Threads REQUIRED)
 # includes its sibling "tensor.h". <build dir>/include/libtensor is on the include path as
 # well, for one more version of `#include "tensor.h"` (as installed; see docs/packaging.md).
 set(TENSOR_HEADERS "")
-foreach(_header tensor.h tensor.hpp tensor_opencv.hpp tensor_torch.hpp)
+file(READ "${TENSOR_SOURCE_DIR}/cmake/headers.txt" _tensor_header_list)
+string(STRIP "${_tensor_header_list}" _tensor_header_list)
+string(REPLACE " " ";" _tensor_header_list "${_tensor_header_list}")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             "${TENSOR_SOURCE_DIR}/cmake/headers.txt")
+foreach(_header IN LISTS _tensor_header_list)
   configure_file("${TENSOR_SOURCE_DIR}/include/${_header}"
                  "${CMAKE_CURRENT_BINARY_DIR}/include/libtensor/${_header}" COPYONLY)
   list(APPEND TENSOR_HEADERS "${TENSOR_SOURCE_DIR}/include/${_header}")

@@ -3,8 +3,7 @@
 # `cmake --install` (cmake/TensorInstall.cmake) run, so that both install the same files:
 #   LIBDIR/libtensor.so.VERSION (stripped, 755), libtensor.so.MAJOR and libtensor.so (symlinks),
 #   LIBDIR/libtensor.so.VERSION.debug (unless INSTALL_DEBUG=0), LIBDIR/libtensor.a,
-#   INCLUDEDIR/libtensor/tensor.h, tensor.hpp, tensor_opencv.hpp, tensor_torch.hpp,
-#   LIBDIR/pkgconfig/tensor.pc,
+#   INCLUDEDIR/libtensor/<each header of cmake/headers.txt>, LIBDIR/pkgconfig/tensor.pc,
 #   LIBDIR/cmake/tensor/tensorConfig.cmake, tensorConfigVersion.cmake
 # It never builds: STAGE is the directory cmake/stage.sh filled.
 #
@@ -21,7 +20,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-headers="tensor.h tensor.hpp tensor_opencv.hpp tensor_torch.hpp"
+headers=$(cat "$here/headers.txt")
 
 # The static library's native libraries (cmake/static-libs.txt) as CMake names them: its
 # targets for the thread and dl libraries first, then the others in name order; libc goes

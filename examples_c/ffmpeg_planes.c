@@ -1,4 +1,5 @@
-/* Wrapping the planes of an FFmpeg AVFrame without copying.
+/* Wrapping the planes of an FFmpeg AVFrame without copying, and converting the frame to a
+ * normalized RGB CHW tensor in one pass (tensor_copy_yuv_affine_).
  *
  * A decoder hands you a YUV420P AVFrame whose rows are padded: linesize[p] (BYTES from
  * one row to the next) is larger than the visible width. Each plane becomes a uint8
@@ -13,6 +14,7 @@
 // c_api-pkg: libavutil
 #include <libavutil/frame.h>
 #include <libavutil/pixfmt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -99,6 +101,33 @@ int main(void) {
   TRY(tensor_get_f64(luma, last, 2, &f));
   EXPECT(f == (double)((float)(H - 1 + W - 1) * (float)scale));
   printf("luma[%d][%d] = %.6f\n", H - 1, W - 1, f);
+
+  /* The whole frame to normalized RGB, CHW float32, in one pass: BT.601 limited range (what
+   * an SD decoder signals: frame->colorspace, frame->color_range), chroma replicated over
+   * each 2x2 block, then (rgb / 255 - mean) / std per channel. The output is reused: a
+   * video loop calls this once per decoded frame. */
+  const double mean[3] = {0.485, 0.456, 0.406}, stdv[3] = {0.229, 0.224, 0.225};
+  double sc[3], sh[3];
+  for (int c = 0; c < 3; c++) sc[c] = 1.0 / (255.0 * stdv[c]), sh[c] = -mean[c] / stdv[c];
+  int64_t chw[3] = {3, H, W};
+  tensor_t *rgb = NULL;
+  TRY(tensor_empty(chw, 3, TENSOR_FLOAT32, &rgb));
+  TRY(tensor_copy_yuv_affine_(rgb, y, u, v, TENSOR_YUV_BT601 | TENSOR_YUV_LIMITED, 0, sc, sh, 3));
+  /* pixel (40, 60): Y = 100, U = 50 + 30 + 20 = 100, V = 150 (chroma sample (20, 30)) */
+  {
+    double yy = (100 - 16) * 255.0 / 219, uu = 100 - 128.0, vv = 150 - 128.0, kc = 255.0 / 224;
+    double r = yy + 1.402 * kc * vv, b = yy + 1.772 * kc * uu;
+    double g = yy - 1.772 * 0.114 / 0.587 * kc * uu - 1.402 * 0.299 / 0.587 * kc * vv;
+    double want[3] = {r, g, b};
+    for (int c = 0; c < 3; c++) {
+      double px = want[c] < 0 ? 0 : want[c] > 255 ? 255 : want[c], got = 0;
+      int64_t at[3] = {c, 40, 60};
+      TRY(tensor_get_f64(rgb, at, 3, &got));
+      EXPECT(fabs(got - (px * sc[c] + sh[c])) < 1e-4);
+      if (c == 0) printf("normalized RGB [3, %d, %d]: R at (40, 60) = %.5f (rgb %.3f)\n", H, W, got, px);
+    }
+  }
+  tensor_release(rgb);
 
   tensor_release(luma);
   tensor_release(y);

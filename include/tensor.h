@@ -62,6 +62,36 @@ struct DLManagedTensor;
 #define TENSOR_ABI_VERSION 1
 
 /**
+ * `color` matrix: ITU-R BT.601 (`Kr = 0.299, Kb = 0.114`; SD video, JPEG with FULL).
+ */
+#define TENSOR_YUV_BT601 1
+
+/**
+ * `color` matrix: ITU-R BT.709 (`Kr = 0.2126, Kb = 0.0722`; HD video).
+ */
+#define TENSOR_YUV_BT709 2
+
+/**
+ * `color` matrix: ITU-R BT.2020 non-constant luminance (`Kr = 0.2627, Kb = 0.0593`).
+ */
+#define TENSOR_YUV_BT2020 3
+
+/**
+ * `color` range: limited ("video", "TV", MPEG) range, Y in 16..235 and U, V in 16..240.
+ */
+#define TENSOR_YUV_LIMITED 16
+
+/**
+ * `color` range: full ("PC", JPEG) range, Y, U and V in 0..255.
+ */
+#define TENSOR_YUV_FULL 32
+
+/**
+ * `color` flag: write B, G, R to channels 0, 1, 2 instead of R, G, B.
+ */
+#define TENSOR_YUV_BGR 256
+
+/**
  * Pass as `nbytes` to map from `offset` to the end of the file.
  */
 #define TENSOR_MAP_TO_END UINT64_MAX
@@ -1186,6 +1216,30 @@ tensor_status_t tensor_copy_affine_(struct tensor_t *dst,
                                     int64_t n);
 
 /**
+ * `tensor_copy_affine_` with a channel map: index `c` of `dst`'s dim `dim` reads index
+ * `src_index[c]` of `src`'s dim (aligned from the right, as broadcasting aligns dims), so
+ * `dst[..., c, ...] = src[..., src_index[c], ...] * scale[c] + shift[c]`: BGR -> RGB is
+ * `src_index = {2, 1, 0}`, BGRA -> RGB the same over a 4-channel `src`, at the speed of the
+ * unmapped copy (the same kernels, in the same pass). `src_index` holds one value per index
+ * of `dim` (`dst`'s size there, whatever `n`); `src`'s size at that dim may then be any
+ * (a missing dim counts as size 1), every value must be in `[0, that size)`, and the
+ * other dims broadcast as in `tensor_copy_`. NULL `src_index` is the identity:
+ * exactly `tensor_copy_affine_`. Everything else (arithmetic, overlap, version) as
+ * `tensor_copy_affine_`.
+ * Errors: NULL_POINTER, INDEX (dim out of range, a `src_index` value outside `src`'s
+ * dim), INVALID_ARGUMENT (n is neither 1 nor the size of dim), DTYPE (a complex tensor),
+ * SHAPE (src does not broadcast to dst), DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst
+ * has a stride-0 dim of size > 1), OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_copy_affine_ex(struct tensor_t *dst,
+                                      const struct tensor_t *src,
+                                      int64_t dim,
+                                      const double *scale,
+                                      const double *shift,
+                                      int64_t n,
+                                      const int64_t *src_index);
+
+/**
  * Sets every element of `dst` to `value` converted to its dtype; bumps the version once
  * (PyTorch's `fill_`). As in PyTorch, an expanded `dst` (elements aliasing each other) is
  * allowed: filling is idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS,
@@ -1239,6 +1293,56 @@ tensor_status_t tensor_set_copy_threads(int64_t n, int64_t *previous);
  * The number of threads big copies may use (see `tensor_set_copy_threads`).
  */
 int64_t tensor_copy_threads(void);
+
+/**
+ * One-pass YUV 4:2:0 -> normalized RGB: colour conversion, chroma upsampling and
+ * `tensor_copy_affine_`'s per-channel `scale` / `shift`, each output element written once.
+ *
+ * Planes (uint8, any strides: a decoder's padded line size is a byte stride, wrapped with
+ * `tensor_from_blob_bytes`): `y` is `[H, W]`; YUV420P (I420): `u` and `v` are
+ * `[ceil(H/2), ceil(W/2)]`; NV12: `u` is the interleaved plane as `[ceil(H/2), ceil(W/2),
+ * 2]` (U at index 0, V at 1 of the last dim) and `v` is NULL. `dst` is `[3, H, W]`,
+ * `[H, W, 3]` (the 3 channels at `channel_dim`, negative wraps, between the two others),
+ * or either with a leading batch dim of 1; any strides; float32, float16, bfloat16 or
+ * uint8. `color` is a matrix (`TENSOR_YUV_BT601`, `TENSOR_YUV_BT709`,
+ * `TENSOR_YUV_BT2020`) OR'd with a range (`TENSOR_YUV_LIMITED` or `TENSOR_YUV_FULL`) and
+ * optionally `TENSOR_YUV_BGR` (channels 0, 1, 2 get B, G, R). `n` is 3 (one `scale` and
+ * `shift` per dst channel) or 1 (one for all).
+ *
+ * Chroma siting: nearest neighbour; pixel (i, j) uses chroma sample (i / 2, j / 2)
+ * (integer division), so each 2x2 block of pixels shares one chroma sample (an odd last
+ * row or column uses the last sample), as libyuv and libswscale's SWS_POINT do: no
+ * interpolation, whatever chroma location the stream signals.
+ *
+ * Arithmetic, all in float32, with `u = U - 128`, `v = V - 128`:
+ * `y' = (Y - y0) * ky`; `R = y' + rv*v`, `G = y' + (gu*u + gv*v)`, `B = y' + bu*u`, each
+ * clamped to [0, 255] (`rgb_c`, the converted value in 0..255); then channel `c` of dst
+ * gets `rgb_c * scale[c] + shift[c]` (so `scale[c] = 1 / (255 * std[c])`,
+ * `shift[c] = -mean[c] / std[c]` is the usual mean/std normalization), stored as float32,
+ * rounded to nearest-even for float16 / bfloat16, or for uint8 clamped to [0, 255] (NaN
+ * gives 0) and rounded to nearest, halves up. Constants, from the matrix's `Kr`, `Kb`
+ * (`Kg = 1 - Kr - Kb`), computed in float64 and rounded to float32 once: LIMITED has
+ * `y0 = 16, ky = 255/219, kc = 255/224`, FULL `y0 = 0, ky = 1, kc = 1`; `rv = 2(1-Kr)kc`,
+ * `bu = 2(1-Kb)kc`, `gu = -2(1-Kb)(Kb/Kg)kc`, `gv = -2(1-Kr)(Kr/Kg)kc`.
+ *
+ * Same rules as `tensor_copy_affine_`: a plane sharing memory with `dst` is read as if
+ * snapshotted, `dst` must be writable and without a stride-0 dim of size > 1, and its
+ * version is bumped once. Single-threaded.
+ * Errors: NULL_POINTER (dst, y, u, scale or shift), INVALID_ARGUMENT (an unknown
+ * `color`, n neither 1 nor 3), INDEX (channel_dim out of range), DTYPE (a plane not
+ * uint8, dst not float32 / float16 / bfloat16 / uint8), SHAPE (dst not one of the layouts
+ * above, planes whose sizes do not match dst's H and W), DEVICE, OUT_OF_BOUNDS,
+ * READ_ONLY, OVERLAP, OUT_OF_MEMORY.
+ */
+tensor_status_t tensor_copy_yuv_affine_(struct tensor_t *dst,
+                                        const struct tensor_t *y,
+                                        const struct tensor_t *u,
+                                        const struct tensor_t *v,
+                                        int32_t color,
+                                        int64_t channel_dim,
+                                        const double *scale,
+                                        const double *shift,
+                                        int64_t n);
 
 /* ==============================================================================================
  * Interop: DLPack import and export

@@ -657,6 +657,37 @@ class Tensor {
                                       static_cast<int64_t>(scale.size())));
     return *this;
   }
+  /// copy_affine_ with a channel map (tensor_copy_affine_ex): index c of dim `dim` reads
+  /// index `src_index[c]` of src's dim, e.g. `{2, 1, 0}` for BGR -> RGB in the same pass.
+  /// `src_index` holds size(dim) values; `scale` / `shift` size(dim) values or one each.
+  Tensor& copy_affine_(const Tensor& src, int64_t dim, const std::vector<double>& scale,
+                       const std::vector<double>& shift, const std::vector<int64_t>& src_index) {
+    if (scale.size() != shift.size())
+      detail::fail(TENSOR_ERR_INVALID_ARGUMENT, "copy_affine_: scale has " + std::to_string(scale.size()) +
+                                                    " values but shift has " + std::to_string(shift.size()));
+    if (static_cast<int64_t>(src_index.size()) != (this->dim() == 0 ? 1 : size(dim)))
+      detail::fail(TENSOR_ERR_INVALID_ARGUMENT, "copy_affine_: src_index has " +
+                                                    std::to_string(src_index.size()) +
+                                                    " values, not one per index of dim " + std::to_string(dim));
+    detail::check(tensor_copy_affine_ex(impl_, src.impl_, dim, scale.data(), shift.data(),
+                                        static_cast<int64_t>(scale.size()), src_index.data()));
+    return *this;
+  }
+  /// One pass from a YUV 4:2:0 frame (tensor_copy_yuv_affine_): `y` [H, W], `u` and `v`
+  /// [ceil(H/2), ceil(W/2)] (I420), or `u` [ceil(H/2), ceil(W/2), 2] and `v` an undefined
+  /// Tensor() (NV12); self is [3, H, W] / [H, W, 3] (channels at `channel_dim`) float32,
+  /// float16, bfloat16 or uint8. `color`: TENSOR_YUV_BT601 / BT709 / BT2020 | TENSOR_YUV_LIMITED
+  /// or TENSOR_YUV_FULL (| TENSOR_YUV_BGR). `scale` / `shift`: 3 values each, or one.
+  Tensor& copy_yuv_affine_(const Tensor& y, const Tensor& u, const Tensor& v, int32_t color,
+                           int64_t channel_dim, const std::vector<double>& scale,
+                           const std::vector<double>& shift) {
+    if (scale.size() != shift.size())
+      detail::fail(TENSOR_ERR_INVALID_ARGUMENT, "copy_yuv_affine_: scale has " + std::to_string(scale.size()) +
+                                                    " values but shift has " + std::to_string(shift.size()));
+    detail::check(tensor_copy_yuv_affine_(impl_, y.impl_, u.impl_, v.impl_, color, channel_dim, scale.data(),
+                                          shift.data(), static_cast<int64_t>(scale.size())));
+    return *this;
+  }
   /// One scale and shift for every element: `self = src * scale + shift`.
   Tensor& copy_affine_(const Tensor& src, double scale, double shift) {
     detail::check(tensor_copy_affine_(impl_, src.impl_, 0, &scale, &shift, 1));

@@ -1890,6 +1890,139 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
                 lib(|| tensor_copy_affine_(a, b, dim, scale, shift, n)).0,
             ))
         }
+        "tensor_copy_affine_ex" => {
+            let (a, b) = (c.t(), c.t());
+            let dim = c.rng.pick(&[0i64, 1, 2, -1, -3, 7, i64::MIN]);
+            let vals: Vec<f64> = (0..4096).map(|i| (i as f64) * 0.5 - 3.0).collect();
+            let size = if a.is_null() {
+                1
+            } else {
+                tensor_size_or(a, dim)
+            };
+            let n = c.rng.pick(&[1i64, 0, 2, 3, -1, size.min(4096)]);
+            // Mostly in range (0, 1, 2 and the last of src's dim), sometimes not.
+            let top = if b.is_null() {
+                1
+            } else {
+                tensor_size_or(b, dim)
+            };
+            let index: Vec<i64> = (0..4096)
+                .map(|i| match (i + c.rng.pick(&[0usize, 1, 2])) % 7 {
+                    0 => top - 1,
+                    1 => c.rng.pick(&[-1i64, top, i64::MAX, i64::MIN]),
+                    k => (k as i64 - 2).min(top - 1),
+                })
+                .collect();
+            // The caller's side of the contract: one index per index of dim.
+            let src_index = if size > 4096 || c.rng.one_in(4) {
+                null()
+            } else {
+                index.as_ptr()
+            };
+            let scale = if c.rng.one_in(8) {
+                null()
+            } else {
+                vals.as_ptr()
+            };
+            Some(Some(
+                lib(|| tensor_copy_affine_ex(a, b, dim, scale, vals.as_ptr(), n, src_index)).0,
+            ))
+        }
+        "tensor_copy_yuv_affine_" => {
+            // Targeted: a valid 4x6 I420 frame into [3, 4, 6] float32, then one thing wrong:
+            // channel_dim 5 (INDEX), a y of [4, 8] (SHAPE), dst on CUDA (DEVICE), y's
+            // storage shrunk (OUT_OF_BOUNDS), the heap exhausted (OUT_OF_MEMORY: the chroma
+            // row buffer), an expanded dst (OVERLAP), a read-only dst (READ_ONLY).
+            if let Some(k @ 0..7) = c.case {
+                let zeros = |sizes: &[i64], dt: i32| {
+                    let mut t = null_mut();
+                    made(
+                        tensor_zeros(
+                            sizes.as_ptr(),
+                            sizes.len() as i64,
+                            tensor_dtype_t(dt),
+                            &mut t,
+                        ),
+                        t,
+                    )
+                };
+                let mut y = zeros(&[4, 6], 0);
+                let (u, v) = (zeros(&[2, 3], 0), zeros(&[2, 3], 0));
+                let mut d = zeros(&[3, 4, 6], 6);
+                let mut cd = 0;
+                match k {
+                    0 => cd = 5,
+                    1 => {
+                        tensor_release(y);
+                        y = zeros(&[4, 8], 0);
+                    }
+                    2 => {
+                        tensor_release(d);
+                        let cuda = tensor_device_t {
+                            device_type: 2,
+                            device_id: 0,
+                        };
+                        let p = 0x1000 as *mut c_void;
+                        let sizes = [3i64, 4, 6];
+                        d = null_mut();
+                        let st = tensor_from_blob(
+                            p,
+                            sizes.as_ptr(),
+                            null(),
+                            3,
+                            tensor_dtype_t(6),
+                            cuda,
+                            None,
+                            null_mut(),
+                            &mut d,
+                        );
+                        d = made(st, d);
+                    }
+                    3 => assert!(ok(storage_resize(tensor_storage(y), 8))),
+                    5 => {
+                        let one = zeros(&[3, 1, 6], 6);
+                        tensor_release(d);
+                        d = null_mut();
+                        let st = tensor_expand(one, [3i64, 4, 6].as_ptr(), 3, &mut d);
+                        d = made(st, d);
+                        tensor_release(one);
+                    }
+                    6 => assert!(ok(storage_mark_read_only(tensor_storage(d)))),
+                    _ => {}
+                }
+                let vals = [1.0f64, 1.0, 1.0];
+                let color = TENSOR_YUV_BT709 | TENSOR_YUV_LIMITED;
+                let call = || {
+                    tensor_copy_yuv_affine_(d, y, u, v, color, cd, vals.as_ptr(), vals.as_ptr(), 3)
+                };
+                let st = if k == 4 { exhausted(call) } else { call() };
+                for t in [y, u, v, d] {
+                    tensor_release(t);
+                }
+                return Some(Some(st.0));
+            }
+            let (d, y, u) = (c.t(), c.t(), c.t());
+            let v = if c.rng.one_in(2) { null_mut() } else { c.t() };
+            let color = c.rng.pick(&[
+                TENSOR_YUV_BT601 | TENSOR_YUV_LIMITED,
+                TENSOR_YUV_BT709 | TENSOR_YUV_FULL | TENSOR_YUV_BGR,
+                TENSOR_YUV_BT2020 | TENSOR_YUV_LIMITED,
+                0,
+                TENSOR_YUV_BT601,
+                -1,
+            ]);
+            let cd = c.rng.pick(&[0i64, 1, -1, 3, 9]);
+            let n = c.rng.pick(&[1i64, 3, 2, 0]);
+            let vals = [0.5f64, -1.0, 2.0];
+            let scale = if c.rng.one_in(8) {
+                null()
+            } else {
+                vals.as_ptr()
+            };
+            Some(Some(
+                lib(|| tensor_copy_yuv_affine_(d, y, u, v, color, cd, scale, vals.as_ptr(), n)).0,
+            ))
+        }
         "tensor_copy_" => {
             let (a, b) = (c.t(), c.t());
             Some(Some(lib(|| tensor_copy_(a, b)).0))
@@ -2113,7 +2246,7 @@ fn parser_handles_the_header_styles() {
 }
 
 /// Passes of targeted calls before the random rounds (see `Ctx::case`).
-const TARGETED_CASES: usize = 6;
+const TARGETED_CASES: usize = 7;
 
 #[test]
 fn hostile_calls_return_exactly_the_documented_statuses() {

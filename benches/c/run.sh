@@ -2,9 +2,10 @@
 # Builds libtensor.so (release) and the C benchmarks against it, then runs them.
 # The library is copied into target/bench-c/ with its SONAME link (libtensor.so.0), so the
 # programs run against exactly the build they were linked with.
-# Usage: benches/c/run.sh [views|copy|pipe|convert|small|contention|all|torch]   (default: all;
+# Usage: benches/c/run.sh [views|copy|pipe|convert|yuv|small|contention|all|torch]   (default: all;
 #   torch, not in all: the view ops against libtorch from the CI venv's torch wheel)
 #   bench_pipe (C++) adds the cv::dnn::blobFromImage rows when pkg-config finds opencv4.
+#   bench_yuv (FFmpeg's libswscale) takes optional [rounds]: BENCH_YUV_ARGS=31
 #   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +45,19 @@ fi
 if [ "$which" = convert ] || [ "$which" = all ]; then
   build bench_convert
   "$dir/bench_convert"
+fi
+if [ "$which" = yuv ] || [ "$which" = all ]; then
+  # Built at -O3 -march=native: the hand-written loop it compares with is compiled so.
+  if pkg-config --exists libswscale libavutil 2>/dev/null; then
+    # shellcheck disable=SC2046
+    ${CC:-cc} -std=c99 -O3 -march=native -Wall -Wextra -Werror -I"$root/include" benches/c/bench_yuv.c \
+      $(pkg-config --cflags libswscale libavutil) -L"$dir" -Wl,-rpath,"$dir" -ltensor \
+      $(pkg-config --libs libswscale libavutil) -o "$dir/bench_yuv"
+    # shellcheck disable=SC2086
+    "$dir/bench_yuv" ${BENCH_YUV_ARGS:-}
+  else
+    echo "libswscale not found by pkg-config (apt-get install libswscale-dev): bench_yuv skipped"
+  fi
 fi
 if [ "$which" = small ] || [ "$which" = all ]; then
   build bench_small

@@ -24,6 +24,7 @@ trap 'rm -rf "$work"' EXIT
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$root/Cargo.toml" | head -n 1)
 major=${version%%.*}
+headers=$(cat "$root/cmake/headers.txt")
 minor=${version#*.}
 minor=${minor%%.*}
 next_minor="$major.$((minor + 1))"
@@ -92,12 +93,12 @@ pkgconfig_consumer() {
 check_install() {
   local p=$1 lib=$1/$2 inc=$1/$3 f
   for f in "$lib/libtensor.so.$version" "$lib/libtensor.so.$version.debug" "$lib/libtensor.so.$major" \
-           "$lib/libtensor.so" "$lib/libtensor.a" "$inc/libtensor/tensor.h" "$inc/libtensor/tensor.hpp" \
-           "$inc/libtensor/tensor_opencv.hpp" "$inc/libtensor/tensor_torch.hpp" "$lib/pkgconfig/tensor.pc" \
+           "$lib/libtensor.so" "$lib/libtensor.a" "$lib/pkgconfig/tensor.pc" \
            "$lib/cmake/tensor/tensorConfig.cmake" "$lib/cmake/tensor/tensorConfigVersion.cmake"; do
     [ -e "$f" ] || fail "missing after install: $f"
   done
-  for f in tensor.h tensor.hpp tensor_opencv.hpp tensor_torch.hpp; do
+  for f in $headers; do
+    [ -e "$inc/libtensor/$f" ] || fail "missing after install: $inc/libtensor/$f"
     [ ! -e "$inc/$f" ] || fail "$inc/$f installed flat (headers go in $inc/libtensor/)"
   done
   local dyn syms sections

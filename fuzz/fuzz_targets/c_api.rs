@@ -488,8 +488,29 @@ fn write_op(w: &mut World, i: &mut Input) {
                 return;
             }
             let params: Vec<f64> = (0..64).map(|k| k as f64 * 0.25 - 2.0).collect();
-            let s = tensor_copy_affine_(dst, src, dim, params.as_ptr(), params.as_ptr(), n);
-            ("tensor_copy_affine_", s)
+            let pick = i.byte() % 3;
+            if pick == 0 {
+                let s = tensor_copy_affine_(dst, src, dim, params.as_ptr(), params.as_ptr(), n);
+                ("tensor_copy_affine_", s)
+            } else if pick == 1 {
+                // src as every plane (or NV12: no v): mostly refused, sometimes a frame
+                let v = if i.byte() % 2 == 0 { src } else { std::ptr::null_mut() };
+                let color = i.pick(&[0x11, 0x22, 0x133, 0x10, 0, -1]);
+                let (sp, pp) = (params.as_ptr(), params.as_ptr());
+                let s = tensor_copy_yuv_affine_(dst, src, src, v, color, dim, sp, pp, n.min(3));
+                ("tensor_copy_yuv_affine_", s)
+            } else {
+                // a channel map: one index per index of dim (64 readable), some out of range
+                let index: Vec<i64> = (0..64).map(|_| i.pick(&[0, 1, 2, 3, -1])).collect();
+                let map = if (0..=64).contains(&size) && i.byte() % 4 != 0 {
+                    index.as_ptr()
+                } else {
+                    std::ptr::null()
+                };
+                let (sp, pp) = (params.as_ptr(), params.as_ptr());
+                let s = tensor_copy_affine_ex(dst, src, dim, sp, pp, n, map);
+                ("tensor_copy_affine_ex", s)
+            }
         }
         8 => {
             let mut v = 0i64;
@@ -531,7 +552,8 @@ fn write_op(w: &mut World, i: &mut Input) {
         match name {
             // equal answers false for different sizes without reading (as torch.equal)
             "tensor_equal" if !same_sizes(dst, src) => {}
-            "tensor_copy_" | "tensor_equal" | "tensor_copy_affine_" => {
+            "tensor_copy_" | "tensor_equal" | "tensor_copy_affine_" | "tensor_copy_affine_ex"
+            | "tensor_copy_yuv_affine_" => {
                 if !fits(dst) || !fits(src) {
                     fail(format!("{name} succeeded on a tensor outside its storage"));
                 }

@@ -6,7 +6,8 @@
 //! test per call). Under Miri (no `cpuid`) every answer is no, so the baseline loops are
 //! the ones Miri runs.
 
-/// AVX2: the transposes, `copy_affine_`'s image loop, the f32 / f64 -> integer loop.
+/// AVX2: the transposes, `copy_affine_`'s image loop, the f32 / f64 -> integer loop,
+/// `copy_yuv_affine_`'s walk (compiled for AVX2 as a whole: `yuv::run_avx2`).
 #[inline]
 pub(crate) fn avx2() -> bool {
     #[cfg(target_arch = "x86_64")]

@@ -19,6 +19,7 @@ pub(crate) mod engine;
 mod float_int;
 pub(crate) mod kernels;
 pub(crate) mod parallel;
+pub(crate) mod yuv;
 
 use crate::dtype::{write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
@@ -173,7 +174,12 @@ unsafe fn copy_part(
 /// Strides of `src` broadcast to `sizes` (stride 0 on new and expanded dims), or PyTorch's
 /// error when `src` does not broadcast to exactly `sizes`.
 fn broadcast_strides(sizes: &[i64], src: &TensorImpl) -> Result<Dims> {
-    let b = shape::broadcast_shapes(sizes, src.sizes())?;
+    broadcast_layout(sizes, src.sizes(), src.strides())
+}
+
+/// [`broadcast_strides`] of a layout given as sizes and strides.
+fn broadcast_layout(sizes: &[i64], src_sizes: &[i64], src_strides: &[i64]) -> Result<Dims> {
+    let b = shape::broadcast_shapes(sizes, src_sizes)?;
     ensure!(
         &b[..] == sizes,
         Shape,
@@ -181,14 +187,31 @@ fn broadcast_strides(sizes: &[i64], src: &TensorImpl) -> Result<Dims> {
         fmt_dims(sizes),
         fmt_dims(&b)
     );
-    let lead = sizes.len() - src.ndim();
+    let lead = sizes.len() - src_sizes.len();
     let mut st = shape::zeros(sizes.len())?;
     for (d, s) in st.iter_mut().enumerate() {
-        if d >= lead && src.sizes()[d - lead] == sizes[d] {
-            *s = src.strides()[d - lead];
+        if d >= lead && src_sizes[d - lead] == sizes[d] {
+            *s = src_strides[d - lead];
         }
     }
     Ok(st)
+}
+
+/// `src`'s strides for a channel-mapped read along `dst`'s dim `d` (copy_affine_ with a
+/// `src_index`): every other dim broadcasts as [`broadcast_strides`]; dim `d` of `src`
+/// (aligned from the right; a missing dim counts as size 1) may have any size and keeps
+/// its own stride. Also gives that size, the range of the indices.
+fn mapped_strides(sizes: &[i64], d: usize, src: &TensorImpl) -> Result<(Dims, i64)> {
+    let lead = sizes.len().checked_sub(src.ndim());
+    let Some(own) = lead.filter(|&l| d >= l).map(|l| d - l) else {
+        // No dim d in src (or more dims than dst: broadcast_strides's error).
+        return Ok((broadcast_strides(sizes, src)?, 1));
+    };
+    let mut ss = shape::dims_from_slice(src.sizes())?;
+    ss[own] = sizes[d];
+    let mut st = broadcast_layout(sizes, &ss, src.strides())?;
+    st[d] = src.strides()[own];
+    Ok((st, src.sizes()[own]))
 }
 
 /// Address range `[start, end)` of the bytes a tensor's elements occupy (in memory, not
@@ -308,12 +331,18 @@ impl TensorImpl {
     /// `src` is broadcast to `self` and converted as `copy_` converts (see `affine.rs` for
     /// the arithmetic). Errors: Index (dim), InvalidArgument (n), DType (complex), Shape
     /// (broadcast), Device, OutOfBounds, ReadOnly, Overlap, OutOfMemory (snapshot).
+    ///
+    /// `src_index` (the channel map, `copy_affine_ex`): index `c` of `dim` reads index
+    /// `src_index(c)` of `src`'s dim (called for every `c` below the size of `dim`); that
+    /// dim of `src` may then have any size (each index must be inside it), the other dims
+    /// broadcast. `None` is the identity (and the plain broadcast rule).
     pub fn copy_affine_(
         &self,
         src: &TensorImpl,
         dim: i64,
         n: i64,
         param: &dyn Fn(usize) -> (f64, f64),
+        src_index: Option<&dyn Fn(usize) -> i64>,
     ) -> Result<()> {
         let d = shape::wrap_dim(dim, self.ndim())?;
         let size = if self.ndim() == 0 { 1 } else { self.sizes()[d] };
@@ -331,14 +360,46 @@ impl TensorImpl {
                 t.dtype().name()
             );
         }
+        // The source index of every index of dim (identity without a map), checked
+        // against the size of src's dim before any data is touched.
+        let mut index: Vec<i64> = Vec::new();
+        index.try_reserve_exact(size as usize).map_err(|_| {
+            Error::from_fmt(
+                Status::OutOfMemory,
+                format_args!("failed to allocate the {size} source indices"),
+            )
+        })?;
+        let strides_of = |t: &TensorImpl| -> Result<(Dims, i64)> {
+            if src_index.is_some() && self.ndim() > 0 {
+                mapped_strides(self.sizes(), d, t)
+            } else {
+                Ok((broadcast_strides(self.sizes(), t)?, size))
+            }
+        };
         let dst_ptr = self.data_for_write(false)?;
-        let src_st = broadcast_strides(self.sizes(), src)?;
+        let (src_st, src_size) = strides_of(src)?;
+        match src_index {
+            Some(f) => {
+                for c in 0..size as usize {
+                    let i = f(c);
+                    ensure!(
+                        (0..src_size).contains(&i),
+                        Index,
+                        "src_index[{c}] is {i}, out of range for size {src_size} of src's dim {dim}"
+                    );
+                    index.push(i);
+                }
+            }
+            None => index.extend(0..size),
+        }
+        // One pass over everything: one scale and shift, and each index reads its own.
+        let whole = n == 1 && src_size == size && index.iter().copied().eq(0..size);
         let src_ptr = src.data_for_read()?;
         if self.numel() > 0 {
             let snapshot;
             let (sp, sst, sdt) = if may_overlap(self, src) {
                 snapshot = src.deep_clone(MemoryFormat::Preserve)?;
-                let st = broadcast_strides(self.sizes(), &snapshot)?;
+                let st = strides_of(&snapshot)?.0;
                 (snapshot.data_ptr() as *const u8, st, snapshot.dtype())
             } else {
                 (src_ptr as *const u8, src_st, src.dtype())
@@ -349,7 +410,7 @@ impl TensorImpl {
                 sdt.itemsize() as isize,
             );
             let stream = self.numel() as usize * self.itemsize() >= kernels::STREAM_BYTES;
-            if n == 1 {
+            if whole {
                 let (a, b) = param(0);
                 // SAFETY: validated layouts that do not overlap (snapshot otherwise).
                 unsafe {
@@ -393,6 +454,7 @@ impl TensorImpl {
                     )
                 })?;
                 params.extend((0..n).map(param));
+                let param_of = |c: usize| params[if n == 1 { 0 } else { c }];
                 let outer = (0..sizes.len())
                     .filter(|&i| sizes[i] > 1)
                     .max_by_key(|&i| dst_st[i]);
@@ -417,8 +479,10 @@ impl TensorImpl {
                         }
                         None => (0, 0),
                     };
-                    for (c, &(a, b)) in params.iter().enumerate() {
-                        // SAFETY: index c of dim d and items start..start+len of the
+                    for (c, &i) in index.iter().enumerate() {
+                        let (a, b) = param_of(c);
+                        // SAFETY: index c of dim d (of dst), index i of it (of src, checked
+                        // against its size above) and items start..start+len of the
                         // outer dim are inside both layouts; the sub-layouts are those
                         // layouts restricted to them.
                         unsafe {
@@ -427,7 +491,7 @@ impl TensorImpl {
                                 dst_ptr.offset(c as isize * dstep + doff),
                                 &dst_st,
                                 dt,
-                                sp.offset(c as isize * sstep + soff),
+                                sp.offset(i as isize * sstep + soff),
                                 &src_st,
                                 sdt,
                                 a,
