@@ -77,8 +77,8 @@ typedef struct storage_t storage_t;
 typedef struct storage_weak_t storage_weak_t;
 
 /**
- * Opaque handle: a loaded `.safetensors` file (its names and tensors, over one read-only
- * mapping).
+ * Opaque handle: a loaded `.safetensors` file (its names, tensors and metadata, over one
+ * mapping of the file).
  */
 typedef struct tensor_safetensors_t tensor_safetensors_t;
 
@@ -1400,17 +1400,21 @@ tensor_status_t tensor_save_npy(const char *path, const struct tensor_t *t);
  * Loads the `.safetensors` file at `path` in `*out` (owned; release with
  * `tensor_safetensors_release`): the header is validated as the format requires (by the
  * format's reference implementation) and every tensor is a read-only view over one
- * read-only mapping of the file, no byte copied. A tensor whose offset is not a multiple
- * of its element size (never the case for files the reference writers produce) is copied
- * to an aligned block. The tensors keep the mapping alive after the handle is released.
- * Tensor names are C strings: a name holding a NUL byte (JSON's `\u0000`), which no
- * lookup could reach, makes the file refused (IO naming the file and the tensor's index).
+ * read-only mapping of the file, no byte copied. This is
+ * `tensor_load_safetensors_mode(path, TENSOR_MAP_READ_ONLY, out)`. A tensor whose offset
+ * is not a multiple of its element size (never the case for files the reference writers
+ * produce) is copied to an aligned block. The tensors keep the mapping alive after the
+ * handle is released. Tensor names, metadata keys and metadata values are C strings: one
+ * holding a NUL byte (JSON's `\u0000`), which no C caller could read whole, makes the file
+ * refused (IO naming the file and the tensor's index or the key); so does a metadata
+ * value that is not a JSON string (the format's `__metadata__` maps strings to strings;
+ * the Python package refuses such files too).
  * Errors: NULL_POINTER, INVALID_ARGUMENT (more than 64 dims), IO (cannot open or map; not
  * a regular file or block device, as in storage_from_file; truncated, bad header length,
  * invalid JSON, offsets overlapping, with gaps or outside the data, shape not matching the
- * byte length, a name with a NUL byte), DTYPE (a dtype libtensor lacks: float8, float6,
- * float4, named in the message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's
- * ENOMEM, or a copy).
+ * byte length, a name, metadata key or value with a NUL byte, a metadata value that is
+ * not a string), DTYPE (a dtype libtensor lacks: float8, float6, float4, named in the
+ * message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
  */
 tensor_status_t tensor_load_safetensors(const char *path, struct tensor_safetensors_t **out);
 
@@ -1420,6 +1424,30 @@ tensor_status_t tensor_load_safetensors(const char *path, struct tensor_safetens
  * tensor_load_safetensors.
  */
 tensor_status_t tensor_safetensors_load(const char *path, struct tensor_safetensors_t **out);
+
+/**
+ * tensor_load_safetensors with the file mapped in `mode`, as `tensor_load_npy` maps:
+ * - `TENSOR_MAP_READ_ONLY`: read-only pages; every tensor is read-only (writes fail with
+ *   READ_ONLY, DLPack exports carry the read-only flag). tensor_load_safetensors.
+ * - `TENSOR_MAP_PRIVATE`: copy-on-write pages: the tensors are writable, a write copies
+ *   the page it touches into this process, and the file is never modified (nor are other
+ *   processes' views of it). The weights to hand to a consumer that writes in place
+ *   (e.g. libtorch, which ignores DLPack's read-only flag).
+ * - `TENSOR_MAP_SHARED`: read-write shared pages: writes reach the file (and every other
+ *   shared mapping of it); the file must be open for writing (IO otherwise). A file with a
+ *   misaligned tensor, which would load as a copy that writes could not reach the file
+ *   through, is refused with DTYPE naming the tensor.
+ *
+ * Every tensor views the one mapping (each keeps it alive). Validation, names and
+ * metadata as tensor_load_safetensors.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (as
+ * tensor_load_safetensors; also no write permission with TENSOR_MAP_SHARED), DTYPE (a
+ * dtype libtensor lacks; a misaligned tensor with TENSOR_MAP_SHARED), OVERFLOW (shape),
+ * OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
+ */
+tensor_status_t tensor_load_safetensors_mode(const char *path,
+                                             tensor_map_mode_t mode,
+                                             struct tensor_safetensors_t **out);
 
 /**
  * Releases a loaded file's handle (its tensors stay valid: each holds the mapping). NULL
@@ -1455,13 +1483,33 @@ tensor_status_t tensor_safetensors_get(const struct tensor_safetensors_t *f,
                                        struct tensor_t **out);
 
 /**
+ * Number of `__metadata__` pairs in the file (0 for NULL, and for a file without
+ * `__metadata__`).
+ */
+size_t tensor_safetensors_metadata_count(const struct tensor_safetensors_t *f);
+
+/**
+ * Key of metadata pair `i` (pairs are sorted by key, bytewise; keys are unique), borrowed
+ * until the handle is released; NULL when `i` is out of range or `f` is NULL.
+ */
+const char *tensor_safetensors_metadata_key(const struct tensor_safetensors_t *f, size_t i);
+
+/**
+ * Value of metadata pair `i` (the pair whose key tensor_safetensors_metadata_key(f, i)
+ * returns), borrowed until the handle is released; NULL when `i` is out of range or `f` is
+ * NULL.
+ */
+const char *tensor_safetensors_metadata_value(const struct tensor_safetensors_t *f, size_t i);
+
+/**
  * Writes `n` tensors named `names[i]` to `path` as a `.safetensors` file that the
  * format's readers (Python `safetensors.numpy` / `safetensors.torch`) read back; each is
  * written in C order. Every libtensor dtype but complex128 (the format has none). The
  * save is atomic, as tensor_save_npy's (same writer, same rules): a temporary file
  * fsynced and renamed over the destination; a symbolic link's target is replaced, the
  * link kept; the old file's permission bits kept; anything but a regular file at `path`
- * refused with IO; concurrent saves and readers see whole files only.
+ * refused with IO; concurrent saves and readers see whole files only. The file has no
+ * `__metadata__`: this is tensor_save_safetensors_metadata with no pairs.
  * Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
  * INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
  * (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
@@ -1470,6 +1518,29 @@ tensor_status_t tensor_save_safetensors(const char *path,
                                         const char *const *names,
                                         const struct tensor_t *const *tensors,
                                         size_t n);
+
+/**
+ * tensor_save_safetensors with `n_meta` metadata pairs `keys[i]` -> `values[i]` written
+ * as the header's `__metadata__` (what `safetensors.torch.save_file(..., metadata=...)`
+ * writes and `safe_open(...).metadata()` reads; Hugging Face files keep e.g.
+ * `{"format": "pt"}` there). To re-save a loaded file with its metadata, pass the pairs
+ * of tensor_safetensors_metadata_key / _value. Keys and values are UTF-8 strings; the
+ * keys must be distinct (any order: they are written sorted, so equal inputs give equal
+ * files). `n_meta` 0 writes no `__metadata__` (keys and values may then be NULL), as
+ * tensor_save_safetensors.
+ * Errors: NULL_POINTER (path; names / tensors with n > 0, keys / values with
+ * n_meta > 0, or one of their entries), INVALID_ARGUMENT (a tensor name given twice, not
+ * UTF-8, or "__metadata__"; a metadata key given twice; a key or value not UTF-8), DTYPE
+ * (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for
+ * tensor_save_npy).
+ */
+tensor_status_t tensor_save_safetensors_metadata(const char *path,
+                                                 const char *const *names,
+                                                 const struct tensor_t *const *tensors,
+                                                 size_t n,
+                                                 const char *const *keys,
+                                                 const char *const *values,
+                                                 size_t n_meta);
 
 /* ==============================================================================================
  * 8. Memory: statistics, the allocator's cache, snapshots
