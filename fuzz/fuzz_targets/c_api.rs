@@ -1155,7 +1155,18 @@ fn file_op(w: &mut World, i: &mut Input) {
                 names.push(std::ffi::CString::new(format!("t{k}")).unwrap());
                 ts.push(t as *const tensor_t);
             }
-            safetensors_round_trip(&names, &ts, &scratch("c_api.safetensors"), true);
+            // Up to 3 metadata pairs, distinct keys (one may be empty).
+            let meta: Vec<(std::ffi::CString, std::ffi::CString)> = (0..i.byte() % 4)
+                .map(|k| {
+                    let key = ["", "format", "k\u{e9}"][k as usize % 3];
+                    let value = format!("v{}", i.byte());
+                    (
+                        std::ffi::CString::new(key).unwrap(),
+                        std::ffi::CString::new(value).unwrap(),
+                    )
+                })
+                .collect();
+            safetensors_round_trip(&names, &ts, &meta, &scratch("c_api.safetensors"), true);
         }
         4 => {
             let path = scratch(if i.byte() % 2 == 0 {
@@ -1184,22 +1195,26 @@ fn file_op(w: &mut World, i: &mut Input) {
             }
             let mut f: *mut tensor_safetensors_t = std::ptr::null_mut();
             let path = scratch("c_api.safetensors");
-            // the loader or its 0.x alias
-            let (load, st) = if i.byte() % 2 == 0 {
-                (
+            // the loader, its 0.x alias, or the loader with a map mode
+            let (load, st) = match i.byte() % 3 {
+                0 => (
                     "tensor_load_safetensors",
                     tensor_load_safetensors(path.as_ptr(), &mut f),
-                )
-            } else {
-                (
+                ),
+                1 => (
                     "tensor_safetensors_load",
                     tensor_safetensors_load(path.as_ptr(), &mut f),
-                )
+                ),
+                _ => (
+                    "tensor_load_safetensors_mode",
+                    tensor_load_safetensors_mode(path.as_ptr(), mode, &mut f),
+                ),
             };
             check_status(load, st);
             if st != TENSOR_OK {
                 return;
             }
+            let _ = safetensors_metadata(f);
             let n = tensor_safetensors_count(f);
             let k = i.byte() as usize % (n + 1); // n: one past the end
             let s = tensor_safetensors_at(f, k, &mut t);
