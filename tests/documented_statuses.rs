@@ -884,6 +884,36 @@ impl Ctx {
     }
 }
 
+// ---- copy executors ------------------------------------------------------------------
+
+/// Runs the parts on the calling thread.
+unsafe extern "C" fn inline_executor(
+    _: *mut c_void,
+    n: usize,
+    task: tensor_task_fn,
+    task_ctx: *mut c_void,
+) {
+    for k in 0..n {
+        // SAFETY: the library's task with its ctx, while the copy waits.
+        unsafe { task.expect("a task")(task_ctx, k) };
+    }
+}
+
+/// The status of tensor_set_copy_executor called from inside [`setter_inside`].
+static SETTER_INSIDE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Calls the setter (which must refuse), then runs the parts.
+unsafe extern "C" fn setter_inside(
+    ctx: *mut c_void,
+    n: usize,
+    task: tensor_task_fn,
+    task_ctx: *mut c_void,
+) {
+    SETTER_INSIDE.store(tensor_set_copy_executor(None, null_mut()).0, Ordering::SeqCst);
+    // SAFETY: as inline_executor's.
+    unsafe { inline_executor(ctx, n, task, task_ctx) };
+}
+
 // ---- the special subjects of the targeted calls (each call releases what it makes) -------
 
 fn made(s: tensor_status_t, t: *mut tensor_t) -> *mut tensor_t {
@@ -1164,6 +1194,30 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             };
             let st = lib(|| tensor_set_copy_threads(n, pp));
             let _ = tensor_set_copy_threads(1, null_mut());
+            Some(Some(st.0))
+        }
+        "tensor_set_copy_executor" => {
+            // Targeted: a setter called from inside the executor (INVALID_ARGUMENT): a
+            // 16 MiB copy on 2 parts, whose executor calls the setter first.
+            if c.case == Some(0) {
+                let (mut a, mut b) = (null_mut(), null_mut());
+                made(tensor_zeros([1i64 << 21].as_ptr(), 1, tensor_dtype_t(7), &mut a), a);
+                let _ = tensor_set_copy_threads(2, null_mut());
+                assert!(ok(tensor_set_copy_executor(Some(setter_inside), null_mut())));
+                made(tensor_clone(a, tensor_memory_format_t(0), &mut b), b);
+                assert!(ok(tensor_set_copy_executor(None, null_mut())));
+                let _ = tensor_set_copy_threads(1, null_mut());
+                tensor_release(a);
+                tensor_release(b);
+                return Some(Some(SETTER_INSIDE.load(Ordering::SeqCst)));
+            }
+            let ex = if c.rng.one_in(2) {
+                None
+            } else {
+                Some(inline_executor as unsafe extern "C" fn(_, _, _, _))
+            };
+            let st = lib(|| tensor_set_copy_executor(ex, null_mut()));
+            let _ = tensor_set_copy_executor(None, null_mut());
             Some(Some(st.0))
         }
         "tensor_copy_threads" => plain!(tensor_copy_threads()),
@@ -2069,6 +2123,36 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             Some(Some(st.0))
         }
         "tensor_from_dlpack" => {
+            // Targeted: a valid import with the heap exhausted (OUT_OF_MEMORY).
+            if c.case == Some(0) {
+                let mut shape = [4i64];
+                let mut m = DLManagedTensorVersioned {
+                    version: DLPackVersion { major: 1, minor: 0 },
+                    manager_ctx: null_mut(),
+                    deleter: None,
+                    flags: 0,
+                    dl_tensor: DLTensor {
+                        data: c.buf.as_mut_ptr() as *mut c_void,
+                        device: DLDevice {
+                            device_type: 1,
+                            device_id: 0,
+                        },
+                        ndim: 1,
+                        dtype: DLDataType {
+                            code: 2,
+                            bits: 64,
+                            lanes: 1,
+                        },
+                        shape: shape.as_mut_ptr(),
+                        strides: null_mut(),
+                        byte_offset: 0,
+                    },
+                };
+                let mut t: *mut tensor_t = null_mut();
+                let st = exhausted(|| fdl::tensor_from_dlpack(&mut m, &mut t));
+                drop_out(t);
+                return Some(Some(st.0));
+            }
             let (mut shape, mut strides) = ([0i64; 8], [0i64; 8]);
             let dl = c.dl_tensor(&mut shape, &mut strides);
             let mut m = DLManagedTensorVersioned {

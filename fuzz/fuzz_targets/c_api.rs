@@ -1009,9 +1009,34 @@ fn inspect_op(w: &mut World, i: &mut Input) {
     }
 }
 
+/// A copy executor running the parts on the calling thread, last first.
+unsafe extern "C" fn inline_executor(
+    _: *mut std::ffi::c_void,
+    n: usize,
+    task: tensor_task_fn,
+    task_ctx: *mut std::ffi::c_void,
+) {
+    for k in (0..n).rev() {
+        // SAFETY: the library's task with its ctx, while the copy waits.
+        unsafe { task.expect("a task")(task_ctx, k) };
+    }
+}
+
 /// The library-wide knobs: each answers what was set. `run` puts them back.
 fn global_op(w: &mut World, i: &mut Input) {
-    match i.byte() % 3 {
+    match i.byte() % 4 {
+        3 => {
+            // big copies on an executor (inline), or on the library's threads again
+            let ex = if i.byte() % 2 == 0 {
+                Some(inline_executor as unsafe extern "C" fn(_, _, _, _))
+            } else {
+                None
+            };
+            must_succeed(
+                "tensor_set_copy_executor",
+                tensor_set_copy_executor(ex, std::ptr::null_mut()),
+            );
+        }
         0 => {
             let n = i.pick(&[1i64, 2, 4, 0, -1, 257]);
             let before = tensor_copy_threads();
@@ -1349,6 +1374,7 @@ fn run(data: &[u8]) {
     release_all(&mut w);
     // the knobs global_op may have turned, back as they were
     let _ = tensor_set_copy_threads(1, std::ptr::null_mut());
+    let _ = tensor_set_copy_executor(None, std::ptr::null_mut());
     let _ = tensor_set_cache_limit(initial_cache_limit());
     let _ = tensor_set_memory_tracking(0);
     FAIL_IN.store(0, Ordering::Relaxed);
