@@ -208,7 +208,9 @@ pub fn safetensors_metadata(f: *const tensor_safetensors_t) -> Vec<(CString, CSt
     if !tensor_safetensors_metadata_key(f, n).is_null()
         || !tensor_safetensors_metadata_value(f, n).is_null()
     {
-        fail(format!("metadata pair {n} of {n} (one past the end) is not NULL"));
+        fail(format!(
+            "metadata pair {n} of {n} (one past the end) is not NULL"
+        ));
     }
     if out.windows(2).any(|w| w[0].0 >= w[1].0) {
         fail(format!("metadata keys not sorted and distinct: {out:?}"));

@@ -909,7 +909,10 @@ unsafe extern "C" fn setter_inside(
     task: tensor_task_fn,
     task_ctx: *mut c_void,
 ) {
-    SETTER_INSIDE.store(tensor_set_copy_executor(None, null_mut()).0, Ordering::SeqCst);
+    SETTER_INSIDE.store(
+        tensor_set_copy_executor(None, null_mut()).0,
+        Ordering::SeqCst,
+    );
     // SAFETY: as inline_executor's.
     unsafe { inline_executor(ctx, n, task, task_ctx) };
 }
@@ -1201,9 +1204,15 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             // 16 MiB copy on 2 parts, whose executor calls the setter first.
             if c.case == Some(0) {
                 let (mut a, mut b) = (null_mut(), null_mut());
-                made(tensor_zeros([1i64 << 21].as_ptr(), 1, tensor_dtype_t(7), &mut a), a);
+                made(
+                    tensor_zeros([1i64 << 21].as_ptr(), 1, tensor_dtype_t(7), &mut a),
+                    a,
+                );
                 let _ = tensor_set_copy_threads(2, null_mut());
-                assert!(ok(tensor_set_copy_executor(Some(setter_inside), null_mut())));
+                assert!(ok(tensor_set_copy_executor(
+                    Some(setter_inside),
+                    null_mut()
+                )));
                 made(tensor_clone(a, tensor_memory_format_t(0), &mut b), b);
                 assert!(ok(tensor_set_copy_executor(None, null_mut())));
                 let _ = tensor_set_copy_threads(1, null_mut());
@@ -1575,7 +1584,13 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let names: Vec<*const std::ffi::c_char> = (0..n).map(|_| c.rng.pick(&pool)).collect();
             let ts: Vec<*const tensor_t> = (0..n).map(|_| c.t() as *const tensor_t).collect();
             let m = c.rng.below(4);
-            let kpool = [c"format".as_ptr(), c"a".as_ptr(), c"".as_ptr(), c"a".as_ptr(), null()];
+            let kpool = [
+                c"format".as_ptr(),
+                c"a".as_ptr(),
+                c"".as_ptr(),
+                c"a".as_ptr(),
+                null(),
+            ];
             let keys: Vec<*const std::ffi::c_char> = (0..m).map(|_| c.rng.pick(&kpool)).collect();
             let vpool = [c"pt".as_ptr(), c"".as_ptr(), c"\xc3".as_ptr(), null()];
             let values: Vec<*const std::ffi::c_char> = (0..m).map(|_| c.rng.pick(&vpool)).collect();

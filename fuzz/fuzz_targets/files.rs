@@ -167,7 +167,10 @@ fn load_st(path: &CStr, mode: tensor_map_mode_t) -> (*mut tensor_safetensors_t, 
     };
     check_status(name, st);
     if (st == TENSOR_OK) == f.is_null() {
-        fail(format!("{name}: status {} with handle {f:?}", status_name(st)));
+        fail(format!(
+            "{name}: status {} with handle {f:?}",
+            status_name(st)
+        ));
     }
     (f, st)
 }

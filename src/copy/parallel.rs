@@ -484,6 +484,9 @@ mod tests {
     fn thread_count_is_validated() {
         assert!(set_copy_threads(0).is_err());
         assert!(set_copy_threads(MAX_COPY_THREADS + 1).is_err());
-        assert!(split(&[1 << 30], 1 << 20).is_none(), "small copies never split");
+        assert!(
+            split(&[1 << 30], 1 << 20).is_none(),
+            "small copies never split"
+        );
     }
 }

@@ -462,7 +462,15 @@ pub extern "C" fn tensor_save_safetensors(
     n: usize,
 ) -> tensor_status_t {
     call("tensor_save_safetensors", || {
-        save_safetensors(path, names, tensors, n, std::ptr::null(), std::ptr::null(), 0)
+        save_safetensors(
+            path,
+            names,
+            tensors,
+            n,
+            std::ptr::null(),
+            std::ptr::null(),
+            0,
+        )
     })
 }
 
@@ -499,7 +507,11 @@ fn array_arg<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
-    ensure!(!p.is_null(), NullPointer, "argument '{what}' is NULL with {n} entries");
+    ensure!(
+        !p.is_null(),
+        NullPointer,
+        "argument '{what}' is NULL with {n} entries"
+    );
     // SAFETY: the caller passes n readable entries.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
@@ -512,10 +524,7 @@ fn utf8_entry<'a>(p: *const c_char, what: &str, i: usize) -> Result<&'a str> {
     unsafe { CStr::from_ptr(p) }.to_str().map_err(|e| {
         Error::from_fmt(
             Status::InvalidArgument,
-            format_args!(
-                "{what}[{i}] is not valid UTF-8 (byte {})",
-                e.valid_up_to()
-            ),
+            format_args!("{what}[{i}] is not valid UTF-8 (byte {})", e.valid_up_to()),
         )
     })
 }
