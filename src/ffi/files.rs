@@ -279,8 +279,8 @@ pub extern "C" fn tensor_safetensors_load(
 }
 
 /// tensor_load_safetensors with the file mapped in `mode`, as `tensor_load_npy` maps:
-/// - `TENSOR_MAP_READ_ONLY`: read-only pages; every tensor is read-only (writes fail with
-///   READ_ONLY, DLPack exports carry the read-only flag). tensor_load_safetensors.
+/// - `TENSOR_MAP_READ_ONLY`: read-only pages; every view of them is read-only (writes
+///   fail with READ_ONLY, DLPack exports carry the read-only flag). tensor_load_safetensors.
 /// - `TENSOR_MAP_PRIVATE`: copy-on-write pages: the tensors are writable, a write copies
 ///   the page it touches into this process, and the file is never modified (nor are other
 ///   processes' views of it). The weights to hand to a consumer that writes in place
@@ -290,8 +290,9 @@ pub extern "C" fn tensor_safetensors_load(
 ///   misaligned tensor, which would load as a copy that writes could not reach the file
 ///   through, is refused with DTYPE naming the tensor.
 ///
-/// Every tensor views the one mapping (each keeps it alive). Validation, names and
-/// metadata as tensor_load_safetensors.
+/// Every tensor views the one mapping (each keeps it alive), but for a misaligned one,
+/// which is an aligned copy (a writable tensor of its own) in READ_ONLY and PRIVATE modes.
+/// Validation, names and metadata as tensor_load_safetensors.
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (as
 /// tensor_load_safetensors; also no write permission with TENSOR_MAP_SHARED), DTYPE (a
 /// dtype libtensor lacks; a misaligned tensor with TENSOR_MAP_SHARED), OVERFLOW (shape),
