@@ -4,8 +4,8 @@
 //
 //   executor(ctx, n, task_fn, task_ctx): #pragma omp parallel for over the n parts
 //
-// The program sets the executor, makes big copies (a transpose made contiguous, float64
-// -> float32, a clone and a broadcast copy_), and checks that each equals the single-threaded
+// The program sets the executor, makes big copies (a transpose made contiguous, float32
+// -> float64, a clone and a broadcast copy_), and checks that each equals the single-threaded
 // copy and that its parts ran on OpenMP's threads. Called from inside an OpenMP parallel
 // region, the executor's own `parallel for` is nested: OpenMP runs it on the calling
 // thread alone unless nesting is enabled, which is also correct.
@@ -14,6 +14,7 @@
 //   c++ -std=c++17 -fopenmp -Iinclude examples_c/copy_executor_openmp.cpp
 //       -Ltarget/debug -ltensor)
 // c_api-cflags: -fopenmp
+// c_api-suppressions: pools.supp
 // c_api-libs: -fopenmp
 #include <omp.h>
 
@@ -57,12 +58,12 @@ extern "C" void omp_executor(void* ctx, size_t n, tensor_task_fn task_fn, void* 
 tensor::Tensor big_copy(int which, const tensor::Tensor& sq, const tensor::Tensor& row) {
   switch (which) {
     case 0:
-      return sq.transpose(0, 1).contiguous();  // 2048 x 2048 float64: 32 MiB
+      return sq.transpose(0, 1).contiguous();  // 1024 x 2048 float64: 16 MiB
     case 1:
-      return sq.to(tensor::kFloat32);  // a 16 MiB output
+      return sq.to(tensor::kFloat32).to(tensor::kFloat64);  // 8 MiB (one part), then 16 MiB
     default: {
       tensor::Tensor out = sq.clone();  // one big copy
-      out.copy_(row);                   // and another: a [2048] row broadcast over every row
+      out.copy_(row);                   // and another: a [1024] row broadcast over every row
       return out;
     }
   }
@@ -71,9 +72,9 @@ tensor::Tensor big_copy(int which, const tensor::Tensor& sq, const tensor::Tenso
 }  // namespace
 
 int main() {
-  const int64_t n = 2048;
-  tensor::Tensor sq = tensor::Tensor::arange(n * n, tensor::kFloat64).view({n, n});
-  tensor::Tensor row = tensor::Tensor::arange(n, tensor::kFloat64);
+  const int64_t rows = 2048, cols = 1024;  // float64: 16 MiB, the smallest size split
+  tensor::Tensor sq = tensor::Tensor::arange(rows * cols, tensor::kFloat64).view({rows, cols});
+  tensor::Tensor row = tensor::Tensor::arange(cols, tensor::kFloat64);
 
   // The references, single-threaded (the default: one thread, no executor).
   tensor::Tensor ref[3];
