@@ -59,6 +59,30 @@ static void test_safetensors() {
   std::remove(path.c_str());
 }
 
+// Map modes and metadata through the wrapper: a private load is writable and leaves the
+// file alone; metadata round trips and survives a re-save.
+static void test_safetensors_modes_and_metadata() {
+  std::string path = tmp("m.safetensors"), again = tmp("m2.safetensors");
+  tensor::Tensor w = tensor::Tensor::arange(6, tensor::kFloat32);
+  tensor::save_safetensors(path, {{"w", w}}, {{"format", "pt"}, {"author", "me"}});
+  {
+    tensor::SafetensorsFile f(path, tensor::MapMode::Private);
+    std::vector<std::pair<std::string, std::string>> want = {{"author", "me"}, {"format", "pt"}};
+    CHECK(f.metadata() == want);
+    tensor::Tensor cow = f["w"];
+    CHECK(!cow.storage().is_read_only());
+    cow.set({2}, 42.0);
+    CHECK(cow.get_f64({2}) == 42.0);
+    tensor::save_safetensors(again, {{"w", tensor::SafetensorsFile(path)["w"]}}, f.metadata());
+  }
+  tensor::SafetensorsFile g(again);
+  CHECK(g["w"].equal(w));  // the private write never reached the file
+  CHECK(g.metadata().size() == 2 && g.metadata()[1].second == "pt");
+  CHECK(tensor::SafetensorsFile(path).metadata().size() == 2);
+  std::remove(path.c_str());
+  std::remove(again.c_str());
+}
+
 static void test_npy_and_storages() {
   std::string path = tmp("x.npy");
   tensor::Tensor t = tensor::Tensor::arange(6, tensor::kInt16).view({2, 3}).transpose(0, 1);
@@ -88,6 +112,7 @@ static void test_npy_and_storages() {
 
 int main() {
   test_safetensors();
+  test_safetensors_modes_and_metadata();
   test_npy_and_storages();
   return harness_finish("cpp_files");
 }

@@ -1,5 +1,6 @@
 /* The consistent names and their 0.x aliases: tensor_fill_f64_ / tensor_fill_f64,
- * tensor_fill_i64_ / tensor_fill_i64 and tensor_load_safetensors / tensor_safetensors_load
+ * tensor_fill_i64_ / tensor_fill_i64, tensor_load_safetensors / tensor_safetensors_load and
+ * tensor_load_safetensors_mode / tensor_safetensors_load_mode
  * give the same results and the same statuses on bad input, and each failure's message
  * starts with the name that was called. */
 #include <errno.h>
@@ -120,6 +121,30 @@ static void test_load_safetensors(const char *dir) {
     CHECK(tensor_dtype(x) == tensor_dtype(y));
     tensor_release(x);
     tensor_release(y);
+  }
+
+  /* The mode variant and its alias: the same tensors, each naming itself. */
+  for (k = 0; k < 2; k++) {
+    typedef tensor_status_t (*load_mode_fn)(const char *, tensor_map_mode_t,
+                                            struct tensor_safetensors_t **);
+    const load_mode_fn load_mode[2] = {tensor_load_safetensors_mode, tensor_safetensors_load_mode};
+    const char *mode_names[2] = {"tensor_load_safetensors_mode", "tensor_safetensors_load_mode"};
+    struct tensor_safetensors_t *g2 = NULL;
+    struct tensor_t *x = NULL, *y = NULL;
+    bool eq = false;
+    CHECK_OK(load_mode[k](path, TENSOR_MAP_PRIVATE, &g2));
+    CHECK(tensor_safetensors_count(g2) == 2);
+    CHECK_OK(tensor_safetensors_at(g2, 0, &x));
+    CHECK_OK(tensor_safetensors_at(f[0], 0, &y));
+    CHECK_OK(tensor_equal(x, y, &eq));
+    CHECK(eq);
+    tensor_release(x);
+    tensor_release(y);
+    tensor_safetensors_release(g2);
+    CHECK_STATUS(load_mode[k](path, (tensor_map_mode_t)99, &none), TENSOR_ERR_INVALID_ARGUMENT);
+    CHECK(message_names(mode_names[k]));
+    CHECK_STATUS(load_mode[k](missing, TENSOR_MAP_READ_ONLY, &none), TENSOR_ERR_IO);
+    CHECK(message_names(mode_names[k]));
   }
 
   for (k = 0; k < 2; k++) {

@@ -188,11 +188,43 @@ pub fn npy_round_trip(t: *const tensor_t, path: &CStr, may_fail: bool) {
     }
 }
 
-/// Saves `tensors` named `names` to `path` as `.safetensors`, loads the file and checks
-/// that every tensor comes back under its name, equal. `may_fail` as in [`npy_round_trip`].
+/// The metadata pairs of a loaded `.safetensors` file, in its order (sorted by key).
+pub fn safetensors_metadata(f: *const tensor_safetensors_t) -> Vec<(CString, CString)> {
+    let n = tensor_safetensors_metadata_count(f);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let (k, v) = (
+            tensor_safetensors_metadata_key(f, i),
+            tensor_safetensors_metadata_value(f, i),
+        );
+        if k.is_null() || v.is_null() {
+            fail(format!("metadata pair {i} of {n} is NULL"));
+        }
+        // SAFETY: NUL-terminated strings borrowed until f is released.
+        let (k, v) = unsafe { (CStr::from_ptr(k).to_owned(), CStr::from_ptr(v).to_owned()) };
+        out.push((k, v));
+    }
+    if !tensor_safetensors_metadata_key(f, n).is_null()
+        || !tensor_safetensors_metadata_value(f, n).is_null()
+    {
+        fail(format!(
+            "metadata pair {n} of {n} (one past the end) is not NULL"
+        ));
+    }
+    if out.windows(2).any(|w| w[0].0 >= w[1].0) {
+        fail(format!("metadata keys not sorted and distinct: {out:?}"));
+    }
+    out
+}
+
+/// Saves `tensors` named `names` to `path` as `.safetensors` with the `meta` pairs (distinct
+/// UTF-8 keys; none: with tensor_save_safetensors), loads the file and checks that every
+/// tensor comes back under its name, equal, and the pairs come back sorted by key.
+/// `may_fail` as in [`npy_round_trip`].
 pub fn safetensors_round_trip(
     names: &[CString],
     tensors: &[*const tensor_t],
+    meta: &[(CString, CString)],
     path: &CStr,
     may_fail: bool,
 ) {
@@ -200,11 +232,31 @@ pub fn safetensors_round_trip(
         return;
     }
     let ptrs: Vec<*const std::ffi::c_char> = names.iter().map(|n| n.as_ptr()).collect();
-    let s = tensor_save_safetensors(path.as_ptr(), ptrs.as_ptr(), tensors.as_ptr(), names.len());
-    check_status("tensor_save_safetensors", s);
+    let keys: Vec<*const std::ffi::c_char> = meta.iter().map(|m| m.0.as_ptr()).collect();
+    let values: Vec<*const std::ffi::c_char> = meta.iter().map(|m| m.1.as_ptr()).collect();
+    let (s, save) = if meta.is_empty() {
+        (
+            tensor_save_safetensors(path.as_ptr(), ptrs.as_ptr(), tensors.as_ptr(), names.len()),
+            "tensor_save_safetensors",
+        )
+    } else {
+        (
+            tensor_save_safetensors_metadata(
+                path.as_ptr(),
+                ptrs.as_ptr(),
+                tensors.as_ptr(),
+                names.len(),
+                keys.as_ptr(),
+                values.as_ptr(),
+                meta.len(),
+            ),
+            "tensor_save_safetensors_metadata",
+        )
+    };
+    check_status(save, s);
     if s != TENSOR_OK {
         if !may_fail {
-            fail(format!("tensor_save_safetensors failed: {}", last_error()));
+            fail(format!("{save} failed: {}", last_error()));
         }
         return;
     }
@@ -216,7 +268,7 @@ pub fn safetensors_round_trip(
     }
     if s != TENSOR_OK {
         fail(format!(
-            "tensor_load_safetensors of a file tensor_save_safetensors wrote failed: {}",
+            "tensor_load_safetensors of a file {save} wrote failed: {}",
             last_error()
         ));
     }
@@ -239,6 +291,12 @@ pub fn safetensors_round_trip(
             ));
         }
         tensor_release(u);
+    }
+    let mut want = meta.to_vec();
+    want.sort();
+    let got = safetensors_metadata(f);
+    if got != want {
+        fail(format!("saved the metadata {want:?}, loaded {got:?}"));
     }
     tensor_safetensors_release(f);
 }

@@ -107,8 +107,8 @@ typedef struct storage_t storage_t;
 typedef struct storage_weak_t storage_weak_t;
 
 /**
- * Opaque handle: a loaded `.safetensors` file (its names and tensors, over one read-only
- * mapping).
+ * Opaque handle: a loaded `.safetensors` file (its names, tensors and metadata, over one
+ * mapping of the file).
  */
 typedef struct tensor_safetensors_t tensor_safetensors_t;
 
@@ -172,6 +172,21 @@ typedef void (*tensor_deleter_fn)(void *data, void *ctx);
  * Memory format; codes equal `c10::MemoryFormat`'s.
  */
 typedef int32_t tensor_memory_format_t;
+
+/**
+ * One part of a big copy: the executor calls it as `task_fn(task_ctx, i)`.
+ */
+typedef void (*tensor_task_fn)(void *task_ctx, size_t i);
+
+/**
+ * The host's executor for big copies (see `tensor_set_copy_executor`): calls
+ * `task_fn(task_ctx, i)` once for every `i` in `[0, n_tasks)`, on any threads and in any
+ * order, and returns once every call has returned.
+ */
+typedef void (*tensor_copy_executor_fn)(void *ctx,
+                                        size_t n_tasks,
+                                        tensor_task_fn task_fn,
+                                        void *task_ctx);
 
 /**
  * How a file region is mapped (`TENSOR_MAP_*`).
@@ -1282,12 +1297,50 @@ tensor_status_t tensor_equal(const struct tensor_t *a,
  * Sets how many threads big copies may use (clone, contiguous, to_dtype, copy_, ...;
  * outputs of at least 16 MiB, split along their outermost dim) and writes the previous
  * count to `*previous` when it is not NULL. The default is 1: no thread is ever started.
- * With n > 1 each big copy starts n - 1 short-lived threads of its own. The start-up
- * value comes from the environment variable `TENSOR_COPY_THREADS` (read once). Results
- * are identical for every count. Thread-safe.
+ * With n > 1 each big copy starts n - 1 short-lived threads of its own, unless the host
+ * set an executor (`tensor_set_copy_executor`): then the count is the number of parts
+ * handed to it, and no thread is started. The start-up value comes from the environment
+ * variable `TENSOR_COPY_THREADS` (read once). Results are identical for every count.
+ * Thread-safe.
  * Errors: INVALID_ARGUMENT (n outside [1, 256]).
  */
 tensor_status_t tensor_set_copy_threads(int64_t n, int64_t *previous);
+
+/**
+ * Runs the parts of big copies on the host's thread pool (OpenMP, TBB, a job system)
+ * instead of threads of the library's own. With `executor` set, a copy whose output has
+ * at least 16 MiB (clone, contiguous, to_dtype, copy_, ...) is cut along its outermost
+ * dim of size >= n into `n` parts and calls `executor(ctx, n, task_fn, task_ctx)` once,
+ * from the copying thread; the library starts no thread. `n` is `tensor_copy_threads()`
+ * when that was set (by `tensor_set_copy_threads` or `TENSOR_COPY_THREADS`; 1 then keeps
+ * copies on the calling thread), else the number of CPUs the process may run on (read
+ * once), at most 256. Results are identical to the single-threaded copy's. NULL
+ * `executor` restores the default (threads of the library's own when the count is > 1);
+ * `ctx` is then ignored.
+ *
+ * The executor's contract:
+ * - Call `task_fn(task_ctx, i)` for each `i` in `[0, n_tasks)`, from any threads (the
+ *   calling thread included), in any order or concurrently, and return only after every
+ *   call has returned (e.g. `#pragma omp parallel for` over `i`, or `tbb::parallel_for`).
+ *   Never call `task_fn` after returning; do not throw or `longjmp` out of `executor`.
+ * - Leniency costs speed, never correctness: a part `executor` skipped runs on the
+ *   copying thread after it returns; a second call for the same `i`, or an `i` out of
+ *   range, does nothing.
+ * - `executor` is called from whatever threads make big copies, possibly several at once
+ *   with the same `ctx`: it must be thread-safe.
+ * - A task never unwinds into `executor`: a panic inside the library in a task is caught
+ *   there, the other parts still run, and once `executor` returns the copy fails with
+ *   INTERNAL and its message.
+ * - A task may call libtensor, but not `tensor_set_copy_executor`.
+ *
+ * Setting is thread-safe and may happen while copies run: a copy keeps the executor it
+ * started with to its end, and this call returns only once every copy running on the
+ * previous executor has returned, so the previous `ctx` may be freed as soon as it
+ * returns. It therefore must not be called from inside `executor` or a task (refused on
+ * the same thread), nor from a thread the executor needs to finish those copies.
+ * Errors: INVALID_ARGUMENT (called from inside an executor call or one of its tasks).
+ */
+tensor_status_t tensor_set_copy_executor(tensor_copy_executor_fn executor, void *ctx);
 
 /**
  * The number of threads big copies may use (see `tensor_set_copy_threads`).
@@ -1504,17 +1557,21 @@ tensor_status_t tensor_save_npy(const char *path, const struct tensor_t *t);
  * Loads the `.safetensors` file at `path` in `*out` (owned; release with
  * `tensor_safetensors_release`): the header is validated as the format requires (by the
  * format's reference implementation) and every tensor is a read-only view over one
- * read-only mapping of the file, no byte copied. A tensor whose offset is not a multiple
- * of its element size (never the case for files the reference writers produce) is copied
- * to an aligned block. The tensors keep the mapping alive after the handle is released.
- * Tensor names are C strings: a name holding a NUL byte (JSON's `\u0000`), which no
- * lookup could reach, makes the file refused (IO naming the file and the tensor's index).
+ * read-only mapping of the file, no byte copied. This is
+ * `tensor_load_safetensors_mode(path, TENSOR_MAP_READ_ONLY, out)`. A tensor whose offset
+ * is not a multiple of its element size (never the case for files the reference writers
+ * produce) is copied to an aligned block. The tensors keep the mapping alive after the
+ * handle is released. Tensor names, metadata keys and metadata values are C strings: one
+ * holding a NUL byte (JSON's `\u0000`), which no C caller could read whole, makes the file
+ * refused (IO naming the file and the tensor's index or the key); so does a metadata
+ * value that is not a JSON string (the format's `__metadata__` maps strings to strings;
+ * the Python package refuses such files too).
  * Errors: NULL_POINTER, INVALID_ARGUMENT (more than 64 dims), IO (cannot open or map; not
  * a regular file or block device, as in storage_from_file; truncated, bad header length,
  * invalid JSON, offsets overlapping, with gaps or outside the data, shape not matching the
- * byte length, a name with a NUL byte), DTYPE (a dtype libtensor lacks: float8, float6,
- * float4, named in the message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's
- * ENOMEM, or a copy).
+ * byte length, a name, metadata key or value with a NUL byte, a metadata value that is
+ * not a string), DTYPE (a dtype libtensor lacks: float8, float6, float4, named in the
+ * message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
  */
 tensor_status_t tensor_load_safetensors(const char *path, struct tensor_safetensors_t **out);
 
@@ -1524,6 +1581,41 @@ tensor_status_t tensor_load_safetensors(const char *path, struct tensor_safetens
  * tensor_load_safetensors.
  */
 tensor_status_t tensor_safetensors_load(const char *path, struct tensor_safetensors_t **out);
+
+/**
+ * tensor_load_safetensors with the file mapped in `mode`, as `tensor_load_npy` maps:
+ * - `TENSOR_MAP_READ_ONLY`: read-only pages; every view of them is read-only (writes
+ *   fail with READ_ONLY, DLPack exports carry the read-only flag). tensor_load_safetensors.
+ * - `TENSOR_MAP_PRIVATE`: copy-on-write pages: the tensors are writable, a write copies
+ *   the page it touches into this process, and the file is never modified (nor are other
+ *   processes' views of it). The weights to hand to a consumer that writes in place
+ *   (e.g. libtorch, which ignores DLPack's read-only flag).
+ * - `TENSOR_MAP_SHARED`: read-write shared pages: writes reach the file (and every other
+ *   shared mapping of it); the file must be open for writing (IO otherwise). A file with a
+ *   misaligned tensor, which would load as a copy that writes could not reach the file
+ *   through, is refused with DTYPE naming the tensor.
+ *
+ * Every tensor views the one mapping (each keeps it alive), but for a misaligned one,
+ * which is an aligned copy (a writable tensor of its own) in READ_ONLY and PRIVATE modes.
+ * Validation, names and metadata as tensor_load_safetensors.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (as
+ * tensor_load_safetensors; also no write permission with TENSOR_MAP_SHARED), DTYPE (a
+ * dtype libtensor lacks; a misaligned tensor with TENSOR_MAP_SHARED), OVERFLOW (shape),
+ * OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
+ */
+tensor_status_t tensor_load_safetensors_mode(const char *path,
+                                             tensor_map_mode_t mode,
+                                             struct tensor_safetensors_t **out);
+
+/**
+ * Alias of tensor_load_safetensors_mode (the same function; its error messages name
+ * tensor_safetensors_load_mode), in the noun-first spelling of tensor_safetensors_load.
+ * Both names stay; new code calls tensor_load_safetensors_mode.
+ * Errors: as tensor_load_safetensors_mode.
+ */
+tensor_status_t tensor_safetensors_load_mode(const char *path,
+                                             tensor_map_mode_t mode,
+                                             struct tensor_safetensors_t **out);
 
 /**
  * Releases a loaded file's handle (its tensors stay valid: each holds the mapping). NULL
@@ -1559,13 +1651,33 @@ tensor_status_t tensor_safetensors_get(const struct tensor_safetensors_t *f,
                                        struct tensor_t **out);
 
 /**
+ * Number of `__metadata__` pairs in the file (0 for NULL, and for a file without
+ * `__metadata__`).
+ */
+size_t tensor_safetensors_metadata_count(const struct tensor_safetensors_t *f);
+
+/**
+ * Key of metadata pair `i` (pairs are sorted by key, bytewise; keys are unique), borrowed
+ * until the handle is released; NULL when `i` is out of range or `f` is NULL.
+ */
+const char *tensor_safetensors_metadata_key(const struct tensor_safetensors_t *f, size_t i);
+
+/**
+ * Value of metadata pair `i` (the pair whose key tensor_safetensors_metadata_key(f, i)
+ * returns), borrowed until the handle is released; NULL when `i` is out of range or `f` is
+ * NULL.
+ */
+const char *tensor_safetensors_metadata_value(const struct tensor_safetensors_t *f, size_t i);
+
+/**
  * Writes `n` tensors named `names[i]` to `path` as a `.safetensors` file that the
  * format's readers (Python `safetensors.numpy` / `safetensors.torch`) read back; each is
  * written in C order. Every libtensor dtype but complex128 (the format has none). The
  * save is atomic, as tensor_save_npy's (same writer, same rules): a temporary file
  * fsynced and renamed over the destination; a symbolic link's target is replaced, the
  * link kept; the old file's permission bits kept; anything but a regular file at `path`
- * refused with IO; concurrent saves and readers see whole files only.
+ * refused with IO; concurrent saves and readers see whole files only. The file has no
+ * `__metadata__`: this is tensor_save_safetensors_metadata with no pairs.
  * Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
  * INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
  * (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
@@ -1574,6 +1686,29 @@ tensor_status_t tensor_save_safetensors(const char *path,
                                         const char *const *names,
                                         const struct tensor_t *const *tensors,
                                         size_t n);
+
+/**
+ * tensor_save_safetensors with `n_meta` metadata pairs `keys[i]` -> `values[i]` written
+ * as the header's `__metadata__` (what `safetensors.torch.save_file(..., metadata=...)`
+ * writes and `safe_open(...).metadata()` reads; Hugging Face files keep e.g.
+ * `{"format": "pt"}` there). To re-save a loaded file with its metadata, pass the pairs
+ * of tensor_safetensors_metadata_key / _value. Keys and values are UTF-8 strings; the
+ * keys must be distinct (any order: they are written sorted, so equal inputs give equal
+ * files). `n_meta` 0 writes no `__metadata__` (keys and values may then be NULL), as
+ * tensor_save_safetensors.
+ * Errors: NULL_POINTER (path; names / tensors with n > 0, keys / values with
+ * n_meta > 0, or one of their entries), INVALID_ARGUMENT (a tensor name given twice, not
+ * UTF-8, or "__metadata__"; a metadata key given twice; a key or value not UTF-8), DTYPE
+ * (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for
+ * tensor_save_npy).
+ */
+tensor_status_t tensor_save_safetensors_metadata(const char *path,
+                                                 const char *const *names,
+                                                 const struct tensor_t *const *tensors,
+                                                 size_t n,
+                                                 const char *const *keys,
+                                                 const char *const *values,
+                                                 size_t n_meta);
 
 /* ==============================================================================================
  * Memory: statistics, the allocator's cache, snapshots

@@ -930,15 +930,21 @@ inline WeakStorage Storage::weak() const {
   return WeakStorage::adopt(w);
 }
 
-/// A loaded .safetensors file: its tensors, read-only views over one mapping of the file.
+/// A loaded .safetensors file: its tensors, views over one mapping of the file (read-only
+/// by default; MapMode::Private gives writable copy-on-write tensors that never write the
+/// file, MapMode::Shared writable ones whose writes reach it), and its __metadata__.
 /// Move-only; the tensors stay valid after it is destroyed.
 ///
 ///   tensor::SafetensorsFile f("model.safetensors");
 ///   tensor::Tensor w = f["encoder.weight"];
+///   tensor::SafetensorsFile cow("model.safetensors", tensor::MapMode::Private);
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path) : impl_(nullptr) {
     detail::check(tensor_load_safetensors(path.c_str(), &impl_));
+  }
+  SafetensorsFile(const std::string& path, MapMode mode) : impl_(nullptr) {
+    detail::check(tensor_load_safetensors_mode(path.c_str(), tensor::to_c(mode), &impl_));
   }
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -976,20 +982,35 @@ class SafetensorsFile {
     detail::check(tensor_safetensors_get(impl_, name.c_str(), &out));
     return Tensor::adopt(out);
   }
+  /// The __metadata__ pairs, sorted by key (empty when the file has none).
+  std::vector<std::pair<std::string, std::string>> metadata() const {
+    std::vector<std::pair<std::string, std::string>> v;
+    for (size_t i = 0; i < tensor_safetensors_metadata_count(impl_); i++)
+      v.emplace_back(tensor_safetensors_metadata_key(impl_, i), tensor_safetensors_metadata_value(impl_, i));
+    return v;
+  }
 
  private:
   tensor_safetensors_t* impl_;
 };
 
-/// Writes named tensors to a .safetensors file that the Python safetensors package reads.
-inline void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& named) {
-  std::vector<const char*> names;
+/// Writes named tensors to a .safetensors file that the Python safetensors package reads,
+/// with the `metadata` pairs as its __metadata__ (distinct keys; none by default). To
+/// re-save a file with its metadata: save_safetensors(out, named, f.metadata()).
+inline void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& named,
+                             const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+  std::vector<const char*> names, keys, values;
   std::vector<const tensor_t*> handles;
   for (const auto& nt : named) {
     names.push_back(nt.first.c_str());
     handles.push_back(nt.second.get());
   }
-  detail::check(tensor_save_safetensors(path.c_str(), names.data(), handles.data(), named.size()));
+  for (const auto& kv : metadata) {
+    keys.push_back(kv.first.c_str());
+    values.push_back(kv.second.c_str());
+  }
+  detail::check(tensor_save_safetensors_metadata(path.c_str(), names.data(), handles.data(), named.size(),
+                                                 keys.data(), values.data(), metadata.size()));
 }
 
 }  // namespace tensor

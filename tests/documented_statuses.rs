@@ -271,9 +271,25 @@ const ABORTS_ON_EXHAUSTED_HEAP: &[(&str, &str)] = &[
          allocates the header's map, names and shapes infallibly",
     ),
     (
+        "tensor_load_safetensors_mode",
+        "the safetensors crate's header parser (SafeTensors::read_metadata, serde_json) \
+         allocates the header's map, names and shapes infallibly",
+    ),
+    (
+        "tensor_safetensors_load_mode",
+        "the alias of tensor_load_safetensors_mode: the safetensors crate's header parser \
+         (SafeTensors::read_metadata, serde_json) allocates the header's map, names and shapes \
+         infallibly",
+    ),
+    (
         "tensor_save_safetensors",
         "the safetensors crate's Metadata::new (its name index) and serde_json::to_vec \
          (the header) allocate infallibly",
+    ),
+    (
+        "tensor_save_safetensors_metadata",
+        "the safetensors crate's Metadata::new (its name index) and serde_json::to_vec \
+         (the header and the metadata) allocate infallibly",
     ),
 ];
 
@@ -757,6 +773,14 @@ fn crafted_files() -> Vec<(&'static str, Vec<u8>)> {
                 &[0; 4],
             ),
         ),
+        // A metadata value that is not a string: IO.
+        (
+            "st_meta_int",
+            safetensors_bytes(
+                r#"{"__metadata__":{"n":1},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#,
+                &[0],
+            ),
+        ),
         // "b" starts at byte 1 of the data: a float32 copied to an aligned block.
         (
             "st_misaligned",
@@ -803,11 +827,15 @@ fn files() -> &'static Files {
         assert!(ok(tensor_save_npy(f.npy.as_ptr(), a)));
         let names = [c"a".as_ptr(), c"b".as_ptr()];
         let ts = [a as *const tensor_t, b as *const tensor_t];
-        assert!(ok(tensor_save_safetensors(
+        let (keys, values) = ([c"format".as_ptr()], [c"pt".as_ptr()]);
+        assert!(ok(tensor_save_safetensors_metadata(
             f.st.as_ptr(),
             names.as_ptr(),
             ts.as_ptr(),
-            2
+            2,
+            keys.as_ptr(),
+            values.as_ptr(),
+            1
         )));
         tensor_release(a);
         tensor_release(b);
@@ -860,6 +888,39 @@ impl Ctx {
         let _ = tensor_load_safetensors(files().st.as_ptr(), &mut f);
         f
     }
+}
+
+// ---- copy executors ------------------------------------------------------------------
+
+/// Runs the parts on the calling thread.
+unsafe extern "C" fn inline_executor(
+    _: *mut c_void,
+    n: usize,
+    task: tensor_task_fn,
+    task_ctx: *mut c_void,
+) {
+    for k in 0..n {
+        // SAFETY: the library's task with its ctx, while the copy waits.
+        unsafe { task.expect("a task")(task_ctx, k) };
+    }
+}
+
+/// The status of tensor_set_copy_executor called from inside [`setter_inside`].
+static SETTER_INSIDE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Calls the setter (which must refuse), then runs the parts.
+unsafe extern "C" fn setter_inside(
+    ctx: *mut c_void,
+    n: usize,
+    task: tensor_task_fn,
+    task_ctx: *mut c_void,
+) {
+    SETTER_INSIDE.store(
+        tensor_set_copy_executor(None, null_mut()).0,
+        Ordering::SeqCst,
+    );
+    // SAFETY: as inline_executor's.
+    unsafe { inline_executor(ctx, n, task, task_ctx) };
 }
 
 // ---- the special subjects of the targeted calls (each call releases what it makes) -------
@@ -1144,6 +1205,36 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let _ = tensor_set_copy_threads(1, null_mut());
             Some(Some(st.0))
         }
+        "tensor_set_copy_executor" => {
+            // Targeted: a setter called from inside the executor (INVALID_ARGUMENT): a
+            // 16 MiB copy on 2 parts, whose executor calls the setter first.
+            if c.case == Some(0) {
+                let (mut a, mut b) = (null_mut(), null_mut());
+                made(
+                    tensor_zeros([1i64 << 21].as_ptr(), 1, tensor_dtype_t(7), &mut a),
+                    a,
+                );
+                let _ = tensor_set_copy_threads(2, null_mut());
+                assert!(ok(tensor_set_copy_executor(
+                    Some(setter_inside),
+                    null_mut()
+                )));
+                made(tensor_clone(a, tensor_memory_format_t(0), &mut b), b);
+                assert!(ok(tensor_set_copy_executor(None, null_mut())));
+                let _ = tensor_set_copy_threads(1, null_mut());
+                tensor_release(a);
+                tensor_release(b);
+                return Some(Some(SETTER_INSIDE.load(Ordering::SeqCst)));
+            }
+            let ex = if c.rng.one_in(2) {
+                None
+            } else {
+                Some(inline_executor as unsafe extern "C" fn(_, _, _, _))
+            };
+            let st = lib(|| tensor_set_copy_executor(ex, null_mut()));
+            let _ = tensor_set_copy_executor(None, null_mut());
+            Some(Some(st.0))
+        }
         "tensor_copy_threads" => plain!(tensor_copy_threads()),
         "tensor_version_string" => plain!(tensor_version_string()),
         "tensor_abi_version" => plain!(tensor_abi_version()),
@@ -1353,6 +1444,55 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             tensor_safetensors_release(f);
             Some(Some(st.0))
         }
+        "tensor_load_safetensors_mode" | "tensor_safetensors_load_mode" => {
+            // The function and its alias, driven alike.
+            let load = if name == "tensor_load_safetensors_mode" {
+                tensor_load_safetensors_mode
+            } else {
+                tensor_safetensors_load_mode
+            };
+            // Targeted: float8 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
+            // count overflows (OVERFLOW), a misaligned tensor mapped shared (DTYPE), and
+            // copied with the allocator failing (OUT_OF_MEMORY), a non-string metadata
+            // value (IO).
+            if let Some(k @ 0..6) = c.case {
+                let (what, mode) = [
+                    ("st_float8", TENSOR_MAP_PRIVATE),
+                    ("st_65_dims", TENSOR_MAP_READ_ONLY),
+                    ("st_overflow", TENSOR_MAP_SHARED),
+                    ("st_misaligned", TENSOR_MAP_SHARED),
+                    ("st_misaligned", TENSOR_MAP_PRIVATE),
+                    ("st_meta_int", TENSOR_MAP_PRIVATE),
+                ][k];
+                let mut f: *mut tensor_safetensors_t = null_mut();
+                let p = files().crafted(what);
+                let st = if k == 4 {
+                    allocator_failing(|| load(p, mode, &mut f))
+                } else {
+                    load(p, mode, &mut f)
+                };
+                tensor_safetensors_release(f);
+                return Some(Some(st.0));
+            }
+            let (p, m) = (c.path(), c.map_mode());
+            let mut f: *mut tensor_safetensors_t = null_mut();
+            let o = out_ptr(c, &mut f);
+            let st = lib(|| load(p, m, o));
+            tensor_safetensors_release(f);
+            Some(Some(st.0))
+        }
+        "tensor_safetensors_metadata_count"
+        | "tensor_safetensors_metadata_key"
+        | "tensor_safetensors_metadata_value" => {
+            let f = c.safetensors();
+            let i = c.rng.pick(&[0usize, 1, 2, usize::MAX]);
+            let _ = tensor_safetensors_metadata_count(f);
+            let k = tensor_safetensors_metadata_key(f, i);
+            let v = tensor_safetensors_metadata_value(f, i);
+            assert_eq!(k.is_null(), v.is_null(), "a metadata key without its value");
+            tensor_safetensors_release(f);
+            Some(None)
+        }
         "tensor_safetensors_release" => {
             tensor_safetensors_release(c.safetensors());
             Some(None)
@@ -1413,6 +1553,73 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             };
             let tp = if c.rng.one_in(8) { null() } else { ts.as_ptr() };
             Some(Some(lib(|| tensor_save_safetensors(p, np, tp, n)).0))
+        }
+        "tensor_save_safetensors_metadata" => {
+            // Targeted: complex128 (DTYPE); tensors whose bytes overflow the address space
+            // (OVERFLOW); a metadata key given twice, a key that is not UTF-8
+            // (INVALID_ARGUMENT).
+            if let Some(k @ 0..4) = c.case {
+                let mut t = null_mut();
+                if k == 0 {
+                    made(
+                        tensor_zeros([2i64].as_ptr(), 1, tensor_dtype_t(10), &mut t),
+                        t,
+                    );
+                } else {
+                    t = huge_expanded();
+                }
+                let names = [c"x".as_ptr()];
+                let ts = [t as *const tensor_t];
+                let keys = [
+                    [c"k".as_ptr(), c"l".as_ptr()],
+                    [c"k".as_ptr(), c"l".as_ptr()],
+                    [c"k".as_ptr(), c"k".as_ptr()],
+                    [c"\xff".as_ptr(), c"l".as_ptr()],
+                ][k];
+                let values = [c"v".as_ptr(), c"w".as_ptr()];
+                let nt = if k < 2 { 1 } else { 0 };
+                let st = tensor_save_safetensors_metadata(
+                    files().out.as_ptr(),
+                    names.as_ptr(),
+                    ts.as_ptr(),
+                    nt,
+                    keys.as_ptr(),
+                    values.as_ptr(),
+                    2,
+                );
+                tensor_release(t);
+                return Some(Some(st.0));
+            }
+            let p = c.save_path();
+            let n = c.rng.below(3);
+            let pool = [c"x".as_ptr(), c"y".as_ptr(), c"x".as_ptr(), null()];
+            let names: Vec<*const std::ffi::c_char> = (0..n).map(|_| c.rng.pick(&pool)).collect();
+            let ts: Vec<*const tensor_t> = (0..n).map(|_| c.t() as *const tensor_t).collect();
+            let m = c.rng.below(4);
+            let kpool = [
+                c"format".as_ptr(),
+                c"a".as_ptr(),
+                c"".as_ptr(),
+                c"a".as_ptr(),
+                null(),
+            ];
+            let keys: Vec<*const std::ffi::c_char> = (0..m).map(|_| c.rng.pick(&kpool)).collect();
+            let vpool = [c"pt".as_ptr(), c"".as_ptr(), c"\xc3".as_ptr(), null()];
+            let values: Vec<*const std::ffi::c_char> = (0..m).map(|_| c.rng.pick(&vpool)).collect();
+            let nullable = |rng: &mut Rng, p: *const *const std::ffi::c_char| {
+                if rng.one_in(8) {
+                    null()
+                } else {
+                    p
+                }
+            };
+            let np = nullable(&mut c.rng, names.as_ptr());
+            let kp = nullable(&mut c.rng, keys.as_ptr());
+            let vp = nullable(&mut c.rng, values.as_ptr());
+            let tp = if c.rng.one_in(8) { null() } else { ts.as_ptr() };
+            Some(Some(
+                lib(|| tensor_save_safetensors_metadata(p, np, tp, n, kp, vp, m)).0,
+            ))
         }
         "storage_nbytes" => plain!(storage_nbytes(c.s())),
         "storage_device" => plain!(storage_device(c.s())),
@@ -2076,6 +2283,36 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             Some(Some(st.0))
         }
         "tensor_from_dlpack" => {
+            // Targeted: a valid import with the heap exhausted (OUT_OF_MEMORY).
+            if c.case == Some(0) {
+                let mut shape = [4i64];
+                let mut m = DLManagedTensorVersioned {
+                    version: DLPackVersion { major: 1, minor: 0 },
+                    manager_ctx: null_mut(),
+                    deleter: None,
+                    flags: 0,
+                    dl_tensor: DLTensor {
+                        data: c.buf.as_mut_ptr() as *mut c_void,
+                        device: DLDevice {
+                            device_type: 1,
+                            device_id: 0,
+                        },
+                        ndim: 1,
+                        dtype: DLDataType {
+                            code: 2,
+                            bits: 64,
+                            lanes: 1,
+                        },
+                        shape: shape.as_mut_ptr(),
+                        strides: null_mut(),
+                        byte_offset: 0,
+                    },
+                };
+                let mut t: *mut tensor_t = null_mut();
+                let st = exhausted(|| fdl::tensor_from_dlpack(&mut m, &mut t));
+                drop_out(t);
+                return Some(Some(st.0));
+            }
             let (mut shape, mut strides) = ([0i64; 8], [0i64; 8]);
             let dl = c.dl_tensor(&mut shape, &mut strides);
             let mut m = DLManagedTensorVersioned {

@@ -11,7 +11,13 @@ safetensors -> libtensor: files from safetensors.numpy.save_file and
 safetensors.torch.save_file (bfloat16 and float8 included) load with
 tensor_safetensors_load; float8 is refused by name. libtensor -> safetensors:
 tensor_save_safetensors files read back by safetensors.torch.load_file and
-safetensors.numpy.load_file. Prints "files_interop: N passed, M failed".
+safetensors.numpy.load_file. Metadata and map modes: a file with __metadata__ written by
+safetensors.torch.save_file reads back pair for pair through
+tensor_safetensors_metadata_key / _value; tensor_save_safetensors_metadata files read
+back with safe_open(...).metadata(); a Hugging-Face-style re-save (load, save with the
+loaded metadata) keeps the pairs, through us and through the Python package; a
+non-string value is refused by both; a TENSOR_MAP_PRIVATE write is invisible to the
+package, a TENSOR_MAP_SHARED one is what it reads next. Prints "files_interop: N passed, M failed".
 """
 
 import argparse
@@ -22,6 +28,7 @@ import tempfile
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.numpy import load_file as np_load_st
 from safetensors.numpy import save_file as np_save_st
 from safetensors.torch import load_file as torch_load_st
@@ -113,6 +120,23 @@ def load(path):
         "tensor_safetensors_at": ([P, C.c_size_t, PP], C.c_int32),
         "tensor_save_safetensors": (
             [C.c_char_p, C.POINTER(C.c_char_p), C.POINTER(C.c_void_p), C.c_size_t],
+            C.c_int32,
+        ),
+        "tensor_load_safetensors_mode": ([C.c_char_p, C.c_int32, PP], C.c_int32),
+        "tensor_safetensors_get": ([P, C.c_char_p, PP], C.c_int32),
+        "tensor_safetensors_metadata_count": ([P], C.c_size_t),
+        "tensor_safetensors_metadata_key": ([P, C.c_size_t], C.c_char_p),
+        "tensor_safetensors_metadata_value": ([P, C.c_size_t], C.c_char_p),
+        "tensor_save_safetensors_metadata": (
+            [
+                C.c_char_p,
+                C.POINTER(C.c_char_p),
+                C.POINTER(C.c_void_p),
+                C.c_size_t,
+                C.POINTER(C.c_char_p),
+                C.POINTER(C.c_char_p),
+                C.c_size_t,
+            ],
             C.c_int32,
         ),
         "tensor_last_error": ([], C.c_char_p),
@@ -376,6 +400,125 @@ def test_us_to_safetensors(L, d, rng):
     L.tensor_release(t)
 
 
+def load_st_meta(L, path, mode=MAP_READ_ONLY):
+    """(status, {name: tensor handle}, {key: value}) of a file loaded with `mode`."""
+    f = C.c_void_p()
+    st = L.tensor_load_safetensors_mode(path.encode(), mode, C.byref(f))
+    if st != OK:
+        return st, {}, {}
+    ts = {}
+    for i in range(L.tensor_safetensors_count(f)):
+        t = C.c_void_p()
+        assert L.tensor_safetensors_at(f, i, C.byref(t)) == OK
+        ts[L.tensor_safetensors_name(f, i).decode()] = t
+    meta = {}
+    keys = []
+    for i in range(L.tensor_safetensors_metadata_count(f)):
+        k = L.tensor_safetensors_metadata_key(f, i).decode()
+        keys.append(k)
+        meta[k] = L.tensor_safetensors_metadata_value(f, i).decode()
+    check(keys == sorted(keys, key=lambda k: k.encode()), f"metadata keys sorted bytewise: {keys}")
+    check(L.tensor_safetensors_metadata_key(f, len(keys)) is None, "metadata key one past the end: NULL")
+    L.tensor_safetensors_release(f)
+    return st, ts, meta
+
+
+def save_st_meta(L, path, ts, meta):
+    """tensor_save_safetensors_metadata of {name: handle} and {key: value}."""
+    names = (C.c_char_p * max(len(ts), 1))(*[k.encode() for k in ts])
+    ptrs = (C.c_void_p * max(len(ts), 1))(*[t.value for t in ts.values()])
+    keys = (C.c_char_p * max(len(meta), 1))(*[k.encode() for k in meta])
+    values = (C.c_char_p * max(len(meta), 1))(*[v.encode() for v in meta.values()])
+    return L.tensor_save_safetensors_metadata(path.encode(), names, ptrs, len(ts), keys, values, len(meta))
+
+
+def test_safetensors_metadata(L, d, rng):
+    meta = {
+        "format": "pt",
+        "author": "libtensor tests",
+        "unicode \u00fc\u4e2d": "value \u00e7\u00f8d\u00e9 \U0001f600",
+        "json-ish": '{"nested": [1, 2]}',
+        "": "empty key",
+    }
+    tensors = {
+        "w": torch.from_numpy(sample(6, (8, 4), rng)),
+        "b": torch.arange(4, dtype=torch.int64),
+        "h": torch.from_numpy(sample(6, (3,), rng)).to(torch.bfloat16),
+    }
+    # Python writes, we read.
+    p = os.path.join(d, "meta_py.safetensors")
+    torch_save_st(tensors, p, metadata=meta)
+    st, ts, got = load_st_meta(L, p)
+    check(st == OK, f"safetensors.torch file with metadata: load ({L.tensor_last_error()})")
+    check(got == meta, f"metadata read back: {got}")
+    # We re-save it Hugging-Face style (the loaded tensors, the loaded metadata).
+    q = os.path.join(d, "meta_resaved.safetensors")
+    st = save_st_meta(L, q, ts, got)
+    check(st == OK, f"tensor_save_safetensors_metadata ({L.tensor_last_error()})")
+    with safe_open(q, "pt") as f:
+        check(f.metadata() == meta, f"safe_open reads our metadata: {f.metadata()}")
+        check(set(f.keys()) == set(tensors), "safe_open reads our names")
+        for k in tensors:
+            check(torch.equal(f.get_tensor(k), tensors[k]), f"re-saved tensor {k}")
+    for t in ts.values():
+        L.tensor_release(t)
+    # The package re-saves our file the same way; we read its metadata again.
+    r = os.path.join(d, "meta_resaved_py.safetensors")
+    with safe_open(q, "pt") as f:
+        torch_save_st({k: f.get_tensor(k) for k in f.keys()}, r, metadata=f.metadata())
+    st, ts, got = load_st_meta(L, r)
+    check(st == OK and got == meta, f"metadata through a Python re-save of our file: {got}")
+    for t in ts.values():
+        L.tensor_release(t)
+    # No metadata: none read, none written.
+    st = save_st_meta(L, q, {}, {})
+    check(st == OK, "save with no tensors and no metadata")
+    with safe_open(q, "pt") as f:
+        check(f.metadata() is None and list(f.keys()) == [], "no metadata written")
+    # A non-string value (Python's writer refuses to make one; a crafted header): the package
+    # and we both refuse the file.
+    hdr = b'{"__metadata__":{"n":1},"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+    hdr += b" " * (-len(hdr) % 8)
+    bad = os.path.join(d, "meta_int.safetensors")
+    with open(bad, "wb") as f:
+        f.write(len(hdr).to_bytes(8, "little") + hdr + b"\0")
+    try:
+        safe_open(bad, "pt").metadata()
+        py_refused = False
+    except Exception:
+        py_refused = True
+    st, _, _ = load_st_meta(L, bad)
+    check(py_refused and st == ERR_IO, f"a non-string metadata value refused by both ({py_refused}, {st})")
+
+
+def test_safetensors_map_modes(L, d, rng):
+    w = torch.from_numpy(sample(6, (16, 16), rng))
+    p = os.path.join(d, "modes.safetensors")
+    torch_save_st({"w": w}, p, metadata={"format": "pt"})
+    idx = (C.c_int64 * 2)(3, 5)
+    # READ_ONLY: writes refused.
+    st, ts, _ = load_st_meta(L, p, MAP_READ_ONLY)
+    check(st == OK and L.storage_is_read_only(L.tensor_storage(ts["w"])), "read-only load")
+    check(L.tensor_set_f64(ts["w"], idx, 2, 42.0) == ERR_READ_ONLY, "read-only: a write refused")
+    L.tensor_release(ts["w"])
+    # PRIVATE: writable, the file untouched.
+    st, ts, meta = load_st_meta(L, p, MAP_PRIVATE)
+    check(st == OK and meta == {"format": "pt"}, f"private load ({L.tensor_last_error()})")
+    check(in_mapping(L, ts["w"]) and not L.storage_is_read_only(L.tensor_storage(ts["w"])), "private: a writable view of the mapping")
+    check(L.tensor_set_f64(ts["w"], idx, 2, 42.0) == OK, "private: a write")
+    check(to_numpy(L, ts["w"])[3, 5] == 42.0, "private: the write is seen here")
+    check(torch.equal(torch_load_st(p)["w"], w), "private: the file is untouched")
+    L.tensor_release(ts["w"])
+    # SHARED: the write reaches the file.
+    st, ts, _ = load_st_meta(L, p, MAP_SHARED)
+    check(st == OK, f"shared load ({L.tensor_last_error()})")
+    check(L.tensor_set_f64(ts["w"], idx, 2, 42.0) == OK, "shared: a write")
+    L.tensor_release(ts["w"])
+    want = w.clone()
+    want[3, 5] = 42.0
+    check(torch.equal(torch_load_st(p)["w"], want), "shared: the package reads the write")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -388,6 +531,8 @@ def main():
         test_us_to_numpy(L, d, rng)
         test_safetensors_to_us(L, d, rng)
         test_us_to_safetensors(L, d, rng)
+        test_safetensors_metadata(L, d, rng)
+        test_safetensors_map_modes(L, d, rng)
     print(f"files_interop: {passed} passed, {failed} failed")
     sys.exit(1 if failed or not passed else 0)
 

@@ -1031,9 +1031,34 @@ fn inspect_op(w: &mut World, i: &mut Input) {
     }
 }
 
+/// A copy executor running the parts on the calling thread, last first.
+unsafe extern "C" fn inline_executor(
+    _: *mut std::ffi::c_void,
+    n: usize,
+    task: tensor_task_fn,
+    task_ctx: *mut std::ffi::c_void,
+) {
+    for k in (0..n).rev() {
+        // SAFETY: the library's task with its ctx, while the copy waits.
+        unsafe { task.expect("a task")(task_ctx, k) };
+    }
+}
+
 /// The library-wide knobs: each answers what was set. `run` puts them back.
 fn global_op(w: &mut World, i: &mut Input) {
-    match i.byte() % 3 {
+    match i.byte() % 4 {
+        3 => {
+            // big copies on an executor (inline), or on the library's threads again
+            let ex = if i.byte() % 2 == 0 {
+                Some(inline_executor as unsafe extern "C" fn(_, _, _, _))
+            } else {
+                None
+            };
+            must_succeed(
+                "tensor_set_copy_executor",
+                tensor_set_copy_executor(ex, std::ptr::null_mut()),
+            );
+        }
         0 => {
             let n = i.pick(&[1i64, 2, 4, 0, -1, 257]);
             let before = tensor_copy_threads();
@@ -1177,7 +1202,18 @@ fn file_op(w: &mut World, i: &mut Input) {
                 names.push(std::ffi::CString::new(format!("t{k}")).unwrap());
                 ts.push(t as *const tensor_t);
             }
-            safetensors_round_trip(&names, &ts, &scratch("c_api.safetensors"), true);
+            // Up to 3 metadata pairs, distinct keys (one may be empty).
+            let meta: Vec<(std::ffi::CString, std::ffi::CString)> = (0..i.byte() % 4)
+                .map(|k| {
+                    let key = ["", "format", "k\u{e9}"][k as usize % 3];
+                    let value = format!("v{}", i.byte());
+                    (
+                        std::ffi::CString::new(key).unwrap(),
+                        std::ffi::CString::new(value).unwrap(),
+                    )
+                })
+                .collect();
+            safetensors_round_trip(&names, &ts, &meta, &scratch("c_api.safetensors"), true);
         }
         4 => {
             let path = scratch(if i.byte() % 2 == 0 {
@@ -1206,22 +1242,26 @@ fn file_op(w: &mut World, i: &mut Input) {
             }
             let mut f: *mut tensor_safetensors_t = std::ptr::null_mut();
             let path = scratch("c_api.safetensors");
-            // the loader or its 0.x alias
-            let (load, st) = if i.byte() % 2 == 0 {
-                (
+            // the loader, its 0.x alias, or the loader with a map mode
+            let (load, st) = match i.byte() % 3 {
+                0 => (
                     "tensor_load_safetensors",
                     tensor_load_safetensors(path.as_ptr(), &mut f),
-                )
-            } else {
-                (
+                ),
+                1 => (
                     "tensor_safetensors_load",
                     tensor_safetensors_load(path.as_ptr(), &mut f),
-                )
+                ),
+                _ => (
+                    "tensor_load_safetensors_mode",
+                    tensor_load_safetensors_mode(path.as_ptr(), mode, &mut f),
+                ),
             };
             check_status(load, st);
             if st != TENSOR_OK {
                 return;
             }
+            let _ = safetensors_metadata(f);
             let n = tensor_safetensors_count(f);
             let k = i.byte() as usize % (n + 1); // n: one past the end
             let s = tensor_safetensors_at(f, k, &mut t);
@@ -1356,6 +1396,7 @@ fn run(data: &[u8]) {
     release_all(&mut w);
     // the knobs global_op may have turned, back as they were
     let _ = tensor_set_copy_threads(1, std::ptr::null_mut());
+    let _ = tensor_set_copy_executor(None, std::ptr::null_mut());
     let _ = tensor_set_cache_limit(initial_cache_limit());
     let _ = tensor_set_memory_tracking(0);
     FAIL_IN.store(0, Ordering::Relaxed);

@@ -7,9 +7,13 @@
 //!   all modes load the same tensor, and saving it (`tensor_save_npy`) and loading that
 //!   file back gives it again;
 //! * `tensor_load_safetensors` loads it: every tensor is reachable by index and by name
-//!   (`tensor_safetensors_at` / `_name` / `_get` agree; one past the end is INDEX), and
-//!   saving them all (`tensor_save_safetensors`) and loading that file back gives them
-//!   again, by name.
+//!   (`tensor_safetensors_at` / `_name` / `_get` agree; one past the end is INDEX), the
+//!   metadata pairs are sorted by key with NULL one past the end, and saving them all
+//!   with the metadata (`tensor_save_safetensors_metadata`, a Hugging-Face-style re-save)
+//!   and loading that file back gives them again, by name, with the same pairs;
+//! * `tensor_load_safetensors_mode` loads it in every mode alike (the same names, tensors
+//!   and metadata; only SHARED may refuse, with DTYPE, a file with a misaligned tensor),
+//!   read-only mappings exactly in READ_ONLY mode.
 //!
 //! Every status must be one the header documents; nothing may leak (the library's live
 //! storage count is back to zero after each input). Seeds: fuzz/corpus/files/ (made by
@@ -146,11 +150,34 @@ fn load_npy(path: &CStr) {
     }
 }
 
-fn load_safetensors(path: &CStr) {
+/// Loads `path` in `mode` (READ_ONLY through `tensor_load_safetensors`): the handle (NULL
+/// after a documented failure) and the status.
+fn load_st(path: &CStr, mode: tensor_map_mode_t) -> (*mut tensor_safetensors_t, tensor_status_t) {
     let mut f: *mut tensor_safetensors_t = null_mut();
-    let st = tensor_load_safetensors(path.as_ptr(), &mut f);
-    check_status("tensor_load_safetensors", st);
-    if st != TENSOR_OK {
+    let (name, st) = if mode == TENSOR_MAP_READ_ONLY {
+        (
+            "tensor_load_safetensors",
+            tensor_load_safetensors(path.as_ptr(), &mut f),
+        )
+    } else {
+        (
+            "tensor_load_safetensors_mode",
+            tensor_load_safetensors_mode(path.as_ptr(), mode, &mut f),
+        )
+    };
+    check_status(name, st);
+    if (st == TENSOR_OK) == f.is_null() {
+        fail(format!(
+            "{name}: status {} with handle {f:?}",
+            status_name(st)
+        ));
+    }
+    (f, st)
+}
+
+fn load_safetensors(path: &CStr) {
+    let (f, _) = load_st(path, TENSOR_MAP_READ_ONLY);
+    if f.is_null() {
         return;
     }
     let n = tensor_safetensors_count(f);
@@ -178,6 +205,7 @@ fn load_safetensors(path: &CStr) {
         names.push(name);
         tensors.push(a as *const tensor_t);
     }
+    let meta = safetensors_metadata(f);
     let mut t: *mut tensor_t = null_mut();
     let st = tensor_safetensors_at(f, n, &mut t);
     check_status("tensor_safetensors_at", st);
@@ -200,7 +228,51 @@ fn load_safetensors(path: &CStr) {
     }
     // The tensors outlive the handle (they keep the mapping).
     tensor_safetensors_release(f);
-    safetensors_round_trip(&names, &tensors, &scratch("out.safetensors"), false);
+    // The other modes load the same file alike.
+    for mode in [TENSOR_MAP_PRIVATE, TENSOR_MAP_SHARED] {
+        let (g, st) = load_st(path, mode);
+        if g.is_null() {
+            // Only SHARED refuses what READ_ONLY loads (a misaligned tensor: a copy).
+            if !(mode == TENSOR_MAP_SHARED && st == TENSOR_ERR_DTYPE) {
+                fail(format!(
+                    "tensor_load_safetensors_mode {} fails on a file READ_ONLY loads: {}",
+                    mode.0,
+                    last_error()
+                ));
+            }
+            continue;
+        }
+        if tensor_safetensors_count(g) != n || safetensors_metadata(g) != meta {
+            fail(format!(
+                "mode {} loads another count or metadata than READ_ONLY",
+                mode.0
+            ));
+        }
+        for (i, &a) in tensors.iter().enumerate() {
+            let mut u: *mut tensor_t = null_mut();
+            must_succeed("tensor_safetensors_at", tensor_safetensors_at(g, i, &mut u));
+            let s = tensor_storage(u);
+            // A view of the mapping is writable in these modes (a copy always is).
+            if same_tensor(a, u) != Some(true)
+                || !fits(u)
+                || (storage_is_mapped(s) && storage_is_read_only(s))
+            {
+                fail(format!(
+                    "tensor {i} loaded in mode {} differs from READ_ONLY's or is read-only",
+                    mode.0
+                ));
+            }
+            tensor_release(u);
+        }
+        tensor_safetensors_release(g);
+    }
+    for &a in &tensors {
+        let s = tensor_storage(a);
+        if storage_is_mapped(s) && !storage_is_read_only(s) {
+            fail("a READ_ONLY safetensors tensor over a writable mapping".into());
+        }
+    }
+    safetensors_round_trip(&names, &tensors, &meta, &scratch("out.safetensors"), false);
     for t in tensors {
         tensor_release(t as *mut tensor_t);
     }

@@ -59,7 +59,8 @@ unsafe fn run_engine(
 
 /// Copies (converting dtypes) `src` data, laid out with `src_st` over `sizes`, into `dst`
 /// data laid out with `dst_st`. The one dtype dispatch of every copying op. Big copies
-/// are split over threads when the user asked for more than one (`parallel.rs`).
+/// are split over threads when the user asked for more than one, or over the host's
+/// executor when one is set (`parallel.rs`).
 ///
 /// # Safety
 /// As [`run_engine`]; the two regions must not overlap.
@@ -86,7 +87,7 @@ unsafe fn copy_raw(
     // element from two threads at once, and a 16-byte element could end up half each.
     let split =
         parallel::split(sizes, out_bytes).filter(|_| crate::layout::non_overlapping(sizes, dst_st));
-    let Some((d, n)) = split else {
+    let Some(split) = split else {
         // SAFETY: our contract, which is copy_part's.
         return unsafe {
             copy_part(
@@ -97,7 +98,8 @@ unsafe fn copy_raw(
     // Each part is the sub-box [start, start + len) of dim d: disjoint parts of dst (its
     // elements do not share memory, checked above).
     let (dst_addr, src_addr) = (dst as usize, src as usize);
-    parallel::run_parts(sizes[d], n, &|start, len| {
+    let d = split.dim;
+    parallel::run_parts(sizes[d], &split, &|start, len| {
         let mut part: Dims = sizes.into();
         part[d] = len;
         let (od, os) = (start * dst_st[d] * i0 as i64, start * src_st[d] * i1 as i64);

@@ -1,29 +1,48 @@
-//! Opt-in multithreaded big copies. The thread count comes from
-//! [`set_copy_threads`] (`tensor_set_copy_threads`) or, read once, the environment
-//! variable `TENSOR_COPY_THREADS`; the default is 1, and no thread is ever started while
-//! it is 1. With n > 1, a copy whose output has at least [`PARALLEL_BYTES`] is cut along
-//! its outermost dim of size >= n into n sub-boxes, n - 1 of them copied on threads
-//! started for that call and joined before it returns (a failed thread start copies its
-//! part inline).
+//! Multithreaded big copies, opt-in. A copy whose output has at least [`PARALLEL_BYTES`]
+//! is cut along its outermost dim of size >= n into n sub-boxes ("parts"), which run
+//! either
+//!
+//! - on the host's thread pool, when the host set an executor ([`set_executor`],
+//!   `tensor_set_copy_executor`): the library hands it the n parts and starts no thread of
+//!   its own. n is the thread count when the caller set one (API or environment), else the
+//!   number of CPUs this process may run on (read once), at most [`MAX_COPY_THREADS`]; or
+//! - on threads of its own, when no executor is set and the thread count from
+//!   [`set_copy_threads`] (`tensor_set_copy_threads`) or, read once, the environment
+//!   variable `TENSOR_COPY_THREADS` is n > 1: n - 1 of the parts run on threads started for
+//!   that call and joined before it returns (a failed thread start copies its part
+//!   inline). The default is 1, and no thread is ever started while it is 1.
+//!
+//! A copy takes a lease on the executor it starts with (a count under one mutex, never
+//! held while copying), so setting another executor waits for the copies running on the
+//! old one and never makes a copy wait for it.
 
 use crate::error::Result;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 /// Outputs at least this big are split when the thread count is > 1.
 pub(crate) const PARALLEL_BYTES: usize = 16 << 20;
-/// Highest accepted thread count.
+/// Highest accepted thread count (and most parts handed to an executor).
 pub const MAX_COPY_THREADS: i64 = 256;
 /// Environment variable read once (at the first big copy or thread-count call).
 pub const ENV_COPY_THREADS: &str = "TENSOR_COPY_THREADS";
 
 /// 0 until the environment has been read.
 static THREADS: AtomicUsize = AtomicUsize::new(0);
+/// The thread count was set, by the API or the environment (not the default 1).
+static THREADS_SET: AtomicBool = AtomicBool::new(false);
 static ENV: std::sync::Once = std::sync::Once::new();
 
 fn from_env() -> usize {
     match crate::env::value(ENV_COPY_THREADS) {
         Some(v) => match v.trim().parse::<i64>() {
-            Ok(n) if (1..=MAX_COPY_THREADS).contains(&n) => n as usize,
+            Ok(n) if (1..=MAX_COPY_THREADS).contains(&n) => {
+                THREADS_SET.store(true, Ordering::Relaxed);
+                n as usize
+            }
             _ => {
                 let accepts = format!("a thread count in 1..={MAX_COPY_THREADS}");
                 crate::env::ignored(ENV_COPY_THREADS, &v, &accepts);
@@ -54,28 +73,282 @@ pub fn set_copy_threads(n: i64) -> Result<usize> {
         "thread count {n} is outside [1, {MAX_COPY_THREADS}]"
     );
     let _ = copy_threads(); // the environment never overrides this call
+    THREADS_SET.store(true, Ordering::Relaxed);
     Ok(THREADS.swap(n as usize, Ordering::Relaxed))
 }
 
-/// The dim to split an `out_bytes` copy over `sizes` along, and the part count; `None`
-/// when the copy stays on the calling thread.
-pub(crate) fn split(sizes: &[i64], out_bytes: usize) -> Option<(usize, i64)> {
+/// One part of a big copy, as the executor calls it: `task(task_ctx, i)`.
+pub type TaskFn = unsafe extern "C" fn(task_ctx: *mut c_void, i: usize);
+/// The host's executor: runs `task(task_ctx, i)` for every i in 0..n_tasks, on any
+/// threads, and returns when all have returned.
+pub type ExecutorFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    n_tasks: usize,
+    task: Option<TaskFn>,
+    task_ctx: *mut c_void,
+);
+
+/// An executor and its context, as the host set them.
+#[derive(Clone, Copy)]
+struct Executor {
+    run: ExecutorFn,
+    ctx: *mut c_void,
+}
+
+// SAFETY: the host's contract (tensor_set_copy_executor's doc): the executor may be called
+// from any thread, with its ctx.
+unsafe impl Send for Executor {}
+
+/// The executor and the leases on it: `active` copies run on the current one, `retiring`
+/// on the one a pending [`set_executor`] replaced (it waits for them).
+struct State {
+    current: Option<Executor>,
+    generation: u64,
+    active: usize,
+    retiring: usize,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    current: None,
+    generation: 0,
+    active: 0,
+    retiring: 0,
+});
+/// Signalled when the last copy on a replaced executor returns.
+static RETIRED: Condvar = Condvar::new();
+/// Serializes setters (so at most one executor retires at a time).
+static SETTER: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// How deep this thread is inside an executor call or one of its tasks (a setter
+    /// called there would wait for itself).
+    static INSIDE: Cell<usize> = const { Cell::new(0) };
+}
+
+fn state() -> MutexGuard<'static, State> {
+    // Nothing panics while holding it; a poisoned lock still holds consistent counts.
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Inside an executor call or one of its tasks on this thread, for the duration.
+struct Inside;
+
+impl Inside {
+    fn enter() -> Inside {
+        INSIDE.with(|c| c.set(c.get() + 1));
+        Inside
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|c| c.set(c.get() - 1));
+    }
+}
+
+/// A copy's hold on the executor it started with: [`set_executor`] waits until it drops.
+struct Lease {
+    executor: Executor,
+    generation: u64,
+}
+
+impl Lease {
+    /// A lease on the current executor, if one is set.
+    fn take() -> Option<Lease> {
+        let mut st = state();
+        let executor = st.current?;
+        st.active += 1;
+        Some(Lease {
+            executor,
+            generation: st.generation,
+        })
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut st = state();
+        if st.generation == self.generation {
+            st.active -= 1;
+        } else {
+            st.retiring -= 1;
+            if st.retiring == 0 {
+                RETIRED.notify_all();
+            }
+        }
+    }
+}
+
+/// Sets the executor big copies run their parts on (`None`: threads of the library's own,
+/// as [`copy_threads`] says). Returns once every copy running on the previous executor
+/// has returned, so that the previous `ctx` is never used after. Refused (InvalidArgument)
+/// from inside an executor call or task on this thread, which it would wait for.
+pub fn set_executor(run: Option<ExecutorFn>, ctx: *mut c_void) -> Result<()> {
+    ensure!(
+        INSIDE.with(Cell::get) == 0,
+        InvalidArgument,
+        "called from inside the copy executor or one of its tasks: it would wait for the copy it is part of"
+    );
+    let _one = SETTER.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut st = state();
+    st.current = run.map(|run| Executor { run, ctx });
+    st.generation = st.generation.wrapping_add(1);
+    st.retiring = std::mem::take(&mut st.active);
+    while st.retiring > 0 {
+        st = RETIRED.wait(st).unwrap_or_else(PoisonError::into_inner);
+    }
+    Ok(())
+}
+
+/// The number of CPUs this process may run on (read once), at most [`MAX_COPY_THREADS`].
+fn cpus() -> usize {
+    static CPUS: AtomicUsize = AtomicUsize::new(0);
+    let n = CPUS.load(Ordering::Relaxed);
+    if n != 0 {
+        return n;
+    }
+    let n = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_COPY_THREADS as usize);
+    CPUS.store(n, Ordering::Relaxed);
+    n
+}
+
+/// How a big copy is split: along `dim`, into `parts` parts, run on the executor it holds
+/// a lease on, or on threads of its own.
+pub(crate) struct Split {
+    pub dim: usize,
+    pub parts: i64,
+    lease: Option<Lease>,
+}
+
+/// How to split an `out_bytes` copy over `sizes`; `None` when the copy stays on the
+/// calling thread.
+pub(crate) fn split(sizes: &[i64], out_bytes: usize) -> Option<Split> {
     if out_bytes < PARALLEL_BYTES {
         return None;
     }
-    let n = copy_threads() as i64;
+    let lease = Lease::take();
+    let threads = copy_threads(); // first: it reads the environment
+    let n = match lease {
+        Some(_) if !THREADS_SET.load(Ordering::Relaxed) => cpus(),
+        _ => threads,
+    } as i64;
     if n <= 1 {
         return None;
     }
-    let d = sizes.iter().position(|&s| s >= n)?;
-    Some((d, n))
+    let dim = sizes.iter().position(|&s| s >= n)?;
+    Some(Split {
+        dim,
+        parts: n,
+        lease,
+    })
 }
 
-/// Runs `part(start, len)` for the n parts `[start, start + len)` of `0..size`: part 0 on
-/// this thread, the others on threads started here and joined before returning. (Plain
-/// spawned threads, not `std::thread::scope`: a scope registers the calling thread with
-/// std, which leaks a handle on threads that C created.)
-pub(crate) fn run_parts(size: i64, n: i64, part: &(dyn Fn(i64, i64) + Sync)) {
+/// Part `k` of `n` of `0..size`: `[start, start + len)`.
+fn part_range(size: i64, n: i64, k: i64) -> (i64, i64) {
+    let at = |k: i64| (size as i128 * k as i128 / n as i128) as i64;
+    (at(k), at(k + 1) - at(k))
+}
+
+/// Runs `part(start, len)` for the parts `[start, start + len)` of `0..size` that `split`
+/// planned (`size` is the split dim's size): on the executor, or part 0 on this thread
+/// and the others on threads started here and joined before returning.
+pub(crate) fn run_parts(size: i64, split: &Split, part: &(dyn Fn(i64, i64) + Sync)) {
+    match &split.lease {
+        Some(lease) => run_on_executor(lease.executor, size, split.parts, part),
+        None => run_on_threads(size, split.parts, part),
+    }
+}
+
+/// A part not started, running, done.
+const TODO: u8 = 0;
+const RUNNING: u8 = 1;
+const DONE: u8 = 2;
+
+/// What the executor's tasks see (through `task_ctx`).
+struct Job<'a> {
+    size: i64,
+    n: i64,
+    part: &'a (dyn Fn(i64, i64) + Sync),
+    state: [AtomicU8; MAX_COPY_THREADS as usize],
+    panicked: AtomicBool,
+}
+
+impl Job<'_> {
+    /// Runs part `i` unless it ran or runs already; true when this call ran it.
+    fn claim_and_run(&self, i: usize) -> bool {
+        if i >= self.n as usize
+            || self.state[i]
+                .compare_exchange(TODO, RUNNING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        let (start, len) = part_range(self.size, self.n, i as i64);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            if len > 0 {
+                (self.part)(start, len)
+            }
+        }));
+        if r.is_err() {
+            self.panicked.store(true, Ordering::Relaxed);
+        }
+        self.state[i].store(DONE, Ordering::Release);
+        true
+    }
+}
+
+/// The task the executor runs: part `i` of the job at `task_ctx`. A panic is caught here
+/// (it never unwinds into the host's pool) and re-raised on the copying thread.
+unsafe extern "C" fn run_task(task_ctx: *mut c_void, i: usize) {
+    let _inside = Inside::enter();
+    // SAFETY: task_ctx is the Job that run_on_executor keeps alive until the executor has
+    // returned (the executor's contract: no task after it returns).
+    let job = unsafe { &*(task_ctx as *const Job) };
+    job.claim_and_run(i);
+}
+
+fn run_on_executor(ex: Executor, size: i64, n: i64, part: &(dyn Fn(i64, i64) + Sync)) {
+    let job = Job {
+        size,
+        n,
+        part,
+        state: [const { AtomicU8::new(TODO) }; MAX_COPY_THREADS as usize],
+        panicked: AtomicBool::new(false),
+    };
+    {
+        let _inside = Inside::enter();
+        // SAFETY: the host's executor, called as its contract says (n parts of a task that
+        // runs any part on any thread, at most once each).
+        unsafe {
+            (ex.run)(
+                ex.ctx,
+                n as usize,
+                Some(run_task),
+                &job as *const Job as *mut c_void,
+            )
+        };
+    }
+    // A part the executor skipped runs here; one it left running is waited for (its data
+    // and the job are still in use).
+    for i in 0..n as usize {
+        if !job.claim_and_run(i) {
+            while job.state[i].load(Ordering::Acquire) != DONE {
+                std::thread::yield_now();
+            }
+        }
+    }
+    assert!(
+        !job.panicked.load(Ordering::Relaxed),
+        "a copy task panicked"
+    );
+}
+
+/// Part 0 on this thread, the others on threads started here and joined before returning.
+/// (Plain spawned threads, not `std::thread::scope`: a scope registers the calling thread
+/// with std, which leaks a handle on threads that C created.)
+fn run_on_threads(size: i64, n: i64, part: &(dyn Fn(i64, i64) + Sync)) {
     // SAFETY: every thread started here is joined before this function returns (also
     // when `part` panics on this thread: the guard below joins on unwind), so `part`
     // outlives every use of the 'static reference.
@@ -91,12 +364,12 @@ pub(crate) fn run_parts(size: i64, n: i64, part: &(dyn Fn(i64, i64) + Sync)) {
     let mut joiner = Joiner(Vec::new());
     let mut panicked = false;
     for k in 1..n {
-        let (a, b) = (size * k / n, size * (k + 1) / n);
-        if b <= a {
+        let (a, len) = part_range(size, n, k);
+        if len <= 0 {
             continue;
         }
         let started = joiner.0.try_reserve(1).is_ok()
-            && match std::thread::Builder::new().spawn(move || part_static(a, b - a)) {
+            && match std::thread::Builder::new().spawn(move || part_static(a, len)) {
                 Ok(h) => {
                     joiner.0.push(h);
                     true
@@ -104,12 +377,12 @@ pub(crate) fn run_parts(size: i64, n: i64, part: &(dyn Fn(i64, i64) + Sync)) {
                 Err(_) => false,
             };
         if !started {
-            part(a, b - a);
+            part(a, len);
         }
     }
-    let b = size / n;
-    if b > 0 {
-        part(0, b);
+    let (_, len) = part_range(size, n, 0);
+    if len > 0 {
+        part(0, len);
     }
     for h in joiner.0.drain(..) {
         panicked |= h.join().is_err();
@@ -122,24 +395,98 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    /// Runs every task on the calling thread, last first; counts calls in `*ctx`.
+    unsafe extern "C" fn inline_reversed(
+        ctx: *mut c_void,
+        n: usize,
+        task: Option<TaskFn>,
+        task_ctx: *mut c_void,
+    ) {
+        // SAFETY: the tests pass an AtomicUsize.
+        unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::Relaxed);
+        for i in (0..n).rev() {
+            // SAFETY: the library's task with its ctx.
+            unsafe { task.unwrap()(task_ctx, i) };
+        }
+    }
+
+    /// A broken executor: runs the even tasks twice, an out-of-range one, and skips the
+    /// odd ones.
+    unsafe extern "C" fn sloppy(_: *mut c_void, n: usize, task: Option<TaskFn>, c: *mut c_void) {
+        for i in (0..n + 3).filter(|i| i % 2 == 0) {
+            // SAFETY: the library's task with its ctx.
+            unsafe { (task.unwrap()(c, i), task.unwrap()(c, i)) };
+        }
+    }
+
+    fn executor(run: ExecutorFn, ctx: *mut c_void) -> Executor {
+        Executor { run, ctx }
+    }
+
     #[test]
     fn parts_cover_the_range_once() {
-        for (size, n) in [(10i64, 3i64), (7, 7), (1000, 4), (5, 2)] {
-            let seen = Mutex::new(vec![0u8; size as usize]);
-            run_parts(size, n, &|a, len| {
-                let mut s = seen.lock().unwrap();
-                for i in a..a + len {
-                    s[i as usize] += 1;
+        let calls = AtomicUsize::new(0);
+        let ctx = &calls as *const AtomicUsize as *mut c_void;
+        for (size, n) in [(10i64, 3i64), (7, 7), (1000, 4), (5, 2), (3, 256)] {
+            for way in 0..3 {
+                let seen = Mutex::new(vec![0u8; size as usize]);
+                let part = |a: i64, len: i64| {
+                    let mut s = seen.lock().unwrap();
+                    for i in a..a + len {
+                        s[i as usize] += 1;
+                    }
+                };
+                match way {
+                    0 => run_on_threads(size, n, &part),
+                    1 => run_on_executor(executor(inline_reversed, ctx), size, n, &part),
+                    _ => run_on_executor(executor(sloppy, ctx), size, n, &part),
                 }
-            });
-            assert!(seen.into_inner().unwrap().iter().all(|&c| c == 1));
+                assert!(seen.into_inner().unwrap().iter().all(|&c| c == 1));
+            }
         }
+        assert_eq!(calls.load(Ordering::Relaxed), 5);
+    }
+
+    #[test]
+    fn a_panicking_task_never_unwinds_into_the_executor() {
+        // An unwind through the extern "C" executor would abort the test process; the
+        // executor returns, and the panic reaches the copying thread.
+        let calls = AtomicUsize::new(0);
+        let ctx = &calls as *const AtomicUsize as *mut c_void;
+        let ran = AtomicUsize::new(0);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_on_executor(executor(inline_reversed, ctx), 8, 4, &|a, _| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                assert!(a != 2, "part at 2 fails");
+            })
+        }));
+        let msg = r.err().and_then(|p| p.downcast_ref::<&str>().copied());
+        assert_eq!(msg, Some("a copy task panicked"));
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        assert_eq!(ran.load(Ordering::Relaxed), 4, "the other parts still ran");
+    }
+
+    #[test]
+    fn a_setter_inside_a_task_is_refused() {
+        let calls = AtomicUsize::new(0);
+        let ctx = &calls as *const AtomicUsize as *mut c_void;
+        let refused = AtomicUsize::new(0);
+        run_on_executor(executor(inline_reversed, ctx), 4, 2, &|_, _| {
+            let e = set_executor(None, std::ptr::null_mut()).err().unwrap();
+            assert_eq!(e.status, crate::error::Status::InvalidArgument);
+            refused.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(refused.load(Ordering::Relaxed), 2);
+        assert_eq!(INSIDE.with(Cell::get), 0);
     }
 
     #[test]
     fn thread_count_is_validated() {
         assert!(set_copy_threads(0).is_err());
         assert!(set_copy_threads(MAX_COPY_THREADS + 1).is_err());
-        assert_eq!(split(&[1 << 30], 1 << 20), None, "small copies never split");
+        assert!(
+            split(&[1 << 30], 1 << 20).is_none(),
+            "small copies never split"
+        );
     }
 }

@@ -293,9 +293,11 @@ pub extern "C" fn tensor_equal(
 /// Sets how many threads big copies may use (clone, contiguous, to_dtype, copy_, ...;
 /// outputs of at least 16 MiB, split along their outermost dim) and writes the previous
 /// count to `*previous` when it is not NULL. The default is 1: no thread is ever started.
-/// With n > 1 each big copy starts n - 1 short-lived threads of its own. The start-up
-/// value comes from the environment variable `TENSOR_COPY_THREADS` (read once). Results
-/// are identical for every count. Thread-safe.
+/// With n > 1 each big copy starts n - 1 short-lived threads of its own, unless the host
+/// set an executor (`tensor_set_copy_executor`): then the count is the number of parts
+/// handed to it, and no thread is started. The start-up value comes from the environment
+/// variable `TENSOR_COPY_THREADS` (read once). Results are identical for every count.
+/// Thread-safe.
 /// Errors: INVALID_ARGUMENT (n outside [1, 256]).
 #[no_mangle]
 pub extern "C" fn tensor_set_copy_threads(n: i64, previous: *mut i64) -> tensor_status_t {
@@ -306,6 +308,63 @@ pub extern "C" fn tensor_set_copy_threads(n: i64, previous: *mut i64) -> tensor_
             *p = prev as i64;
         }
         Ok(())
+    })
+}
+
+/// One part of a big copy: the executor calls it as `task_fn(task_ctx, i)`.
+pub type tensor_task_fn = Option<unsafe extern "C" fn(task_ctx: *mut c_void, i: usize)>;
+
+/// The host's executor for big copies (see `tensor_set_copy_executor`): calls
+/// `task_fn(task_ctx, i)` once for every `i` in `[0, n_tasks)`, on any threads and in any
+/// order, and returns once every call has returned.
+pub type tensor_copy_executor_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        n_tasks: usize,
+        task_fn: tensor_task_fn,
+        task_ctx: *mut c_void,
+    ),
+>;
+
+/// Runs the parts of big copies on the host's thread pool (OpenMP, TBB, a job system)
+/// instead of threads of the library's own. With `executor` set, a copy whose output has
+/// at least 16 MiB (clone, contiguous, to_dtype, copy_, ...) is cut along its outermost
+/// dim of size >= n into `n` parts and calls `executor(ctx, n, task_fn, task_ctx)` once,
+/// from the copying thread; the library starts no thread. `n` is `tensor_copy_threads()`
+/// when that was set (by `tensor_set_copy_threads` or `TENSOR_COPY_THREADS`; 1 then keeps
+/// copies on the calling thread), else the number of CPUs the process may run on (read
+/// once), at most 256. Results are identical to the single-threaded copy's. NULL
+/// `executor` restores the default (threads of the library's own when the count is > 1);
+/// `ctx` is then ignored.
+///
+/// The executor's contract:
+/// - Call `task_fn(task_ctx, i)` for each `i` in `[0, n_tasks)`, from any threads (the
+///   calling thread included), in any order or concurrently, and return only after every
+///   call has returned (e.g. `#pragma omp parallel for` over `i`, or `tbb::parallel_for`).
+///   Never call `task_fn` after returning; do not throw or `longjmp` out of `executor`.
+/// - Leniency costs speed, never correctness: a part `executor` skipped runs on the
+///   copying thread after it returns; a second call for the same `i`, or an `i` out of
+///   range, does nothing.
+/// - `executor` is called from whatever threads make big copies, possibly several at once
+///   with the same `ctx`: it must be thread-safe.
+/// - A task never unwinds into `executor`: a panic inside the library in a task is caught
+///   there, the other parts still run, and once `executor` returns the copy fails with
+///   INTERNAL and its message.
+/// - A task may call libtensor, but not `tensor_set_copy_executor`.
+///
+/// Setting is thread-safe and may happen while copies run: a copy keeps the executor it
+/// started with to its end, and this call returns only once every copy running on the
+/// previous executor has returned, so the previous `ctx` may be freed as soon as it
+/// returns. It therefore must not be called from inside `executor` or a task (refused on
+/// the same thread), nor from a thread the executor needs to finish those copies.
+/// Errors: INVALID_ARGUMENT (called from inside an executor call or one of its tasks).
+#[no_mangle]
+pub extern "C" fn tensor_set_copy_executor(
+    executor: tensor_copy_executor_fn,
+    ctx: *mut c_void,
+) -> tensor_status_t {
+    call(fn_name!(), || {
+        crate::copy::parallel::set_executor(executor, ctx)
     })
 }
 

@@ -29,8 +29,8 @@ pub const TENSOR_MAP_PRIVATE: tensor_map_mode_t = tensor_map_mode_t(2);
 /// Pass as `nbytes` to map from `offset` to the end of the file.
 pub const TENSOR_MAP_TO_END: u64 = u64::MAX;
 
-/// Opaque handle: a loaded `.safetensors` file (its names and tensors, over one read-only
-/// mapping).
+/// Opaque handle: a loaded `.safetensors` file (its names, tensors and metadata, over one
+/// mapping of the file).
 pub struct tensor_safetensors_t {
     _opaque: [u8; 0],
 }
@@ -242,23 +242,29 @@ pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> te
 /// Loads the `.safetensors` file at `path` in `*out` (owned; release with
 /// `tensor_safetensors_release`): the header is validated as the format requires (by the
 /// format's reference implementation) and every tensor is a read-only view over one
-/// read-only mapping of the file, no byte copied. A tensor whose offset is not a multiple
-/// of its element size (never the case for files the reference writers produce) is copied
-/// to an aligned block. The tensors keep the mapping alive after the handle is released.
-/// Tensor names are C strings: a name holding a NUL byte (JSON's `\u0000`), which no
-/// lookup could reach, makes the file refused (IO naming the file and the tensor's index).
+/// read-only mapping of the file, no byte copied. This is
+/// `tensor_load_safetensors_mode(path, TENSOR_MAP_READ_ONLY, out)`. A tensor whose offset
+/// is not a multiple of its element size (never the case for files the reference writers
+/// produce) is copied to an aligned block. The tensors keep the mapping alive after the
+/// handle is released. Tensor names, metadata keys and metadata values are C strings: one
+/// holding a NUL byte (JSON's `\u0000`), which no C caller could read whole, makes the file
+/// refused (IO naming the file and the tensor's index or the key); so does a metadata
+/// value that is not a JSON string (the format's `__metadata__` maps strings to strings;
+/// the Python package refuses such files too).
 /// Errors: NULL_POINTER, INVALID_ARGUMENT (more than 64 dims), IO (cannot open or map; not
 /// a regular file or block device, as in storage_from_file; truncated, bad header length,
 /// invalid JSON, offsets overlapping, with gaps or outside the data, shape not matching the
-/// byte length, a name with a NUL byte), DTYPE (a dtype libtensor lacks: float8, float6,
-/// float4, named in the message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's
-/// ENOMEM, or a copy).
+/// byte length, a name, metadata key or value with a NUL byte, a metadata value that is
+/// not a string), DTYPE (a dtype libtensor lacks: float8, float6, float4, named in the
+/// message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
 #[no_mangle]
 pub extern "C" fn tensor_load_safetensors(
     path: *const c_char,
     out: *mut *mut tensor_safetensors_t,
 ) -> tensor_status_t {
-    call(fn_name!(), || load_safetensors(path, out))
+    call(fn_name!(), || {
+        load_safetensors(path, TENSOR_MAP_READ_ONLY, out)
+    })
 }
 
 /// Alias of tensor_load_safetensors, kept for 0.x: new code calls tensor_load_safetensors
@@ -269,13 +275,61 @@ pub extern "C" fn tensor_safetensors_load(
     path: *const c_char,
     out: *mut *mut tensor_safetensors_t,
 ) -> tensor_status_t {
-    call(fn_name!(), || load_safetensors(path, out))
+    call(fn_name!(), || {
+        load_safetensors(path, TENSOR_MAP_READ_ONLY, out)
+    })
 }
 
-/// The body of tensor_load_safetensors and its alias (each passes `fn_name!()` to `call`).
-fn load_safetensors(path: *const c_char, out: *mut *mut tensor_safetensors_t) -> Result<()> {
+/// tensor_load_safetensors with the file mapped in `mode`, as `tensor_load_npy` maps:
+/// - `TENSOR_MAP_READ_ONLY`: read-only pages; every view of them is read-only (writes
+///   fail with READ_ONLY, DLPack exports carry the read-only flag). tensor_load_safetensors.
+/// - `TENSOR_MAP_PRIVATE`: copy-on-write pages: the tensors are writable, a write copies
+///   the page it touches into this process, and the file is never modified (nor are other
+///   processes' views of it). The weights to hand to a consumer that writes in place
+///   (e.g. libtorch, which ignores DLPack's read-only flag).
+/// - `TENSOR_MAP_SHARED`: read-write shared pages: writes reach the file (and every other
+///   shared mapping of it); the file must be open for writing (IO otherwise). A file with a
+///   misaligned tensor, which would load as a copy that writes could not reach the file
+///   through, is refused with DTYPE naming the tensor.
+///
+/// Every tensor views the one mapping (each keeps it alive), but for a misaligned one,
+/// which is an aligned copy (a writable tensor of its own) in READ_ONLY and PRIVATE modes.
+/// Validation, names and metadata as tensor_load_safetensors.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (unknown mode, more than 64 dims), IO (as
+/// tensor_load_safetensors; also no write permission with TENSOR_MAP_SHARED), DTYPE (a
+/// dtype libtensor lacks; a misaligned tensor with TENSOR_MAP_SHARED), OVERFLOW (shape),
+/// OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
+#[no_mangle]
+pub extern "C" fn tensor_load_safetensors_mode(
+    path: *const c_char,
+    mode: tensor_map_mode_t,
+    out: *mut *mut tensor_safetensors_t,
+) -> tensor_status_t {
+    call(fn_name!(), || load_safetensors(path, mode, out))
+}
+
+/// Alias of tensor_load_safetensors_mode (the same function; its error messages name
+/// tensor_safetensors_load_mode), in the noun-first spelling of tensor_safetensors_load.
+/// Both names stay; new code calls tensor_load_safetensors_mode.
+/// Errors: as tensor_load_safetensors_mode.
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_load_mode(
+    path: *const c_char,
+    mode: tensor_map_mode_t,
+    out: *mut *mut tensor_safetensors_t,
+) -> tensor_status_t {
+    call(fn_name!(), || load_safetensors(path, mode, out))
+}
+
+/// The body of the safetensors loaders (each passes `fn_name!()` to `call`).
+fn load_safetensors(
+    path: *const c_char,
+    mode: tensor_map_mode_t,
+    out: *mut *mut tensor_safetensors_t,
+) -> Result<()> {
     let out = out_arg(out)?;
-    let loaded = safetensors::load(path_arg(path, "path")?)?;
+    let path = path_arg(path, "path")?;
+    let loaded = safetensors::load(path, mode_arg(mode)?)?;
     *out = tensor_safetensors_t::into_raw(Box::new(loaded));
     Ok(())
 }
@@ -363,13 +417,52 @@ pub extern "C" fn tensor_safetensors_get(
     })
 }
 
+/// Number of `__metadata__` pairs in the file (0 for NULL, and for a file without
+/// `__metadata__`).
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_metadata_count(f: *const tensor_safetensors_t) -> usize {
+    guard(fn_name!(), || {
+        loaded(f).map_or(0, SafetensorsFile::metadata_count)
+    })
+}
+
+/// Key of metadata pair `i` (pairs are sorted by key, bytewise; keys are unique), borrowed
+/// until the handle is released; NULL when `i` is out of range or `f` is NULL.
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_metadata_key(
+    f: *const tensor_safetensors_t,
+    i: usize,
+) -> *const c_char {
+    guard(fn_name!(), || {
+        loaded(f)
+            .and_then(|f| f.metadata(i))
+            .map_or(std::ptr::null(), |(k, _)| k.as_ptr())
+    })
+}
+
+/// Value of metadata pair `i` (the pair whose key tensor_safetensors_metadata_key(f, i)
+/// returns), borrowed until the handle is released; NULL when `i` is out of range or `f` is
+/// NULL.
+#[no_mangle]
+pub extern "C" fn tensor_safetensors_metadata_value(
+    f: *const tensor_safetensors_t,
+    i: usize,
+) -> *const c_char {
+    guard(fn_name!(), || {
+        loaded(f)
+            .and_then(|f| f.metadata(i))
+            .map_or(std::ptr::null(), |(_, v)| v.as_ptr())
+    })
+}
+
 /// Writes `n` tensors named `names[i]` to `path` as a `.safetensors` file that the
 /// format's readers (Python `safetensors.numpy` / `safetensors.torch`) read back; each is
 /// written in C order. Every libtensor dtype but complex128 (the format has none). The
 /// save is atomic, as tensor_save_npy's (same writer, same rules): a temporary file
 /// fsynced and renamed over the destination; a symbolic link's target is replaced, the
 /// link kept; the old file's permission bits kept; anything but a regular file at `path`
-/// refused with IO; concurrent saves and readers see whole files only.
+/// refused with IO; concurrent saves and readers see whole files only. The file has no
+/// `__metadata__`: this is tensor_save_safetensors_metadata with no pairs.
 /// Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
 /// INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
 /// (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
@@ -381,36 +474,97 @@ pub extern "C" fn tensor_save_safetensors(
     n: usize,
 ) -> tensor_status_t {
     call(fn_name!(), || {
-        let path = path_arg(path, "path")?;
-        let (names, tensors) = if n == 0 {
-            (&[][..], &[][..])
-        } else {
-            ensure!(
-                !names.is_null() && !tensors.is_null(),
-                NullPointer,
-                "argument 'names' or 'tensors' is NULL with n = {n}"
-            );
-            // SAFETY: the caller passes n entries in each array.
-            unsafe {
-                (
-                    std::slice::from_raw_parts(names, n),
-                    std::slice::from_raw_parts(tensors, n),
-                )
-            }
-        };
-        let mut owned: Vec<(&str, Tensor)> = Vec::with_capacity(n);
-        for (i, (&name, &t)) in names.iter().zip(tensors).enumerate() {
-            ensure!(!name.is_null(), NullPointer, "names[{i}] is NULL");
-            // SAFETY: a NUL-terminated string.
-            let name = unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| {
-                Error::from_fmt(
-                    Status::InvalidArgument,
-                    format_args!("names[{i}] is not valid UTF-8"),
-                )
-            })?;
-            owned.push((name, tensor_owned(t, "tensors[i]")?));
-        }
-        let named: Vec<(&str, &Tensor)> = owned.iter().map(|(n, t)| (*n, t)).collect();
-        safetensors::save(path, &named)
+        save_safetensors(
+            path,
+            names,
+            tensors,
+            n,
+            std::ptr::null(),
+            std::ptr::null(),
+            0,
+        )
     })
+}
+
+/// tensor_save_safetensors with `n_meta` metadata pairs `keys[i]` -> `values[i]` written
+/// as the header's `__metadata__` (what `safetensors.torch.save_file(..., metadata=...)`
+/// writes and `safe_open(...).metadata()` reads; Hugging Face files keep e.g.
+/// `{"format": "pt"}` there). To re-save a loaded file with its metadata, pass the pairs
+/// of tensor_safetensors_metadata_key / _value. Keys and values are UTF-8 strings; the
+/// keys must be distinct (any order: they are written sorted, so equal inputs give equal
+/// files). `n_meta` 0 writes no `__metadata__` (keys and values may then be NULL), as
+/// tensor_save_safetensors.
+/// Errors: NULL_POINTER (path; names / tensors with n > 0, keys / values with
+/// n_meta > 0, or one of their entries), INVALID_ARGUMENT (a tensor name given twice, not
+/// UTF-8, or "__metadata__"; a metadata key given twice; a key or value not UTF-8), DTYPE
+/// (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for
+/// tensor_save_npy).
+#[no_mangle]
+pub extern "C" fn tensor_save_safetensors_metadata(
+    path: *const c_char,
+    names: *const *const c_char,
+    tensors: *const *const tensor_t,
+    n: usize,
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n_meta: usize,
+) -> tensor_status_t {
+    call(fn_name!(), || {
+        save_safetensors(path, names, tensors, n, keys, values, n_meta)
+    })
+}
+
+/// `n` pointers at `p` (none when `n` is 0, whatever `p`); NULL_POINTER naming `what`.
+fn array_arg<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    ensure!(
+        !p.is_null(),
+        NullPointer,
+        "argument '{what}' is NULL with {n} entries"
+    );
+    // SAFETY: the caller passes n readable entries.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// Entry `i` of a string array as UTF-8: NULL_POINTER or INVALID_ARGUMENT naming
+/// `what[i]`.
+fn utf8_entry<'a>(p: *const c_char, what: &str, i: usize) -> Result<&'a str> {
+    ensure!(!p.is_null(), NullPointer, "{what}[{i}] is NULL");
+    // SAFETY: a NUL-terminated string.
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|e| {
+        Error::from_fmt(
+            Status::InvalidArgument,
+            format_args!("{what}[{i}] is not valid UTF-8 (byte {})", e.valid_up_to()),
+        )
+    })
+}
+
+/// The body of tensor_save_safetensors and tensor_save_safetensors_metadata.
+fn save_safetensors(
+    path: *const c_char,
+    names: *const *const c_char,
+    tensors: *const *const tensor_t,
+    n: usize,
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n_meta: usize,
+) -> Result<()> {
+    let path = path_arg(path, "path")?;
+    let names = array_arg(names, n, "names")?;
+    let tensors = array_arg(tensors, n, "tensors")?;
+    let keys = array_arg(keys, n_meta, "keys")?;
+    let values = array_arg(values, n_meta, "values")?;
+    let mut owned: Vec<(&str, Tensor)> = Vec::with_capacity(n);
+    for (i, (&name, &t)) in names.iter().zip(tensors).enumerate() {
+        let name = utf8_entry(name, "names", i)?;
+        owned.push((name, tensor_owned(t, "tensors[i]")?));
+    }
+    let mut meta: Vec<(&str, &str)> = Vec::with_capacity(n_meta);
+    for (i, (&k, &v)) in keys.iter().zip(values).enumerate() {
+        meta.push((utf8_entry(k, "keys", i)?, utf8_entry(v, "values", i)?));
+    }
+    let named: Vec<(&str, &Tensor)> = owned.iter().map(|(n, t)| (*n, t)).collect();
+    safetensors::save(path, &named, &meta)
 }

@@ -379,6 +379,42 @@ pub(crate) fn write_atomically(path: &Path, parts: &[&[u8]]) -> Result<()> {
     })
 }
 
+/// What a loader makes of a mapped file (a tensor, a file of tensors).
+pub(crate) trait OverMapping {
+    /// A part loaded as a copy (big-endian or misaligned data) instead of as a view of
+    /// `storage`, the mapping, for the message refusing a shared mapping; None when every
+    /// part views it.
+    fn copied(&self, storage: &Storage) -> Option<impl fmt::Display + '_>;
+}
+
+/// Loads the `format` file at `path` as the loaders do: maps the whole file with `mode`
+/// and makes `T` of the mapping with `make` (its errors prefixed with the path). With
+/// `MapMode::Shared`, a part of the result that `make` loaded as a copy instead of as a
+/// view of the mapping is refused (DType): writes to it would not reach the file.
+/// `ReadOnly` mappings make read-only storages; `Private` ones writable copy-on-write
+/// pages that never reach the file.
+pub(crate) fn load_mapped<T: OverMapping>(
+    path: &Path,
+    mode: mmap::MapMode,
+    format: &str,
+    make: impl FnOnce(&Storage) -> Result<T>,
+) -> Result<T> {
+    let storage = mmap::map_whole_file(path, mode, format)?;
+    let made = make(&storage).map_err(|e| {
+        Error::from_fmt(e.status, format_args!("'{}': {}", path.display(), e.text()))
+    })?;
+    if mode == mmap::MapMode::Shared {
+        if let Some(what) = made.copied(&storage) {
+            bail!(
+                DType,
+                "'{}' holds {what}, which is loaded as a copy: it cannot be mapped shared read-write",
+                path.display()
+            );
+        }
+    }
+    Ok(made)
+}
+
 /// A fresh storage holding a copy of `bytes` (for parsing a file held in memory, e.g. by
 /// the fuzz target and tests; compiled for those only).
 #[cfg(any(test, fuzzing))]

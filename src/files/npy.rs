@@ -11,7 +11,7 @@
 //!
 //! The parser works on a byte slice (the whole file), so a fuzzer can drive it.
 
-use super::mmap::{map_whole_file, MapMode};
+use super::mmap::MapMode;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -385,21 +385,17 @@ pub fn tensor_from_storage(storage: &Storage) -> Result<Tensor> {
     Ok(t)
 }
 
+impl super::OverMapping for Tensor {
+    fn copied(&self, storage: &Storage) -> Option<impl std::fmt::Display + '_> {
+        (self.storage().data_ptr() != storage.data_ptr()).then_some("big-endian or misaligned data")
+    }
+}
+
 /// Loads `path` with `mode` (zero-copy over a mapping of the file; see the module doc for
 /// the two cases that copy). `Shared` mode refuses files that would need a copy, since
-/// writes would not reach the file.
+/// writes would not reach the file ([`load_mapped`](super::load_mapped)).
 pub fn load(path: &Path, mode: MapMode) -> Result<Tensor> {
-    let storage = map_whole_file(path, mode, ".npy")?;
-    let t = tensor_from_storage(&storage).map_err(|e| {
-        crate::error::Error::from_fmt(e.status, format_args!("'{}': {}", path.display(), e.text()))
-    })?;
-    ensure!(
-        mode != MapMode::Shared || t.storage().data_ptr() == storage.data_ptr(),
-        DType,
-        "'{}' holds big-endian or misaligned data, which is loaded as a copy: it cannot be mapped shared read-write",
-        path.display()
-    );
-    Ok(t)
+    super::load_mapped(path, mode, ".npy", tensor_from_storage)
 }
 
 /// The descr NumPy writes for `dtype` (native little-endian order).

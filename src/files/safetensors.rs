@@ -3,7 +3,8 @@
 //! to the end of the file so none overlap or fall outside, shapes matching byte lengths,
 //! overflow-checked), and its writer produces what the Python package reads.
 //!
-//! Loading maps the file once, read-only; every tensor is a view over that one storage
+//! Loading maps the file once, in one of the three map modes (read-only, private
+//! copy-on-write, or shared read-write); every tensor is a view over that one storage
 //! (no byte copied). A tensor whose data offset is not a multiple of its element size
 //! (the format does not promise alignment; files written by the reference writers are
 //! aligned, since they pad the header to 8 bytes and order tensors by decreasing
@@ -11,8 +12,11 @@
 //! is undefined behaviour in the kernels. Dtypes libtensor lacks (float8, float4, float6)
 //! are refused by name (DType); complex128 has no safetensors dtype, so saving one is
 //! refused.
+//!
+//! The header's `__metadata__` (string keys to string values, as the format defines it) is
+//! kept, sorted by key, and written back by [`save`] with the tensors.
 
-use super::mmap::{map_whole_file, MapMode};
+use super::mmap::MapMode;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
 use crate::shape;
@@ -87,11 +91,25 @@ fn format_error(e: SafeTensorError) -> Error {
     Error::from_fmt(status, format_args!("invalid safetensors file: {e}"))
 }
 
+/// A parsed header: the tensors in data order, and the `__metadata__` pairs sorted by key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub entries: Vec<Entry>,
+    pub metadata: Vec<(String, String)>,
+}
+
+/// The byte of `s` that is NUL, if any, for the C-string rule (JSON allows "\u0000", a C
+/// string ends there).
+fn nul_at(s: &str) -> Option<usize> {
+    s.bytes().position(|b| b == 0)
+}
+
 /// Parses and validates the safetensors file in `bytes` (the whole file) with the
-/// reference crate; the tensors in data order. Errors: Io (malformed, or a tensor name with
-/// a NUL byte), DType (a dtype libtensor lacks), Overflow (shape), InvalidArgument (more than
-/// 64 dims).
-pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
+/// reference crate; the tensors in data order and the metadata sorted by key. Errors: Io
+/// (malformed: a metadata value that is not a string among the causes; or a tensor name,
+/// metadata key or value with a NUL byte), DType (a dtype libtensor lacks), Overflow
+/// (shape), InvalidArgument (more than 64 dims).
+pub fn parse(bytes: &[u8]) -> Result<Header> {
     let (n, meta) = SafeTensors::read_metadata(bytes).map_err(format_error)?;
     // read_metadata checked 8 + n + data length == bytes.len().
     let data_start = 8 + n;
@@ -100,9 +118,9 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
         let Some(info) = meta.info(&name) else {
             continue;
         };
-        // JSON allows "\u0000" in a name; a C string ends there, so the tensor could never
-        // be looked up by name (and two names could become one).
-        if let Some(at) = name.bytes().position(|b| b == 0) {
+        // A name with a NUL byte could never be looked up by name (and two names could
+        // become one).
+        if let Some(at) = nul_at(&name) {
             bail!(
                 Io,
                 "tensor {index} (in data order) has a name with a NUL byte at byte {at} (\"{}\"): tensor names must be C strings",
@@ -130,15 +148,48 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
             end: data_start + info.data_offsets.1,
         });
     }
-    Ok(out)
+    let mut metadata: Vec<(String, String)> = meta
+        .metadata()
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    metadata.sort();
+    // The same rule as for names: the C API hands keys and values out as C strings.
+    for (k, v) in &metadata {
+        if let Some(at) = nul_at(k) {
+            bail!(
+                Io,
+                "the metadata key \"{}\" has a NUL byte at byte {at}: metadata keys must be C strings",
+                k.escape_debug()
+            );
+        }
+        if let Some(at) = nul_at(v) {
+            bail!(
+                Io,
+                "the value of metadata key '{k}' has a NUL byte at byte {at} (\"{}\"): metadata values must be C strings",
+                v.escape_debug()
+            );
+        }
+    }
+    Ok(Header {
+        entries: out,
+        metadata,
+    })
 }
 
 /// The tensors of the safetensors file held in `storage` (the whole file), in data order:
-/// views over it, or aligned copies of misaligned tensors (see the module doc).
+/// views over it, or aligned copies of misaligned tensors (see the module doc). (For the
+/// parser tests and fuzz targets; the loader makes a [`SafetensorsFile`].)
+#[cfg(any(test, fuzzing))]
 pub fn tensors_from_storage(storage: &Storage) -> Result<Vec<(String, Tensor)>> {
     let bytes = super::storage_bytes(storage, "safetensors")?;
+    tensors_of(storage, parse(bytes)?.entries)
+}
+
+/// The tensors of `entries` over the file held in `storage`.
+fn tensors_of(storage: &Storage, entries: Vec<Entry>) -> Result<Vec<(String, Tensor)>> {
     let ptr = storage.data_ptr();
-    let entries = parse(bytes)?;
     let mut out = Vec::with_capacity(entries.len());
     for e in entries {
         let isz = e.dtype.itemsize();
@@ -160,41 +211,63 @@ pub fn tensors_from_storage(storage: &Storage) -> Result<Vec<(String, Tensor)>> 
     Ok(out)
 }
 
+/// The whole loaded file held in `storage`: its tensors (as [`tensors_from_storage`]) and
+/// metadata.
+pub fn file_from_storage(storage: &Storage) -> Result<SafetensorsFile> {
+    let bytes = super::storage_bytes(storage, "safetensors")?;
+    let h = parse(bytes)?;
+    SafetensorsFile::new(tensors_of(storage, h.entries)?, h.metadata)
+}
+
 /// A loaded file: its tensors in data order, their names as C strings (what the C API
-/// hands out), and an index of them sorted by name for lookups. The tensors hold the
-/// file's mapping (those copied for alignment do not).
+/// hands out), an index of them sorted by name for lookups, and the metadata pairs as C
+/// strings, sorted by key. The tensors hold the file's mapping (those copied for alignment
+/// do not).
 pub struct SafetensorsFile {
     names: Vec<CString>,
     tensors: Vec<Tensor>,
     /// Indices into `names` / `tensors`, sorted by name.
     by_name: Vec<usize>,
+    metadata: Vec<(CString, CString)>,
+}
+
+/// `s` as a C string: the parser refused strings with a NUL byte, so this fails only if a
+/// caller skipped it (Io, naming `what`).
+fn c_string(s: String, what: &str) -> Result<CString> {
+    CString::new(s).map_err(|e| {
+        Error::from_fmt(
+            Status::Io,
+            format_args!("{what} holds a NUL byte at byte {}", e.nul_position()),
+        )
+    })
 }
 
 impl SafetensorsFile {
-    /// Indexes `named` (in data order) by name.
-    fn new(named: Vec<(String, Tensor)>) -> Result<SafetensorsFile> {
+    /// Indexes `named` (in data order) by name; `metadata` sorted by key.
+    fn new(
+        named: Vec<(String, Tensor)>,
+        metadata: Vec<(String, String)>,
+    ) -> Result<SafetensorsFile> {
         let mut names = Vec::with_capacity(named.len());
         let mut tensors = Vec::with_capacity(named.len());
         for (name, t) in named {
-            // The parser refused names with a NUL byte.
-            let name = CString::new(name).map_err(|e| {
-                Error::new(
-                    Status::Io,
-                    format!(
-                        "a tensor name holds a NUL byte at byte {}",
-                        e.nul_position()
-                    ),
-                )
-            })?;
-            names.push(name);
+            names.push(c_string(name, "a tensor name")?);
             tensors.push(t);
         }
         let mut by_name: Vec<usize> = (0..names.len()).collect();
         by_name.sort_by(|&a, &b| names[a].cmp(&names[b]));
+        let mut meta = Vec::with_capacity(metadata.len());
+        for (k, v) in metadata {
+            meta.push((
+                c_string(k, "a metadata key")?,
+                c_string(v, "a metadata value")?,
+            ));
+        }
         Ok(SafetensorsFile {
             names,
             tensors,
             by_name,
+            metadata: meta,
         })
     }
 
@@ -220,25 +293,60 @@ impl SafetensorsFile {
             .ok()
             .map(|k| &self.tensors[self.by_name[k]])
     }
+
+    /// Number of metadata pairs.
+    pub fn metadata_count(&self) -> usize {
+        self.metadata.len()
+    }
+
+    /// Metadata pair `i` (sorted by key): key and value.
+    pub fn metadata(&self, i: usize) -> Option<(&CStr, &CStr)> {
+        self.metadata
+            .get(i)
+            .map(|(k, v)| (k.as_c_str(), v.as_c_str()))
+    }
 }
 
-/// Maps `path` read-only and makes its tensors, indexed by name.
-pub fn load(path: &Path) -> Result<SafetensorsFile> {
-    let storage = map_whole_file(path, MapMode::ReadOnly, ".safetensors")?;
-    let tensors = tensors_from_storage(&storage).map_err(|e| {
-        Error::from_fmt(e.status, format_args!("'{}': {}", path.display(), e.text()))
-    })?;
-    SafetensorsFile::new(tensors)
+/// A tensor loaded as a copy, named in the message refusing a shared mapping.
+struct Copied<'a>(&'a CStr);
+
+impl std::fmt::Display for Copied<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the misaligned tensor '{}'",
+            self.0.to_bytes().escape_ascii()
+        )
+    }
+}
+
+impl super::OverMapping for SafetensorsFile {
+    fn copied(&self, storage: &Storage) -> Option<impl std::fmt::Display + '_> {
+        self.tensors
+            .iter()
+            .zip(&self.names)
+            .find(|(t, _)| t.storage().data_ptr() != storage.data_ptr())
+            .map(|(_, name)| Copied(name))
+    }
+}
+
+/// Maps `path` with `mode` and makes its tensors, indexed by name, and its metadata (see
+/// [`load_mapped`](super::load_mapped): `Shared` refuses a file with a misaligned tensor,
+/// which would be a copy).
+pub fn load(path: &Path, mode: MapMode) -> Result<SafetensorsFile> {
+    super::load_mapped(path, mode, ".safetensors", file_from_storage)
 }
 
 /// Writes the named tensors to `path` (non-contiguous ones are made contiguous first), in
 /// the reference writer's order (decreasing alignment, then name, so every tensor starts
-/// aligned) with the header padded to 8 bytes. The header is the crate's `Metadata`
-/// (validated by it) serialized as JSON; the data is streamed from the tensors into
-/// [`write_atomically`](super::write_atomically).
-/// Errors: InvalidArgument (duplicate or reserved name), DType (complex128), Device,
-/// OutOfBounds, Overflow, OutOfMemory, Io.
-pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
+/// aligned) with the header padded to 8 bytes, and the `metadata` pairs as the header's
+/// `__metadata__` (none: no `__metadata__`, as the reference writers do). The header is the
+/// crate's `Metadata` (validated by it) serialized as JSON, after `__metadata__` with its
+/// keys sorted (so a save is byte-for-byte reproducible); the data is streamed from the
+/// tensors into [`write_atomically`](super::write_atomically).
+/// Errors: InvalidArgument (duplicate or reserved name, duplicate metadata key), DType
+/// (complex128), Device, OutOfBounds, Overflow, OutOfMemory, Io.
+pub fn save(path: &Path, named: &[(&str, &Tensor)], metadata: &[(&str, &str)]) -> Result<()> {
     let mut items: Vec<(&str, Dtype, Tensor, usize)> = Vec::with_capacity(named.len());
     for &(name, t) in named {
         ensure!(
@@ -256,6 +364,11 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
         })?;
         let (c, nbytes) = super::npy::contiguous_bytes(t)?;
         items.push((name, dtype, c, nbytes));
+    }
+    let mut meta: Vec<(&str, &str)> = metadata.to_vec();
+    meta.sort_unstable();
+    if let Some(w) = meta.windows(2).find(|w| w[0].0 == w[1].0) {
+        bail!(InvalidArgument, "metadata key '{}' given twice", w[0].0);
     }
     items.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let mut infos = Vec::with_capacity(items.len());
@@ -277,8 +390,7 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
             })?;
         infos.push((name.to_string(), info));
     }
-    let meta = Metadata::new(None, infos).map_err(format_error)?;
-    let mut header = serde_json::to_vec(&meta).map_err(|e| {
+    let meta_json = |e: serde_json::Error| {
         Error::from_fmt(
             Status::Io,
             format_args!(
@@ -286,7 +398,22 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)]) -> Result<()> {
                 path.display()
             ),
         )
-    })?;
+    };
+    let tensors = Metadata::new(None, infos).map_err(format_error)?;
+    let mut header = serde_json::to_vec(&tensors).map_err(meta_json)?;
+    if !meta.is_empty() {
+        // `{"__metadata__":{...sorted...}` then the tensors' entries: the crate's JSON
+        // object is `{` + its entries + `}`, and keeps its metadata in a hash map, whose
+        // order changes from run to run.
+        let sorted: std::collections::BTreeMap<&str, &str> = meta.iter().copied().collect();
+        let mut h = b"{\"__metadata__\":".to_vec();
+        h.extend_from_slice(&serde_json::to_vec(&sorted).map_err(meta_json)?);
+        if header.len() > 2 {
+            h.push(b',');
+        }
+        h.extend_from_slice(&header[1..]);
+        header = h;
+    }
     header.resize(header.len().div_ceil(8) * 8, b' ');
     let mut parts: Vec<&[u8]> = Vec::with_capacity(items.len() + 2);
     let len = (header.len() as u64).to_le_bytes();
