@@ -352,6 +352,39 @@ typedef struct tensor_storage_info_t {
 
 #define TENSOR_UINT64 29
 
+/**
+ * float8_e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits; IEEE infinities and NaNs.
+ */
+#define TENSOR_FLOAT8_E5M2 23
+
+/**
+ * float8_e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinity, NaN
+ * S.1111.111, largest 448.
+ */
+#define TENSOR_FLOAT8_E4M3FN 24
+
+/**
+ * float8_e5m2fnuz: as e5m2 with bias 16, no infinity, no -0, the one NaN 0x80.
+ */
+#define TENSOR_FLOAT8_E5M2FNUZ 25
+
+/**
+ * float8_e4m3fnuz: as e4m3fn with bias 8, no -0, the one NaN 0x80, largest 240.
+ */
+#define TENSOR_FLOAT8_E4M3FNUZ 26
+
+/**
+ * float8_e8m0fnu: an unsigned power of two 2^(x - 127) (0x00 = 2^-127), NaN 0xFF.
+ */
+#define TENSOR_FLOAT8_E8M0FNU 44
+
+/**
+ * float4_e2m1fn_x2: two float4_e2m1fn values packed in one byte (element 0 in the low
+ * nibble), one element per byte as in PyTorch; bit copies only (no conversion, fill,
+ * comparison or element access, as in PyTorch).
+ */
+#define TENSOR_FLOAT4_E2M1FN_X2 45
+
 #define TENSOR_CONTIGUOUS_FORMAT 0
 
 #define TENSOR_PRESERVE_FORMAT 1
@@ -1245,7 +1278,11 @@ int64_t tensor_copy_threads(void);
  * ============================================================================================== */
 
 /**
- * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).
+ * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 3}).
+ * float8 dtypes export as DLPack's float8 codes (bits 8, lanes 1); float4_e2m1fn_x2 as
+ * `kDLFloat4_e2m1fn` with bits 4 and lanes 2, packed (no
+ * DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED), shape and strides counting byte pairs, as
+ * PyTorch exports it.
  * `data` is the address of the first element and `byte_offset` is 0 (as PyTorch does;
  * NULL data for a tensor with no elements); `shape` and `strides` (in elements) are owned
  * by the managed tensor; `flags` has DLPACK_FLAG_BITMASK_READ_ONLY when the storage is
@@ -1265,10 +1302,16 @@ tensor_status_t tensor_to_dlpack(const struct tensor_t *t, struct DLManagedTenso
  * DLPACK_FLAG_BITMASK_READ_ONLY makes the storage read-only. On success the library owns
  * `src` and calls its `deleter` (if non-NULL) exactly once, when the last reference to
  * the storage dies, on that thread; on failure the deleter is not called and the caller
- * still owns `src`. Errors: NULL_POINTER (src, out, shape with ndim > 0, data with
+ * still owns `src`. Any minor version of major 1 is read (1.0 to 1.3 are what this
+ * library knows; later minors only add codes and flags, and an unknown code is refused).
+ * The float8 codes map to the float8 dtypes; `kDLFloat4_e2m1fn` is read only as packed
+ * pairs (bits 4, lanes 2, without DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED):
+ * float4_e2m1fn_x2. Device `kDLTrn` (18) is accepted as a device tag like CUDA's (no
+ * element access). Errors: NULL_POINTER (src, out, shape with ndim > 0, data with
  * elements), INVALID_ARGUMENT (major version != 1, ndim < 0 or > 64, negative size or
- * stride, unknown device), DTYPE (lanes != 1, a type code/bits pair with no dtype),
- * OVERFLOW, OUT_OF_MEMORY.
+ * stride, unknown device), DTYPE (lanes other than 1 or float4's 2, a type code/bits
+ * pair with no dtype: float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float6, padded or
+ * unpaired float4), OVERFLOW, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_from_dlpack(struct DLManagedTensorVersioned *src, struct tensor_t **out);
 
