@@ -653,7 +653,8 @@ tensor_status_t tensor_zeros(const int64_t *sizes,
                              struct tensor_t **out);
 
 /**
- * A tensor of ones in `*out` (owned). Errors: as tensor_empty.
+ * A tensor of ones in `*out` (owned). Errors: as tensor_empty, plus DTYPE
+ * (float4_e2m1fn_x2, which has no values).
  */
 tensor_status_t tensor_ones(const int64_t *sizes,
                             int64_t ndim,
@@ -662,7 +663,8 @@ tensor_status_t tensor_ones(const int64_t *sizes,
 
 /**
  * A tensor filled with `value` converted to `dtype` (float → int truncates, saturating)
- * in `*out` (owned). Errors: as tensor_empty.
+ * in `*out` (owned). Errors: as tensor_empty, plus DTYPE (float4_e2m1fn_x2, which has no
+ * values).
  */
 tensor_status_t tensor_full(const int64_t *sizes,
                             int64_t ndim,
@@ -672,8 +674,9 @@ tensor_status_t tensor_full(const int64_t *sizes,
 
 /**
  * The 1-D tensor `[0, 1, ..., n-1]` in `dtype` in `*out` (owned).
- * Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), OVERFLOW (n elements
- * overflow the byte count), OUT_OF_MEMORY.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), DTYPE
+ * (float4_e2m1fn_x2, which has no values), OVERFLOW (n elements overflow the byte count),
+ * OUT_OF_MEMORY.
  */
 tensor_status_t tensor_arange(int64_t n, tensor_dtype_t dtype, struct tensor_t **out);
 
@@ -845,7 +848,8 @@ tensor_status_t tensor_element_offset(const struct tensor_t *t,
 
 /**
  * Reads `t[index]` converted to double (complex: the real part) into `*out`.
- * Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX, DEVICE, OUT_OF_BOUNDS.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX, DTYPE (float4_e2m1fn_x2, which has no
+ * values), DEVICE, OUT_OF_BOUNDS.
  */
 tensor_status_t tensor_get_f64(const struct tensor_t *t,
                                const int64_t *index,
@@ -1154,9 +1158,13 @@ tensor_status_t tensor_clone(const struct tensor_t *self_,
  * `self` converted to `dtype`, in `*out` (owned). Same dtype: `self` itself with one more
  * reference (as `Tensor.to(dtype)`); otherwise a new tensor with the preserve-format
  * layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
- * int wraps, -> bool is `!= 0`, complex -> real keeps the real part. Errors: NULL_POINTER,
- * INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a
- * tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
+ * int wraps, -> bool is `!= 0`, complex -> real keeps the real part; to a float8 dtype
+ * through float32, rounding to nearest even with PyTorch 2.15's overflow rules (e5m2: inf;
+ * e4m3fn: saturate to ±448; fnuz: NaN; e8m0fnu: powers of two, docs/c-api.md section 4).
+ * float4_e2m1fn_x2 converts to nothing and from nothing (as in PyTorch). Errors:
+ * NULL_POINTER, INVALID_ARGUMENT (unknown dtype), DTYPE (float4_e2m1fn_x2 to or from
+ * another dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a tensor without
+ * elements whose other sizes are huge), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_to_dtype(const struct tensor_t *self_,
                                 tensor_dtype_t dtype,
@@ -1186,8 +1194,8 @@ tensor_status_t tensor_repeat(const struct tensor_t *self_,
  * view) is refused with OVERLAP; other layouts whose elements share memory (e.g. sizes
  * {2, 2} with strides {1, 1}, an unfold with step < size: PyTorch's TOO_HARD) are not
  * detected and are accepted, each element then holding one of the values written to it,
- * unspecified which. Errors: NULL_POINTER,
- * SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
+ * unspecified which. Errors: NULL_POINTER, DTYPE (float4_e2m1fn_x2 to or from another
+ * dtype), SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
  * READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
  */
 tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
@@ -1207,7 +1215,7 @@ tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
  * dim of size > 1 is refused; other self-overlapping layouts are accepted, as there), and
  * `dst`'s version is bumped once.
  * Errors: NULL_POINTER, INDEX (dim out of range), INVALID_ARGUMENT (n is neither 1 nor
- * the size of dim), DTYPE (a complex tensor), SHAPE (src does not broadcast to dst),
+ * the size of dim), DTYPE (a complex or float4_e2m1fn_x2 tensor), SHAPE (src does not broadcast to dst),
  * DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst has a stride-0 dim of size > 1),
  * OUT_OF_MEMORY.
  */
@@ -1221,8 +1229,8 @@ tensor_status_t tensor_copy_affine_(struct tensor_t *dst,
 /**
  * Sets every element of `dst` to `value` converted to its dtype; bumps the version once
  * (PyTorch's `fill_`). As in PyTorch, an expanded `dst` (elements aliasing each other) is
- * allowed: filling is idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS,
- * OUT_OF_MEMORY.
+ * allowed: filling is idempotent. Errors: NULL_POINTER, DTYPE (float4_e2m1fn_x2, which has
+ * no values), READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_fill_f64_(struct tensor_t *dst, double value);
 
@@ -1250,12 +1258,12 @@ tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
  * promotion. As ATen's, the same layout over the same bytes (e.g. `tensor_equal(t, t)`)
  * is answered without comparing pairs: true for integer and bool dtypes, and for floating
  * and complex ones true unless a distinct element is NaN (stride-0 dims are not walked,
- * so an expanded view costs what its base does). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
- * int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ * so an expanded view costs what its base does). float8 tensors compare by value (PyTorch
+ * has no float8 kernel for it). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses,
+ * e.g. uint16 with int8 or a float8 with any other dtype; float4_e2m1fn_x2, which has no
+ * values), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
-tensor_status_t tensor_equal(const struct tensor_t *a,
-                             const struct tensor_t *b,
-                             bool *out);
+tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b, bool *out);
 
 /**
  * Sets how many threads big copies may use (clone, contiguous, to_dtype, copy_, ...;

@@ -10,7 +10,8 @@ For each of float8_e5m2, float8_e4m3fn, float8_e5m2fnuz, float8_e4m3fnuz, float8
   float32 whose low 16 bits are one of 0, 1, 0x7FFF, 0x8000, 0xFFFF (all 2^16 high
   halves: every exponent, and the ties and near-ties of every float8 mantissa), and the
   same for float64 / bfloat16 / float16 / int32 sources, equal torch's `.to(float8)`;
-* float8 -> float8 for every pair of formats, all 256 codes.
+* float8 -> float8 for every pair of formats, all 256 codes;
+* tensor_format of float8 and float4_e2m1fn_x2 tensors equals torch's repr().
 Tensors go to libtensor and back through DLPack (so their bytes are compared exactly);
 libtensor converts with tensor_to_dtype on contiguous (fast paths) and strided (per-item
 rule) layouts. Prints "float8_torch: N passed, M failed".
@@ -117,6 +118,23 @@ def f32_edges():
     return torch.cat([x] + [n.to(torch.float32) for n in named])
 
 
+def repr_matches(L):
+    L.c.tensor_format.argtypes = [C.c_void_p, C.c_char_p, C.c_size_t]
+    L.c.tensor_format.restype = C.c_size_t
+    buf = C.create_string_buffer(1 << 16)
+    values = torch.tensor([1.5, -2.25, float("nan"), 0.0, 1e6, 3e-3, -0.0, 240.0])
+    for dt in list(FLOAT8.values()) + [torch.float4_e2m1fn_x2]:
+        every = torch.arange(256, dtype=torch.uint8).view(dt)
+        some = every[:8] if dt == torch.float4_e2m1fn_x2 else values.to(dt)
+        for x in (some, every[::7], every.reshape(16, 16)):
+            st, t = import_capsule(L, x.__dlpack__(max_version=(1, 3)), True)
+            L.ok(st, f"import {dt}")
+            L.c.tensor_format(t, buf, len(buf))
+            ours = buf.value.decode()
+            check(ours == repr(x), f"tensor_format {dt}:\n{ours}\n!=\n{x!r}")
+            L.c.tensor_release(t)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="target/debug/libtensor.so")
@@ -142,6 +160,7 @@ def main():
         for other in FLOAT8.values():
             if other != dt:
                 compare(L, f8, other, f"all 256 {dt}")
+    repr_matches(L)
     print(f"float8_torch: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 
