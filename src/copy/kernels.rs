@@ -589,26 +589,26 @@ unsafe fn fast_contiguous<S: Element, D: Element>(
 /// The float32 / bfloat16 <-> float8 pairs of [`fast_contiguous`] (`copy/float8.rs`);
 /// false for any other pair.
 fn float8_fast<S: 'static, D: 'static>(dst: &mut [D], src: &[S]) -> bool {
-    use super::float8::{decode_bf16, decode_f32, encode};
+    use super::float8::{decode, encode_bf16, encode_f32};
     use crate::float8::*;
     use half::slice::HalfFloatSliceExt;
     macro_rules! each {
         ($($f:ty),*) => {$(
             if let (Some(s), Some(d)) = (same::<S, f32>(src), same_mut::<D, $f>(dst)) {
-                encode(d, s);
+                encode_f32(d, s);
                 return true;
             }
             if let (Some(s), Some(d)) = (same::<S, bf16>(src), same_mut::<D, $f>(dst)) {
-                let bits: &[u16] = s.reinterpret_cast();
-                encode(d, bits);
+                encode_bf16(d, s.reinterpret_cast());
                 return true;
             }
             if let (Some(s), Some(d)) = (same::<S, $f>(src), same_mut::<D, f32>(dst)) {
-                decode_f32(d, s);
+                decode(d, s);
                 return true;
             }
             if let (Some(s), Some(d)) = (same::<S, $f>(src), same_mut::<D, bf16>(dst)) {
-                decode_bf16(d.reinterpret_cast_mut(), s);
+                let d: &mut [u16] = d.reinterpret_cast_mut();
+                decode(d, s);
                 return true;
             }
         )*};
