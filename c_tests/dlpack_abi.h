@@ -1,4 +1,4 @@
-/* DLPack 1.x structs for the C tests, declared before tensor.h in the same typedef style as
+/* DLPack 1.3 structs and constants for the C tests, declared before tensor.h in the same typedef style as
  * <dlpack/dlpack.h> (typedef struct DLManagedTensorVersioned {...} DLManagedTensorVersioned),
  * so the tests also check that the header's forward declarations coexist with the real ones.
  * Field names and order follow DLPack's public ABI. */
@@ -48,7 +48,36 @@ typedef struct DLManagedTensorVersioned {
   DLTensor dl_tensor;
 } DLManagedTensorVersioned;
 
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 3
+
 #define FLAG_READ_ONLY 1u
 #define FLAG_IS_COPIED 2u
+#define FLAG_IS_SUBBYTE_TYPE_PADDED 4u
+
+/* DLDeviceType values used by the tests (kDLTrn is new in 1.3). */
+enum { kDLCPU = 1, kDLCUDA = 2, kDLTrn = 18 };
+
+/* DLDataTypeCode (dlpack.h 1.3). */
+enum {
+  kDLInt = 0,
+  kDLUInt = 1,
+  kDLFloat = 2,
+  kDLOpaqueHandle = 3,
+  kDLBfloat = 4,
+  kDLComplex = 5,
+  kDLBool = 6,
+  kDLFloat8_e3m4 = 7,
+  kDLFloat8_e4m3 = 8,
+  kDLFloat8_e4m3b11fnuz = 9,
+  kDLFloat8_e4m3fn = 10,
+  kDLFloat8_e4m3fnuz = 11,
+  kDLFloat8_e5m2 = 12,
+  kDLFloat8_e5m2fnuz = 13,
+  kDLFloat8_e8m0fnu = 14,
+  kDLFloat6_e2m3fn = 15,
+  kDLFloat6_e3m2fn = 16,
+  kDLFloat4_e2m1fn = 17
+};
 
 #endif

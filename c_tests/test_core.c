@@ -485,7 +485,7 @@ static const dtype_info DTYPES[15] = {
     {TENSOR_UINT64, "uint64", 8, 0, 0, 1}};
 
 static void test_dtypes(void) {
-  static const int32_t unknown[] = {8, 12, 13, 14, 16, 26, 30, -1, 1000};
+  static const int32_t unknown[] = {8, 12, 13, 14, 16, 22, 30, 46, -1, 1000};
   int64_t sizes[2] = {2, 3};
   int64_t i12[2] = {1, 2}, i00[2] = {0, 0}, im1[2] = {-1, -1}, i4[1] = {4};
   size_t k;

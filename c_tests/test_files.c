@@ -383,7 +383,8 @@ static void test_hostile_files(void) {
   char path[128];
   tensor_safetensors_t *f = NULL;
   tensor_t *t = NULL;
-  const char *f8 = "{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]}}";
+  /* F4 counts single 4-bit values; libtensor's float4_e2m1fn_x2 counts pairs */
+  const char *f8 = "{\"w\":{\"dtype\":\"F4\",\"shape\":[8],\"data_offsets\":[0,4]}}";
   uint64_t hl = strlen(f8);
   unsigned char buf[128];
   path_of(path, sizeof path, "hostile.bin");
@@ -399,13 +400,13 @@ static void test_hostile_files(void) {
   CHECK_STATUS(tensor_load_npy(path, TENSOR_MAP_READ_ONLY, &t), TENSOR_ERR_IO);
   CHECK_ERROR_HAS("not a .npy file");
 
-  /* float8: refused by name. */
+  /* A dtype libtensor lacks (F4): refused by name. */
   memcpy(buf, &hl, 8); /* little-endian host */
   memcpy(buf + 8, f8, hl);
   memset(buf + 8 + hl, 0, 4);
   write_file(path, buf, 8 + hl + 4);
   CHECK_STATUS(tensor_safetensors_load(path, &f), TENSOR_ERR_DTYPE);
-  CHECK_ERROR_HAS("F8_E4M3");
+  CHECK_ERROR_HAS("safetensors dtype F4");
   /* Truncated: the data is one byte short. */
   write_file(path, buf, 8 + hl + 3);
   CHECK_STATUS(tensor_safetensors_load(path, &f), TENSOR_ERR_IO);

@@ -397,6 +397,39 @@ typedef struct tensor_storage_info_t {
 
 #define TENSOR_UINT64 29
 
+/**
+ * float8_e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits; IEEE infinities and NaNs.
+ */
+#define TENSOR_FLOAT8_E5M2 23
+
+/**
+ * float8_e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinity, NaN
+ * S.1111.111, largest 448.
+ */
+#define TENSOR_FLOAT8_E4M3FN 24
+
+/**
+ * float8_e5m2fnuz: as e5m2 with bias 16, no infinity, no -0, the one NaN 0x80.
+ */
+#define TENSOR_FLOAT8_E5M2FNUZ 25
+
+/**
+ * float8_e4m3fnuz: as e4m3fn with bias 8, no -0, the one NaN 0x80, largest 240.
+ */
+#define TENSOR_FLOAT8_E4M3FNUZ 26
+
+/**
+ * float8_e8m0fnu: an unsigned power of two 2^(x - 127) (0x00 = 2^-127), NaN 0xFF.
+ */
+#define TENSOR_FLOAT8_E8M0FNU 44
+
+/**
+ * float4_e2m1fn_x2: two float4_e2m1fn values packed in one byte (element 0 in the low
+ * nibble), one element per byte as in PyTorch; bit copies only (no conversion, fill,
+ * comparison or element access, as in PyTorch).
+ */
+#define TENSOR_FLOAT4_E2M1FN_X2 45
+
 #define TENSOR_CONTIGUOUS_FORMAT 0
 
 #define TENSOR_PRESERVE_FORMAT 1
@@ -665,7 +698,8 @@ tensor_status_t tensor_zeros(const int64_t *sizes,
                              struct tensor_t **out);
 
 /**
- * A tensor of ones in `*out` (owned). Errors: as tensor_empty.
+ * A tensor of ones in `*out` (owned). Errors: as tensor_empty, plus DTYPE
+ * (float4_e2m1fn_x2, which has no values).
  */
 tensor_status_t tensor_ones(const int64_t *sizes,
                             int64_t ndim,
@@ -674,7 +708,8 @@ tensor_status_t tensor_ones(const int64_t *sizes,
 
 /**
  * A tensor filled with `value` converted to `dtype` (float → int truncates, saturating)
- * in `*out` (owned). Errors: as tensor_empty.
+ * in `*out` (owned). Errors: as tensor_empty, plus DTYPE (float4_e2m1fn_x2, which has no
+ * values).
  */
 tensor_status_t tensor_full(const int64_t *sizes,
                             int64_t ndim,
@@ -684,8 +719,9 @@ tensor_status_t tensor_full(const int64_t *sizes,
 
 /**
  * The 1-D tensor `[0, 1, ..., n-1]` in `dtype` in `*out` (owned).
- * Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), OVERFLOW (n elements
- * overflow the byte count), OUT_OF_MEMORY.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), DTYPE
+ * (float4_e2m1fn_x2, which has no values), OVERFLOW (n elements overflow the byte count),
+ * OUT_OF_MEMORY.
  */
 tensor_status_t tensor_arange(int64_t n, tensor_dtype_t dtype, struct tensor_t **out);
 
@@ -857,7 +893,8 @@ tensor_status_t tensor_element_offset(const struct tensor_t *t,
 
 /**
  * Reads `t[index]` converted to double (complex: the real part) into `*out`.
- * Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX, DEVICE, OUT_OF_BOUNDS.
+ * Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX, DTYPE (float4_e2m1fn_x2, which has no
+ * values), DEVICE, OUT_OF_BOUNDS.
  */
 tensor_status_t tensor_get_f64(const struct tensor_t *t,
                                const int64_t *index,
@@ -1166,9 +1203,13 @@ tensor_status_t tensor_clone(const struct tensor_t *self_,
  * `self` converted to `dtype`, in `*out` (owned). Same dtype: `self` itself with one more
  * reference (as `Tensor.to(dtype)`); otherwise a new tensor with the preserve-format
  * layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
- * int wraps, -> bool is `!= 0`, complex -> real keeps the real part. Errors: NULL_POINTER,
- * INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a
- * tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
+ * int wraps, -> bool is `!= 0`, complex -> real keeps the real part; to a float8 dtype
+ * through float32, rounding to nearest even with PyTorch 2.15's overflow rules (e5m2: inf;
+ * e4m3fn: saturate to ±448; fnuz: NaN; e8m0fnu: powers of two, docs/c-api.md section 4).
+ * float4_e2m1fn_x2 converts to nothing and from nothing (as in PyTorch). Errors:
+ * NULL_POINTER, INVALID_ARGUMENT (unknown dtype), DTYPE (float4_e2m1fn_x2 to or from
+ * another dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a tensor without
+ * elements whose other sizes are huge), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_to_dtype(const struct tensor_t *self_,
                                 tensor_dtype_t dtype,
@@ -1198,8 +1239,8 @@ tensor_status_t tensor_repeat(const struct tensor_t *self_,
  * view) is refused with OVERLAP; other layouts whose elements share memory (e.g. sizes
  * {2, 2} with strides {1, 1}, an unfold with step < size: PyTorch's TOO_HARD) are not
  * detected and are accepted, each element then holding one of the values written to it,
- * unspecified which. Errors: NULL_POINTER,
- * SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
+ * unspecified which. Errors: NULL_POINTER, DTYPE (float4_e2m1fn_x2 to or from another
+ * dtype), SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
  * READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
  */
 tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
@@ -1219,7 +1260,7 @@ tensor_status_t tensor_copy_(struct tensor_t *dst, const struct tensor_t *src);
  * dim of size > 1 is refused; other self-overlapping layouts are accepted, as there), and
  * `dst`'s version is bumped once.
  * Errors: NULL_POINTER, INDEX (dim out of range), INVALID_ARGUMENT (n is neither 1 nor
- * the size of dim), DTYPE (a complex tensor), SHAPE (src does not broadcast to dst),
+ * the size of dim), DTYPE (a complex or float4_e2m1fn_x2 tensor), SHAPE (src does not broadcast to dst),
  * DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst has a stride-0 dim of size > 1),
  * OUT_OF_MEMORY.
  */
@@ -1257,8 +1298,8 @@ tensor_status_t tensor_copy_affine_ex(struct tensor_t *dst,
 /**
  * Sets every element of `dst` to `value` converted to its dtype; bumps the version once
  * (PyTorch's `fill_`). As in PyTorch, an expanded `dst` (elements aliasing each other) is
- * allowed: filling is idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS,
- * OUT_OF_MEMORY.
+ * allowed: filling is idempotent. Errors: NULL_POINTER, DTYPE (float4_e2m1fn_x2, which has
+ * no values), READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_fill_f64_(struct tensor_t *dst, double value);
 
@@ -1286,12 +1327,12 @@ tensor_status_t tensor_fill_i64(struct tensor_t *dst, int64_t value);
  * promotion. As ATen's, the same layout over the same bytes (e.g. `tensor_equal(t, t)`)
  * is answered without comparing pairs: true for integer and bool dtypes, and for floating
  * and complex ones true unless a distinct element is NaN (stride-0 dims are not walked,
- * so an expanded view costs what its base does). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
- * int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+ * so an expanded view costs what its base does). float8 tensors compare by value (PyTorch
+ * has no float8 kernel for it). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses,
+ * e.g. uint16 with int8 or a float8 with any other dtype; float4_e2m1fn_x2, which has no
+ * values), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
  */
-tensor_status_t tensor_equal(const struct tensor_t *a,
-                             const struct tensor_t *b,
-                             bool *out);
+tensor_status_t tensor_equal(const struct tensor_t *a, const struct tensor_t *b, bool *out);
 
 /**
  * Sets how many threads big copies may use (clone, contiguous, to_dtype, copy_, ...;
@@ -1402,7 +1443,11 @@ tensor_status_t tensor_copy_yuv_affine_(struct tensor_t *dst,
  * ============================================================================================== */
 
 /**
- * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).
+ * Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 3}).
+ * float8 dtypes export as DLPack's float8 codes (bits 8, lanes 1); float4_e2m1fn_x2 as
+ * `kDLFloat4_e2m1fn` with bits 4 and lanes 2, packed (no
+ * DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED), shape and strides counting byte pairs, as
+ * PyTorch exports it.
  * `data` is the address of the first element and `byte_offset` is 0 (as PyTorch does;
  * NULL data for a tensor with no elements); `shape` and `strides` (in elements) are owned
  * by the managed tensor; `flags` has DLPACK_FLAG_BITMASK_READ_ONLY when the storage is
@@ -1422,10 +1467,16 @@ tensor_status_t tensor_to_dlpack(const struct tensor_t *t, struct DLManagedTenso
  * DLPACK_FLAG_BITMASK_READ_ONLY makes the storage read-only. On success the library owns
  * `src` and calls its `deleter` (if non-NULL) exactly once, when the last reference to
  * the storage dies, on that thread; on failure the deleter is not called and the caller
- * still owns `src`. Errors: NULL_POINTER (src, out, shape with ndim > 0, data with
+ * still owns `src`. Any minor version of major 1 is read (1.0 to 1.3 are what this
+ * library knows; later minors only add codes and flags, and an unknown code is refused).
+ * The float8 codes map to the float8 dtypes; `kDLFloat4_e2m1fn` is read only as packed
+ * pairs (bits 4, lanes 2, without DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED):
+ * float4_e2m1fn_x2. Device `kDLTrn` (18) is accepted as a device tag like CUDA's (no
+ * element access). Errors: NULL_POINTER (src, out, shape with ndim > 0, data with
  * elements), INVALID_ARGUMENT (major version != 1, ndim < 0 or > 64, negative size or
- * stride, unknown device), DTYPE (lanes != 1, a type code/bits pair with no dtype),
- * OVERFLOW, OUT_OF_MEMORY.
+ * stride, unknown device), DTYPE (lanes other than 1 or float4's 2, a type code/bits
+ * pair with no dtype: float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float6, padded or
+ * unpaired float4), OVERFLOW, OUT_OF_MEMORY.
  */
 tensor_status_t tensor_from_dlpack(struct DLManagedTensorVersioned *src, struct tensor_t **out);
 

@@ -91,6 +91,12 @@ enum class Dtype : int32_t {
   UInt16 = TENSOR_UINT16,
   UInt32 = TENSOR_UINT32,
   UInt64 = TENSOR_UINT64,
+  Float8_e5m2 = TENSOR_FLOAT8_E5M2,
+  Float8_e4m3fn = TENSOR_FLOAT8_E4M3FN,
+  Float8_e5m2fnuz = TENSOR_FLOAT8_E5M2FNUZ,
+  Float8_e4m3fnuz = TENSOR_FLOAT8_E4M3FNUZ,
+  Float8_e8m0fnu = TENSOR_FLOAT8_E8M0FNU,
+  Float4_e2m1fn_x2 = TENSOR_FLOAT4_E2M1FN_X2,  ///< bit copies only (as in PyTorch)
 };
 constexpr Dtype kUInt8 = Dtype::UInt8, kByte = Dtype::UInt8;
 constexpr Dtype kInt8 = Dtype::Int8, kChar = Dtype::Int8;
@@ -103,6 +109,9 @@ constexpr Dtype kFloat64 = Dtype::Float64, kDouble = Dtype::Float64;
 constexpr Dtype kComplexFloat = Dtype::ComplexFloat, kComplexDouble = Dtype::ComplexDouble;
 constexpr Dtype kBool = Dtype::Bool, kBFloat16 = Dtype::BFloat16;
 constexpr Dtype kUInt16 = Dtype::UInt16, kUInt32 = Dtype::UInt32, kUInt64 = Dtype::UInt64;
+constexpr Dtype kFloat8_e5m2 = Dtype::Float8_e5m2, kFloat8_e4m3fn = Dtype::Float8_e4m3fn;
+constexpr Dtype kFloat8_e5m2fnuz = Dtype::Float8_e5m2fnuz, kFloat8_e4m3fnuz = Dtype::Float8_e4m3fnuz;
+constexpr Dtype kFloat8_e8m0fnu = Dtype::Float8_e8m0fnu, kFloat4_e2m1fn_x2 = Dtype::Float4_e2m1fn_x2;
 
 /// The C API's code of a Dtype, and back (explicit on purpose).
 constexpr tensor_dtype_t to_c(Dtype d) noexcept { return static_cast<tensor_dtype_t>(d); }

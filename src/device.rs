@@ -6,7 +6,7 @@
 pub struct Device {
     /// DLPack `DLDeviceType`: 1 CPU, 2 CUDA, 3 CUDA host, 4 OpenCL, 7 Vulkan, 8 Metal,
     /// 9 VPI, 10 ROCm, 11 ROCm host, 12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU,
-    /// 16 Hexagon, 17 MAIA.
+    /// 16 Hexagon, 17 MAIA, 18 Trn (AWS Trainium).
     pub device_type: i32,
     /// Device ordinal (>= 0).
     pub device_id: i32,
@@ -23,9 +23,9 @@ impl Device {
         device_id: 0,
     };
 
-    /// A device type code DLPack 1.x defines (1..=4, 7..=17).
+    /// A device type code DLPack 1.3 defines (1..=4, 7..=18).
     pub fn is_known(self) -> bool {
-        matches!(self.device_type, 1..=4 | 7..=17) && self.device_id >= 0
+        matches!(self.device_type, 1..=4 | 7..=18) && self.device_id >= 0
     }
 
     /// Whether the host can read and write this device's memory directly.
@@ -45,6 +45,16 @@ mod tests {
             device_id: 1,
         };
         assert!(cuda.is_known() && !cuda.is_host_accessible());
+        let trn = Device {
+            device_type: 18,
+            device_id: 0,
+        };
+        assert!(trn.is_known() && !trn.is_host_accessible());
+        assert!(!Device {
+            device_type: 19,
+            device_id: 0
+        }
+        .is_known());
         assert!(!Device {
             device_type: 5,
             device_id: 0

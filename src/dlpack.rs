@@ -10,7 +10,7 @@
 //!   a tensor with no elements exports `data = NULL`. `shape` and `strides` (in elements)
 //!   are arrays owned by the managed tensor. The managed tensor holds one strong reference
 //!   to the tensor, released by its deleter (which the consumer calls exactly once, on any
-//!   thread). The versioned form carries version {1, 1} and `DLPACK_FLAG_BITMASK_READ_ONLY`
+//!   thread). The versioned form carries version {1, 3} and `DLPACK_FLAG_BITMASK_READ_ONLY`
 //!   when the storage is read-only; the unversioned form cannot say "read-only", so a
 //!   read-only tensor is refused there (as NumPy does) rather than handed out writable.
 //! * Import accepts any `byte_offset`: `byte_offset / itemsize` becomes the storage offset
@@ -30,18 +30,33 @@ use crate::storage::{Blob, DeleterFn};
 use crate::tensor_impl::Tensor;
 use std::ffi::c_void;
 
-/// `DLDataTypeCode` values we map.
+/// `DLDataTypeCode` values (dlpack.h 1.3).
 pub const KDL_INT: u8 = 0;
 pub const KDL_UINT: u8 = 1;
 pub const KDL_FLOAT: u8 = 2;
 pub const KDL_BFLOAT: u8 = 4;
 pub const KDL_COMPLEX: u8 = 5;
 pub const KDL_BOOL: u8 = 6;
+pub const KDL_FLOAT8_E3M4: u8 = 7;
+pub const KDL_FLOAT8_E4M3: u8 = 8;
+pub const KDL_FLOAT8_E4M3B11FNUZ: u8 = 9;
+pub const KDL_FLOAT8_E4M3FN: u8 = 10;
+pub const KDL_FLOAT8_E4M3FNUZ: u8 = 11;
+pub const KDL_FLOAT8_E5M2: u8 = 12;
+pub const KDL_FLOAT8_E5M2FNUZ: u8 = 13;
+pub const KDL_FLOAT8_E8M0FNU: u8 = 14;
+pub const KDL_FLOAT6_E2M3FN: u8 = 15;
+pub const KDL_FLOAT6_E3M2FN: u8 = 16;
+pub const KDL_FLOAT4_E2M1FN: u8 = 17;
 
 // ---- dtypes -----------------------------------------------------------------------------
 
-/// Our dtype as a DLPack type code and bit width (lanes are always 1).
-pub fn dl_code_bits(d: DType) -> (u8, u8) {
+/// Our dtype as a DLPack type (code, bits, lanes). Every dtype has lanes 1 except
+/// float4_e2m1fn_x2: `kDLFloat4_e2m1fn` with bits 4 and lanes 2, packed (no
+/// `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`), as PyTorch 2.15 exports it; shape and
+/// strides count bytes (pairs), so element `i` of the DLPack view is the low nibble of
+/// byte `i / 2` for even `i`, the high one for odd `i`.
+pub fn dl_type(d: DType) -> (u8, u8, u16) {
     let code = match d {
         DType::I8 | DType::I16 | DType::I32 | DType::I64 => KDL_INT,
         DType::U8 | DType::U16 | DType::U32 | DType::U64 => KDL_UINT,
@@ -49,28 +64,52 @@ pub fn dl_code_bits(d: DType) -> (u8, u8) {
         DType::BF16 => KDL_BFLOAT,
         DType::C64 | DType::C128 => KDL_COMPLEX,
         DType::Bool => KDL_BOOL,
+        DType::F8E5M2 => KDL_FLOAT8_E5M2,
+        DType::F8E4M3Fn => KDL_FLOAT8_E4M3FN,
+        DType::F8E5M2Fnuz => KDL_FLOAT8_E5M2FNUZ,
+        DType::F8E4M3Fnuz => KDL_FLOAT8_E4M3FNUZ,
+        DType::F8E8M0Fnu => KDL_FLOAT8_E8M0FNU,
+        DType::F4E2M1FnX2 => return (KDL_FLOAT4_E2M1FN, 4, 2),
     };
-    (code, (d.itemsize() * 8) as u8)
+    (code, (d.itemsize() * 8) as u8, 1)
 }
 
 /// The dtype a DLPack type (code, bits, lanes) describes, or a DType error naming what we
-/// cannot represent.
-pub fn dtype_from_dl(code: u8, bits: u8, lanes: u16) -> Result<DType> {
-    ensure!(
-        lanes == 1,
-        DType,
-        "DLPack vector types are not supported (dtype code {code}, bits {bits}, lanes {lanes}; only lanes == 1)"
-    );
-    DType::ALL
+/// cannot represent. `padded`: the producer set `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`
+/// (one sub-byte value per byte), which no dtype of ours is, so a sub-byte type with it
+/// is refused; for other types the flag means nothing and is ignored.
+pub fn dtype_from_dl(code: u8, bits: u8, lanes: u16, padded: bool) -> Result<DType> {
+    let found = DType::ALL
         .iter()
         .copied()
-        .find(|&d| dl_code_bits(d) == (code, bits))
-        .ok_or_else(|| {
-            Error::from_fmt(
-                Status::DType,
-                format_args!("unsupported DLPack dtype (code {code}, bits {bits}, lanes {lanes})"),
+        .find(|&d| dl_type(d) == (code, bits, lanes));
+    match found {
+        Some(DType::F4E2M1FnX2) if padded => bail!(
+            DType,
+            "DLPack float4_e2m1fn with DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (one value per byte) is not supported: only the packed pairs of float4_e2m1fn_x2 (code 17, bits 4, lanes 2)"
+        ),
+        Some(d) => Ok(d),
+        None if lanes != 1 => bail!(
+            DType,
+            "DLPack vector types are not supported (dtype code {code}, bits {bits}, lanes {lanes}; only lanes == 1, and lanes 2 for float4_e2m1fn pairs)"
+        ),
+        None => {
+            let what = match code {
+                KDL_FLOAT8_E3M4 => " (float8_e3m4 has no libtensor dtype)",
+                KDL_FLOAT8_E4M3 => " (float8_e4m3 has no libtensor dtype)",
+                KDL_FLOAT8_E4M3B11FNUZ => " (float8_e4m3b11fnuz has no libtensor dtype)",
+                KDL_FLOAT6_E2M3FN | KDL_FLOAT6_E3M2FN => " (float6 has no libtensor dtype)",
+                KDL_FLOAT4_E2M1FN => {
+                    " (float4_e2m1fn is supported only as packed pairs: bits 4, lanes 2)"
+                }
+                _ => "",
+            };
+            bail!(
+                DType,
+                "unsupported DLPack dtype (code {code}, bits {bits}, lanes {lanes}){what}"
             )
-        })
+        }
+    }
 }
 
 // ---- export -----------------------------------------------------------------------------

@@ -26,10 +26,44 @@ pub enum DType {
     U16 = 27,
     U32 = 28,
     U64 = 29,
+    F8E5M2 = 23,
+    F8E4M3Fn = 24,
+    F8E5M2Fnuz = 25,
+    F8E4M3Fnuz = 26,
+    F8E8M0Fnu = 44,
+    /// Two float4_e2m1fn values per byte (low nibble first), as PyTorch stores them: one
+    /// element is one byte, so no view can split a byte. Bit copies only (PyTorch has no
+    /// conversions for it): see [`DType::has_values`].
+    F4E2M1FnX2 = 45,
+}
+
+/// What kind of number a dtype holds (one row of [`DType::info`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    /// Signed or unsigned integer.
+    Int,
+    /// float16 / bfloat16 / float32 / float64.
+    Float,
+    Complex,
+    /// An 8-bit float (`crate::float8`): converts like a float, promotes with nothing.
+    Float8,
+    /// Packed sub-byte floats with no element conversions (float4_e2m1fn_x2).
+    Packed,
+}
+
+/// Every property of one dtype, in one row of [`DType::info`]'s table.
+pub struct Info {
+    /// PyTorch's name without the `torch.` prefix.
+    pub name: &'static CStr,
+    /// c10's `ScalarType` name.
+    pub scalar_type: &'static str,
+    pub itemsize: u8,
+    pub kind: Kind,
 }
 
 impl DType {
-    pub const ALL: [DType; 15] = [
+    pub const ALL: [DType; 21] = [
         DType::U8,
         DType::I8,
         DType::I16,
@@ -45,20 +79,61 @@ impl DType {
         DType::U16,
         DType::U32,
         DType::U64,
+        DType::F8E5M2,
+        DType::F8E4M3Fn,
+        DType::F8E5M2Fnuz,
+        DType::F8E4M3Fnuz,
+        DType::F8E8M0Fnu,
+        DType::F4E2M1FnX2,
     ];
 
     pub fn from_code(code: i32) -> Option<DType> {
         DType::ALL.iter().copied().find(|d| *d as i32 == code)
     }
 
-    pub fn itemsize(self) -> usize {
-        match self {
-            DType::U8 | DType::I8 | DType::Bool => 1,
-            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
-            DType::C128 => 16,
+    /// The dtype table: every per-dtype property lives in this one match.
+    pub const fn info(self) -> Info {
+        const fn row(
+            name: &'static CStr,
+            scalar_type: &'static str,
+            itemsize: u8,
+            kind: Kind,
+        ) -> Info {
+            Info {
+                name,
+                scalar_type,
+                itemsize,
+                kind,
+            }
         }
+        use Kind::*;
+        match self {
+            DType::U8 => row(c"uint8", "Byte", 1, Int),
+            DType::I8 => row(c"int8", "Char", 1, Int),
+            DType::I16 => row(c"int16", "Short", 2, Int),
+            DType::I32 => row(c"int32", "Int", 4, Int),
+            DType::I64 => row(c"int64", "Long", 8, Int),
+            DType::F16 => row(c"float16", "Half", 2, Float),
+            DType::F32 => row(c"float32", "Float", 4, Float),
+            DType::F64 => row(c"float64", "Double", 8, Float),
+            DType::C64 => row(c"complex64", "ComplexFloat", 8, Complex),
+            DType::C128 => row(c"complex128", "ComplexDouble", 16, Complex),
+            DType::Bool => row(c"bool", "Bool", 1, Bool),
+            DType::BF16 => row(c"bfloat16", "BFloat16", 2, Float),
+            DType::U16 => row(c"uint16", "UInt16", 2, Int),
+            DType::U32 => row(c"uint32", "UInt32", 4, Int),
+            DType::U64 => row(c"uint64", "UInt64", 8, Int),
+            DType::F8E5M2 => row(c"float8_e5m2", "Float8_e5m2", 1, Float8),
+            DType::F8E4M3Fn => row(c"float8_e4m3fn", "Float8_e4m3fn", 1, Float8),
+            DType::F8E5M2Fnuz => row(c"float8_e5m2fnuz", "Float8_e5m2fnuz", 1, Float8),
+            DType::F8E4M3Fnuz => row(c"float8_e4m3fnuz", "Float8_e4m3fnuz", 1, Float8),
+            DType::F8E8M0Fnu => row(c"float8_e8m0fnu", "Float8_e8m0fnu", 1, Float8),
+            DType::F4E2M1FnX2 => row(c"float4_e2m1fn_x2", "Float4_e2m1fn_x2", 1, Packed),
+        }
+    }
+
+    pub fn itemsize(self) -> usize {
+        self.info().itemsize as usize
     }
 
     /// PyTorch's name without the `torch.` prefix.
@@ -69,53 +144,51 @@ impl DType {
 
     /// [`name`](Self::name) as a C string (the C side hands out the pointer).
     pub(crate) fn c_name(self) -> &'static CStr {
-        match self {
-            DType::U8 => c"uint8",
-            DType::I8 => c"int8",
-            DType::I16 => c"int16",
-            DType::I32 => c"int32",
-            DType::I64 => c"int64",
-            DType::F16 => c"float16",
-            DType::F32 => c"float32",
-            DType::F64 => c"float64",
-            DType::C64 => c"complex64",
-            DType::C128 => c"complex128",
-            DType::Bool => c"bool",
-            DType::BF16 => c"bfloat16",
-            DType::U16 => c"uint16",
-            DType::U32 => c"uint32",
-            DType::U64 => c"uint64",
-        }
+        self.info().name
     }
 
     /// c10's `ScalarType` name ("Float", "Byte", ...), as PyTorch's error messages print
     /// a dtype.
     pub fn scalar_type_name(self) -> &'static str {
-        match self {
-            DType::U8 => "Byte",
-            DType::I8 => "Char",
-            DType::I16 => "Short",
-            DType::I32 => "Int",
-            DType::I64 => "Long",
-            DType::F16 => "Half",
-            DType::F32 => "Float",
-            DType::F64 => "Double",
-            DType::C64 => "ComplexFloat",
-            DType::C128 => "ComplexDouble",
-            DType::Bool => "Bool",
-            DType::BF16 => "BFloat16",
-            DType::U16 => "UInt16",
-            DType::U32 => "UInt32",
-            DType::U64 => "UInt64",
-        }
+        self.info().scalar_type
     }
 
+    /// As PyTorch's `is_floating_point` (true for the float8 and float4 types too).
     pub fn is_floating_point(self) -> bool {
-        matches!(self, DType::F16 | DType::F32 | DType::F64 | DType::BF16)
+        matches!(self.info().kind, Kind::Float | Kind::Float8 | Kind::Packed)
     }
 
     pub fn is_complex(self) -> bool {
-        matches!(self, DType::C64 | DType::C128)
+        self.info().kind == Kind::Complex
+    }
+
+    /// Whether elements of this dtype have values the library can convert, fill, compare
+    /// or print: every dtype but float4_e2m1fn_x2, which PyTorch (and so the library) only
+    /// copies bit for bit into its own dtype.
+    pub fn has_values(self) -> bool {
+        self.info().kind != Kind::Packed
+    }
+
+    /// Refuses `op` on a dtype without values ([`has_values`](Self::has_values)), worded
+    /// as PyTorch's dispatch error: `"fill_" not implemented for 'Float4_e2m1fn_x2'`.
+    pub fn check_has_values(self, op: &str) -> crate::error::Result<()> {
+        ensure!(
+            self.has_values(),
+            DType,
+            "\"{op}\" not implemented for '{}'",
+            self.scalar_type_name()
+        );
+        Ok(())
+    }
+
+    /// Refuses a copy from `src` to `self` that would have to convert values of a dtype
+    /// without any (a same-dtype copy of float4_e2m1fn_x2 moves bytes and is fine).
+    pub fn check_convert_from(self, src: DType, op: &str) -> crate::error::Result<()> {
+        if self != src {
+            src.check_has_values(op)?;
+            self.check_has_values(op)?;
+        }
+        Ok(())
     }
 }
 
@@ -131,12 +204,20 @@ impl DType {
         }
         let big_unsigned = |d: DType| matches!(d, U16 | U32 | U64);
         let (a, b) = (self, other);
+        let narrow = |d: DType| matches!(d.info().kind, Kind::Float8 | Kind::Packed);
+        ensure!(
+            !narrow(a) && !narrow(b),
+            DType,
+            "Promotion for Float8 Types is not supported, attempted to promote {} and {}",
+            a.scalar_type_name(),
+            b.scalar_type_name()
+        );
         // Rank inside a category: bool < ints < floats < complex.
-        let kind = |d: DType| match d {
-            Bool => 0,
-            U8 | I8 | I16 | I32 | I64 | U16 | U32 | U64 => 1,
-            F16 | BF16 | F32 | F64 => 2,
-            C64 | C128 => 3,
+        let kind = |d: DType| match d.info().kind {
+            Kind::Bool => 0,
+            Kind::Int => 1,
+            Kind::Float | Kind::Float8 | Kind::Packed => 2,
+            Kind::Complex => 3,
         };
         let unsupported = |x: DType, y: DType| {
             crate::error::Error::from_fmt(
@@ -356,6 +437,49 @@ float_element!(
     |u: u64| bf16::from_f32(u as f32)
 );
 
+macro_rules! float8_element {
+    ($($t:ident => $dt:ident),*) => {$(
+        impl Element for crate::float8::$t {
+            const DTYPE: DType = DType::$dt;
+            #[inline(always)]
+            fn to_scalar(self) -> Scalar {
+                use crate::float8::Float8;
+                Scalar::Float(self.to_f32() as f64)
+            }
+            #[inline(always)]
+            fn from_scalar(s: Scalar) -> Self {
+                use crate::float8::Float8;
+                // Through f32, as c10's Float8_*(float) constructors: a double or int64 is
+                // rounded to float first (the same rule as f16 / bf16 above).
+                Self::from_f32(match s {
+                    Scalar::Bool(b) => b as u8 as f32,
+                    Scalar::Int(i) => i as f32,
+                    Scalar::UInt(u) => u as f32,
+                    Scalar::Float(f) => f as f32,
+                    Scalar::Complex(re, _) => re as f32,
+                })
+            }
+        }
+    )*};
+}
+float8_element!(F8E5M2 => F8E5M2, F8E4M3Fn => F8E4M3Fn, F8E5M2Fnuz => F8E5M2Fnuz,
+    F8E4M3Fnuz => F8E4M3Fnuz, F8E8M0Fnu => F8E8M0Fnu);
+
+/// float4_e2m1fn_x2 has no values ([`DType::has_values`]): every op that would convert,
+/// fill, compare or print one refuses first. The byte as an unsigned integer is what
+/// these would give if reached (what PyTorch's printing shows for it).
+impl Element for crate::float8::F4E2M1FnX2 {
+    const DTYPE: DType = DType::F4E2M1FnX2;
+    #[inline(always)]
+    fn to_scalar(self) -> Scalar {
+        Scalar::UInt(self.0 as u64)
+    }
+    #[inline(always)]
+    fn from_scalar(s: Scalar) -> Self {
+        crate::float8::F4E2M1FnX2(u8::from_scalar(s))
+    }
+}
+
 impl Element for Bool {
     const DTYPE: DType = DType::Bool;
     #[inline(always)]
@@ -471,6 +595,30 @@ macro_rules! with_dtype {
             }
             __D::U64 => {
                 type $T = u64;
+                $body
+            }
+            __D::F8E5M2 => {
+                type $T = $crate::float8::F8E5M2;
+                $body
+            }
+            __D::F8E4M3Fn => {
+                type $T = $crate::float8::F8E4M3Fn;
+                $body
+            }
+            __D::F8E5M2Fnuz => {
+                type $T = $crate::float8::F8E5M2Fnuz;
+                $body
+            }
+            __D::F8E4M3Fnuz => {
+                type $T = $crate::float8::F8E4M3Fnuz;
+                $body
+            }
+            __D::F8E8M0Fnu => {
+                type $T = $crate::float8::F8E8M0Fnu;
+                $body
+            }
+            __D::F4E2M1FnX2 => {
+                type $T = $crate::float8::F4E2M1FnX2;
                 $body
             }
         }

@@ -41,6 +41,7 @@ pub(crate) mod device;
 pub(crate) mod dlpack;
 pub(crate) mod dtype;
 pub(crate) mod env;
+pub(crate) mod float8;
 pub mod ffi;
 pub(crate) mod files;
 pub(crate) mod format;

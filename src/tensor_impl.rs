@@ -234,6 +234,7 @@ impl Tensor {
     }
 
     pub fn full(sizes: &[i64], dtype: DType, value: Scalar) -> Result<Tensor> {
+        dtype.check_has_values("fill_")?;
         let t = Tensor::empty(sizes, dtype)?;
         t.fill_fresh(value);
         Ok(t)
@@ -246,6 +247,7 @@ impl Tensor {
             InvalidArgument,
             "arange: upper bound {n} must be >= 0"
         );
+        dtype.check_has_values("arange")?;
         let t = Tensor::empty(&[n], dtype)?;
         let p = t.data_ptr();
         let isz = dtype.itemsize();
@@ -539,6 +541,7 @@ impl TensorImpl {
 
     /// Element at `index` (negative indices wrap).
     pub fn get(&self, index: &[i64]) -> Result<Scalar> {
+        self.dtype.check_has_values("item")?;
         let off = self.element_offset(index)?;
         self.data_for_read()?;
         let base = self.storage.data_ptr();
@@ -550,6 +553,7 @@ impl TensorImpl {
 
     /// Writes one element (converted to the dtype) and bumps the version.
     pub fn set(&self, index: &[i64], value: Scalar) -> Result<()> {
+        self.dtype.check_has_values("fill_")?;
         let off = self.element_offset(index)?;
         // One element is written: aliasing elsewhere in the tensor is harmless.
         self.data_for_write(true)?;

@@ -82,7 +82,13 @@ DTYPES = {
     27: torch.uint16,
     28: torch.uint32,
     29: torch.uint64,
+    23: torch.float8_e5m2,
+    24: torch.float8_e4m3fn,
+    25: torch.float8_e5m2fnuz,
+    26: torch.float8_e4m3fnuz,
+    44: torch.float8_e8m0fnu,
 }
+F4X2 = 45  # float4_e2m1fn_x2: no arange / values; round-tripped as bytes below
 F32, F64 = 6, 7
 ERR_DTYPE, ERR_READ_ONLY = 6, 13
 
@@ -125,6 +131,10 @@ def load(path):
         "tensor_from_dlpack": ([P, PP], C.c_int32),
         "tensor_from_dlpack_unversioned": ([P, PP], C.c_int32),
         "tensor_last_error": ([], C.c_char_p),
+        "tensor_to_dtype": ([P, C.c_int32, PP], C.c_int32),
+        "tensor_view_dtype": ([P, C.c_int32, PP], C.c_int32),
+        "tensor_copy_": ([P, P], C.c_int32),
+        "tensor_nbytes": ([P], C.c_size_t),
     }
     for name, (args, res) in sig.items():
         f = getattr(lib, name)
@@ -245,10 +255,11 @@ def ours_dtypes_to_torch(L):
         t = L.arange(5, code)
         x = torch.from_dlpack(Exported(L, t))
         check(x.dtype == tdt, f"export dtype {code}: torch sees {x.dtype}, want {tdt}")
-        check(
-            torch.equal(x, torch.arange(5).to(tdt)),
-            f"export dtype {code}: values {x}",
-        )
+        want = torch.arange(5).to(tdt)
+        if tdt.is_floating_point and tdt.itemsize == 1:
+            # torch.equal has no float8 kernel: compare the bytes.
+            x, want = x.view(torch.uint8), want.view(torch.uint8)
+        check(torch.equal(x, want), f"export dtype {code}: values {x}")
         del x
         check(L.c.tensor_use_count(t) == 1, f"export dtype {code}: deleter ran")
         L.c.tensor_release(t)
@@ -331,22 +342,62 @@ def torch_read_only_and_refusal(L):
     check(x[0].item() == 0.0, "torch data untouched")
     L.c.tensor_release(t)
 
-    # A dtype we cannot represent: refused, and the capsule stays torch's to free.
-    base = torch.zeros(3, dtype=torch.float8_e4m3fn)
+    # A dtype we cannot represent (complex32): refused, and the capsule stays torch's.
+    base = torch.zeros(3, dtype=torch.complex32)
     y = base[:]
     uses = storage_uses(base)
     cap = y.__dlpack__(max_version=(1, 0))
     del y
     st, _ = import_capsule(L, cap, True)
-    check(st == ERR_DTYPE, f"float8 refused with DTYPE ({st})")
+    check(st == ERR_DTYPE, f"complex32 refused with DTYPE ({st})")
     msg = L.c.tensor_last_error().decode()
-    check("unsupported DLPack dtype (code 10, bits 8" in msg, f"message names the type: {msg}")
+    check("unsupported DLPack dtype (code 5, bits 32" in msg, f"message names the type: {msg}")
     check(api.PyCapsule_GetName(cap) == b"dltensor_versioned", "refused capsule not consumed")
     gc.collect()
     check(storage_uses(base) == uses, "the refused capsule still holds torch's tensor")
     del cap  # torch's capsule destructor calls its deleter (a double call would crash)
     gc.collect()
     check(storage_uses(base) == uses - 1, "torch freed its own refused capsule")
+
+
+def float4_both_ways(L):
+    """float4_e2m1fn_x2 (bit copies only): torch -> ours -> torch keeps shape, strides and
+    every byte, zero-copy, as DLPack's kDLFloat4_e2m1fn with bits 4, lanes 2 (packed)."""
+    f4 = torch.float4_e2m1fn_x2
+    raw = torch.arange(256, dtype=torch.uint8).reshape(16, 16)
+    x = raw.view(f4).t()  # a strided view
+    st, t = import_capsule(L, x.__dlpack__(max_version=(1, 3)), True)
+    check(st == 0, f"import float4_e2m1fn_x2: status {st}")
+    if st != 0:
+        return
+    check(L.c.tensor_dtype(t) == F4X2, "import float4_e2m1fn_x2: our dtype 45")
+    check(L.geometry(t) == ([16, 16], [1, 16]), f"import float4: {L.geometry(t)}")
+    check(L.c.tensor_data_ptr(t) == x.data_ptr(), "import float4: zero-copy")
+    out = C.c_void_p()
+    L.ok(L.c.tensor_to_dlpack(t, C.byref(out)), "tensor_to_dlpack float4")
+    m = DLManagedTensorVersioned.from_address(out.value)
+    dt = m.dl_tensor.dtype
+    check((dt.code, dt.bits, dt.lanes) == (17, 4, 2), f"float4 export type {dt.code} {dt.bits} {dt.lanes}")
+    check(m.flags & 4 == 0, "float4 export is packed (no IS_SUBBYTE_TYPE_PADDED)")
+    check((m.version.major, m.version.minor) == (1, 3), "export version 1.3")
+    C.CFUNCTYPE(None, C.c_void_p)(m.deleter)(out.value)
+    y = torch.from_dlpack(Exported(L, t))
+    check(y.dtype == f4 and y.shape == x.shape and y.stride() == x.stride(), f"float4 back: {y.dtype}")
+    check(y.data_ptr() == x.data_ptr(), "float4 back: zero-copy")
+    check(torch.equal(y.view(torch.uint8), x.view(torch.uint8)), "float4 back: bytes")
+    # A contiguous copy in our library keeps every byte (a transpose of bytes).
+    c = C.c_void_p()
+    empty = C.c_void_p()
+    L.ok(L.c.tensor_zeros(ints([16, 16]), 2, F4X2, C.byref(empty)), "zeros float4")
+    L.ok(L.c.tensor_copy_(empty, t), "copy_ float4 -> float4")
+    z = torch.from_dlpack(Exported(L, empty.value))
+    check(torch.equal(z.view(torch.uint8), x.contiguous().view(torch.uint8)), "float4 copy_ bytes")
+    st = L.c.tensor_to_dtype(t, F32, C.byref(c))
+    check(st == ERR_DTYPE, f"float4 -> float32 refused ({st}), as torch refuses it")
+    del y, z
+    gc.collect()
+    L.c.tensor_release(empty.value)
+    L.c.tensor_release(t)
 
 
 def empty_both_ways(L):
@@ -375,6 +426,7 @@ def main():
     torch_to_ours(L, versioned=False)
     torch_dtypes_to_ours(L)
     torch_read_only_and_refusal(L)
+    float4_both_ways(L)
     empty_both_ways(L)
     print(f"dlpack_torch: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1

@@ -112,7 +112,7 @@ const LENGTHS: [i64; 14] = [
     1000,
     i64::MAX,
 ];
-const DTYPES: [i32; 22] = [
+const DTYPES: [i32; 29] = [
     i32::MIN,
     -1,
     0,
@@ -134,6 +134,14 @@ const DTYPES: [i32; 22] = [
     28,
     29,
     30,
+    // the float8 dtypes and float4_e2m1fn_x2 (no values), and 46 (c10's BComplex32: unknown)
+    23,
+    24,
+    25,
+    26,
+    44,
+    45,
+    46,
     i32::MAX,
 ];
 const FORMATS: [i32; 7] = [-1, 0, 1, 2, 3, 4, 99];
@@ -457,12 +465,17 @@ impl Ctx {
         }
         // 0-dim, other dtypes, 6 dims (sizes and strides on the heap), channels-last
         self.keep(tensor_full(null(), 0, tensor_dtype_t(5), 2.5, &mut t), t);
-        for code in [11, 9, 27, 1, 15] {
+        for code in [11, 9, 27, 1, 15, 24] {
             self.keep(
                 tensor_ones([2i64, 2].as_ptr(), 2, tensor_dtype_t(code), &mut t),
                 t,
             );
         }
+        // float4_e2m1fn_x2: bit copies only
+        self.keep(
+            tensor_zeros([2i64, 2].as_ptr(), 2, tensor_dtype_t(45), &mut t),
+            t,
+        );
         self.keep(
             tensor_zeros([1i64, 2, 1, 2, 1, 2].as_ptr(), 6, tensor_dtype_t(4), &mut t),
             t,
@@ -753,9 +766,9 @@ fn crafted_files() -> Vec<(&'static str, Vec<u8>)> {
             ),
         ),
         (
-            "st_float8",
+            "st_float4",
             safetensors_bytes(
-                r#"{"a":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}}"#,
+                r#"{"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}}"#,
                 &[0],
             ),
         ),
@@ -1422,11 +1435,11 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             } else {
                 tensor_safetensors_load
             };
-            // Targeted: float8 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
+            // Targeted: F4 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
             // count overflows (OVERFLOW), a misaligned tensor, which is copied, with the
             // allocator failing (OUT_OF_MEMORY).
             if let Some(k @ 0..4) = c.case {
-                let what = ["st_float8", "st_65_dims", "st_overflow", "st_misaligned"][k];
+                let what = ["st_float4", "st_65_dims", "st_overflow", "st_misaligned"][k];
                 let mut f: *mut tensor_safetensors_t = null_mut();
                 let p = files().crafted(what);
                 let st = if k == 3 {
@@ -1451,13 +1464,13 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             } else {
                 tensor_safetensors_load_mode
             };
-            // Targeted: float8 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
+            // Targeted: float4 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
             // count overflows (OVERFLOW), a misaligned tensor mapped shared (DTYPE), and
             // copied with the allocator failing (OUT_OF_MEMORY), a non-string metadata
             // value (IO).
             if let Some(k @ 0..6) = c.case {
                 let (what, mode) = [
-                    ("st_float8", TENSOR_MAP_PRIVATE),
+                    ("st_float4", TENSOR_MAP_PRIVATE),
                     ("st_65_dims", TENSOR_MAP_READ_ONLY),
                     ("st_overflow", TENSOR_MAP_SHARED),
                     ("st_misaligned", TENSOR_MAP_SHARED),
@@ -1909,6 +1922,10 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             make!(|o| tensor_movedim(t, a, b, o))
         }
         "tensor_slice" => {
+            // Targeted: a slice of a tensor its storage was shrunk below (OUT_OF_BOUNDS).
+            if c.case == Some(0) {
+                return on_special(shrunk(&[16]), |t, o| tensor_slice(t, 0, 2, 12, 3, o));
+            }
             let (t, d, a, b) = (c.t(), c.v(), c.v(), c.v());
             let step = c.v();
             make!(|o| tensor_slice(t, d, a, b, step, o))

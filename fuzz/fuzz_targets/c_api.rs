@@ -1242,8 +1242,8 @@ fn file_op(w: &mut World, i: &mut Input) {
             }
             let mut f: *mut tensor_safetensors_t = std::ptr::null_mut();
             let path = scratch("c_api.safetensors");
-            // the loader, its 0.x alias, or the loader with a map mode
-            let (load, st) = match i.byte() % 3 {
+            // the loader, its 0.x alias, or the loader with a map mode (or its alias)
+            let (load, st) = match i.byte() % 4 {
                 0 => (
                     "tensor_load_safetensors",
                     tensor_load_safetensors(path.as_ptr(), &mut f),
@@ -1252,9 +1252,13 @@ fn file_op(w: &mut World, i: &mut Input) {
                     "tensor_safetensors_load",
                     tensor_safetensors_load(path.as_ptr(), &mut f),
                 ),
-                _ => (
+                2 => (
                     "tensor_load_safetensors_mode",
                     tensor_load_safetensors_mode(path.as_ptr(), mode, &mut f),
+                ),
+                _ => (
+                    "tensor_safetensors_load_mode",
+                    tensor_safetensors_load_mode(path.as_ptr(), mode, &mut f),
                 ),
             };
             check_status(load, st);

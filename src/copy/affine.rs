@@ -48,6 +48,9 @@ macro_rules! via_f32 {
     )*};
 }
 via_f32!(f32, f16, bf16);
+// float8 outputs round the f32 result once more, to the format (float8.rs).
+use crate::float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E8M0Fnu, F8E5M2};
+via_f32!(F8E5M2, F8E4M3Fn, F8E5M2Fnuz, F8E4M3Fnuz, F8E8M0Fnu);
 
 /// The kernel: one scale and shift for every element it is given.
 pub(crate) struct Affine<S, D> {
@@ -258,8 +261,49 @@ pub(crate) unsafe fn affine_raw(
                     i1,
                     &mut Affine::<$S, f64>::new(scale, shift, stream),
                 ),
+                DType::F8E5M2 => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, F8E5M2>::new(scale, shift, stream),
+                ),
+                DType::F8E4M3Fn => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, F8E4M3Fn>::new(scale, shift, stream),
+                ),
+                DType::F8E5M2Fnuz => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, F8E5M2Fnuz>::new(scale, shift, stream),
+                ),
+                DType::F8E4M3Fnuz => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, F8E4M3Fnuz>::new(scale, shift, stream),
+                ),
+                DType::F8E8M0Fnu => execute(
+                    &plan,
+                    dst,
+                    src,
+                    i0,
+                    i1,
+                    &mut Affine::<$S, F8E8M0Fnu>::new(scale, shift, stream),
+                ),
                 // Refused by the op before any data is touched.
                 DType::C64 | DType::C128 => unreachable!("copy_affine_ on complex"),
+                DType::F4E2M1FnX2 => unreachable!("copy_affine_ on float4_e2m1fn_x2"),
             }
         };
     }

@@ -580,10 +580,41 @@ unsafe fn fast_contiguous<S: Element, D: Element>(
         for (o, &x) in d.iter_mut().zip(s.reinterpret_cast()) {
             *o = f32::from_bits((x as u32) << 16);
         }
-    } else {
+    } else if !float8_fast::<S, D>(dst, src) {
         return super::float_int::float_to_int(dst, src, stream);
     }
     true
+}
+
+/// The float32 / bfloat16 <-> float8 pairs of [`fast_contiguous`] (`copy/float8.rs`);
+/// false for any other pair.
+fn float8_fast<S: 'static, D: 'static>(dst: &mut [D], src: &[S]) -> bool {
+    use super::float8::{decode, encode_bf16, encode_f32};
+    use crate::float8::*;
+    use half::slice::HalfFloatSliceExt;
+    macro_rules! each {
+        ($($f:ty),*) => {$(
+            if let (Some(s), Some(d)) = (same::<S, f32>(src), same_mut::<D, $f>(dst)) {
+                encode_f32(d, s);
+                return true;
+            }
+            if let (Some(s), Some(d)) = (same::<S, bf16>(src), same_mut::<D, $f>(dst)) {
+                encode_bf16(d, s.reinterpret_cast());
+                return true;
+            }
+            if let (Some(s), Some(d)) = (same::<S, $f>(src), same_mut::<D, f32>(dst)) {
+                decode(d, s);
+                return true;
+            }
+            if let (Some(s), Some(d)) = (same::<S, $f>(src), same_mut::<D, bf16>(dst)) {
+                let d: &mut [u16] = d.reinterpret_cast_mut();
+                decode(d, s);
+                return true;
+            }
+        )*};
+    }
+    each!(F8E5M2, F8E4M3Fn, F8E5M2Fnuz, F8E4M3Fnuz, F8E8M0Fnu);
+    false
 }
 
 impl<S: Element, D: Element> Kernel for Convert<S, D> {
@@ -781,6 +812,47 @@ mod tests {
                 "{i:#x}"
             );
         }
+    }
+
+    /// The float8 slice paths (copy/float8.rs) against the per-item rule of dtype.rs:
+    /// f32 and every bf16 pattern in, every code out, bit for bit (NaN codes too, since
+    /// both sides encode through float8.rs from the same f32).
+    #[test]
+    fn float8_fast_paths_equal_the_dtype_rule() {
+        use crate::float8::*;
+        fn check<F: Float8 + Element + Default + PartialEq + std::fmt::Debug>() {
+            let src = interesting_f32();
+            let got: Vec<F> = run_fast(&src);
+            for (i, &x) in src.iter().enumerate() {
+                assert_eq!(got[i], F::from_scalar(Scalar::Float(x as f64)), "{x:e}");
+            }
+            let bs: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+            let got: Vec<F> = run_fast(&bs);
+            for (i, &x) in bs.iter().enumerate() {
+                assert_eq!(got[i], F::from_scalar(x.to_scalar()), "bf16 {i:#x}");
+            }
+            let codes: Vec<F> = (0..=255u8).map(F::from_bits).collect();
+            let f: Vec<f32> = run_fast(&codes);
+            let b: Vec<bf16> = run_fast(&codes);
+            for (i, &c) in codes.iter().enumerate() {
+                let want: f32 = f32::from_scalar(c.to_scalar());
+                let wb: bf16 = bf16::from_scalar(c.to_scalar());
+                assert!(f[i] == want || (f[i].is_nan() && want.is_nan()), "{i:#x}");
+                assert!(
+                    (f[i] == want && f[i].to_bits() == want.to_bits()) || want.is_nan(),
+                    "{i:#x}: -0 keeps its sign"
+                );
+                assert!(
+                    b[i].to_bits() == wb.to_bits() || (b[i].is_nan() && wb.is_nan()),
+                    "{i:#x}"
+                );
+            }
+        }
+        check::<F8E5M2>();
+        check::<F8E4M3Fn>();
+        check::<F8E5M2Fnuz>();
+        check::<F8E4M3Fnuz>();
+        check::<F8E8M0Fnu>();
     }
 
     #[test]

@@ -16,6 +16,7 @@
 pub(crate) mod affine;
 mod cpu;
 pub(crate) mod engine;
+mod float8;
 mod float_int;
 pub(crate) mod kernels;
 pub(crate) mod parallel;
@@ -286,6 +287,7 @@ impl TensorImpl {
                 && self.dtype() == src.dtype()
                 && self.sizes() == src.sizes()
                 && self.strides() == src.strides());
+        self.dtype().check_convert_from(src.dtype(), "copy_")?;
         let dst_ptr = self.data_for_write(same)?;
         let src_st = broadcast_strides(self.sizes(), src)?;
         let src_ptr = src.data_for_read()?;
@@ -361,6 +363,7 @@ impl TensorImpl {
                 "copy_affine_ does not support complex tensors (got {})",
                 t.dtype().name()
             );
+            t.dtype().check_has_values("copy_affine_")?;
         }
         // The source index of every index of dim (identity without a map), checked
         // against the size of src's dim before any data is touched.
@@ -515,6 +518,7 @@ impl TensorImpl {
     /// is idempotent, so each distinct location is written once (stride-0 dims collapse to
     /// size 1). Errors: Device, OutOfBounds, ReadOnly.
     pub fn fill_(&self, value: Scalar) -> Result<()> {
+        self.dtype().check_has_values("fill_")?;
         let dst = self.data_for_write(true)?;
         let mut item = [0u8; 16];
         // SAFETY: 16 bytes hold any dtype's item.
@@ -574,6 +578,7 @@ impl TensorImpl {
 
     /// A new tensor with `dtype` and `strides`, holding `self`'s values converted.
     fn copy_to_new(&self, strides: &[i64], dtype: DType) -> Result<Tensor> {
+        dtype.check_convert_from(self.dtype(), "copy_")?;
         let src = self.data_for_read()?;
         let out = Tensor::empty_strided(self.sizes(), strides, dtype)?;
         let nbytes = self.nbytes();
@@ -691,6 +696,9 @@ impl TensorImpl {
         // promote.
         if self.sizes() != other.sizes() {
             return Ok(false);
+        }
+        if self.dtype() == other.dtype() {
+            self.dtype().check_has_values("equal")?;
         }
         let common = self.dtype().promote(other.dtype())?;
         let (pa, pb) = (self.data_for_read()?, other.data_for_read()?);

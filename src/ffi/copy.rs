@@ -94,9 +94,13 @@ pub extern "C" fn tensor_clone(
 /// `self` converted to `dtype`, in `*out` (owned). Same dtype: `self` itself with one more
 /// reference (as `Tensor.to(dtype)`); otherwise a new tensor with the preserve-format
 /// layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
-/// int wraps, -> bool is `!= 0`, complex -> real keeps the real part. Errors: NULL_POINTER,
-/// INVALID_ARGUMENT (unknown dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a
-/// tensor without elements whose other sizes are huge), OUT_OF_MEMORY.
+/// int wraps, -> bool is `!= 0`, complex -> real keeps the real part; to a float8 dtype
+/// through float32, rounding to nearest even with PyTorch 2.15's overflow rules (e5m2: inf;
+/// e4m3fn: saturate to ±448; fnuz: NaN; e8m0fnu: powers of two, docs/c-api.md section 4).
+/// float4_e2m1fn_x2 converts to nothing and from nothing (as in PyTorch). Errors:
+/// NULL_POINTER, INVALID_ARGUMENT (unknown dtype), DTYPE (float4_e2m1fn_x2 to or from
+/// another dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a tensor without
+/// elements whose other sizes are huge), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_to_dtype(
     self_: *const tensor_t,
@@ -138,8 +142,8 @@ pub extern "C" fn tensor_repeat(
 /// view) is refused with OVERLAP; other layouts whose elements share memory (e.g. sizes
 /// {2, 2} with strides {1, 1}, an unfold with step < size: PyTorch's TOO_HARD) are not
 /// detected and are accepted, each element then holding one of the values written to it,
-/// unspecified which. Errors: NULL_POINTER,
-/// SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
+/// unspecified which. Errors: NULL_POINTER, DTYPE (float4_e2m1fn_x2 to or from another
+/// dtype), SHAPE (src does not broadcast to dst), OVERLAP (dst has a stride-0 dim of size > 1),
 /// READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY (the snapshot).
 #[no_mangle]
 pub extern "C" fn tensor_copy_(dst: *mut tensor_t, src: *const tensor_t) -> tensor_status_t {
@@ -162,7 +166,7 @@ pub extern "C" fn tensor_copy_(dst: *mut tensor_t, src: *const tensor_t) -> tens
 /// dim of size > 1 is refused; other self-overlapping layouts are accepted, as there), and
 /// `dst`'s version is bumped once.
 /// Errors: NULL_POINTER, INDEX (dim out of range), INVALID_ARGUMENT (n is neither 1 nor
-/// the size of dim), DTYPE (a complex tensor), SHAPE (src does not broadcast to dst),
+/// the size of dim), DTYPE (a complex or float4_e2m1fn_x2 tensor), SHAPE (src does not broadcast to dst),
 /// DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst has a stride-0 dim of size > 1),
 /// OUT_OF_MEMORY.
 #[no_mangle]
@@ -237,8 +241,8 @@ fn copy_affine(
 
 /// Sets every element of `dst` to `value` converted to its dtype; bumps the version once
 /// (PyTorch's `fill_`). As in PyTorch, an expanded `dst` (elements aliasing each other) is
-/// allowed: filling is idempotent. Errors: NULL_POINTER, READ_ONLY, DEVICE, OUT_OF_BOUNDS,
-/// OUT_OF_MEMORY.
+/// allowed: filling is idempotent. Errors: NULL_POINTER, DTYPE (float4_e2m1fn_x2, which has
+/// no values), READ_ONLY, DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_fill_f64_(dst: *mut tensor_t, value: f64) -> tensor_status_t {
     call(fn_name!(), || fill(dst, Scalar::Float(value)))
@@ -275,8 +279,10 @@ fn fill(dst: *mut tensor_t, value: Scalar) -> Result<()> {
 /// promotion. As ATen's, the same layout over the same bytes (e.g. `tensor_equal(t, t)`)
 /// is answered without comparing pairs: true for integer and bool dtypes, and for floating
 /// and complex ones true unless a distinct element is NaN (stride-0 dims are not walked,
-/// so an expanded view costs what its base does). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses, e.g. uint16 with
-/// int8), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
+/// so an expanded view costs what its base does). float8 tensors compare by value (PyTorch
+/// has no float8 kernel for it). Errors: NULL_POINTER, DTYPE (a promotion PyTorch refuses,
+/// e.g. uint16 with int8 or a float8 with any other dtype; float4_e2m1fn_x2, which has no
+/// values), DEVICE, OUT_OF_BOUNDS, OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_equal(
     a: *const tensor_t,

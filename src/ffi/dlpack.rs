@@ -12,14 +12,17 @@ use crate::storage::DeleterFn;
 
 /// The DLPack ABI version this module implements (and exports).
 pub const DLPACK_MAJOR_VERSION: u32 = 1;
-pub const DLPACK_MINOR_VERSION: u32 = 1;
+pub const DLPACK_MINOR_VERSION: u32 = 3;
 
 /// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write.
 pub const FLAG_READ_ONLY: u64 = 1 << 0;
 /// `DLPACK_FLAG_BITMASK_IS_COPIED`: the producer made a copy (informational for us).
 pub const FLAG_IS_COPIED: u64 = 1 << 1;
+/// `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`: sub-byte values are one per byte (we have
+/// none such: a float4 import with it is refused).
+pub const FLAG_IS_SUBBYTE_TYPE_PADDED: u64 = 1 << 2;
 
-// ---- the C layouts (dlpack.h, version 1.1) ----------------------------------------------
+// ---- the C layouts (dlpack.h, version 1.3) ----------------------------------------------
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,19 +79,21 @@ pub struct DLManagedTensorVersioned {
 
 // ---- dtypes -----------------------------------------------------------------------------
 
-/// Our dtype as a DLPack type (lanes = 1).
+/// Our dtype as a DLPack type (see [`dlpack::dl_type`]).
 pub(crate) fn dl_dtype(d: DType) -> DLDataType {
-    let (code, bits) = dlpack::dl_code_bits(d);
-    DLDataType {
-        code,
-        bits,
-        lanes: 1,
-    }
+    let (code, bits, lanes) = dlpack::dl_type(d);
+    DLDataType { code, bits, lanes }
 }
 
-/// The dtype a DLPack type describes (see [`dlpack::dtype_from_dl`]).
-pub(crate) fn dtype_from_dl(t: DLDataType) -> Result<DType> {
-    dlpack::dtype_from_dl(t.code, t.bits, t.lanes)
+/// The dtype a DLPack type describes, given the managed tensor's flags (see
+/// [`dlpack::dtype_from_dl`]).
+pub(crate) fn dtype_from_dl(t: DLDataType, flags: u64) -> Result<DType> {
+    dlpack::dtype_from_dl(
+        t.code,
+        t.bits,
+        t.lanes,
+        flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0,
+    )
 }
 
 // ---- export -----------------------------------------------------------------------------
@@ -252,13 +257,13 @@ unsafe extern "C" fn release_imported(_data: *mut c_void, ctx: *mut c_void) {
 
 /// Decodes `dl` and imports it (see [`dlpack::import`]); on success the storage owns
 /// `ctx` and calls `release(data, ctx)` once at its last strong reference. On failure
-/// nothing is called.
+/// nothing is called. `flags`: the versioned managed tensor's (0 for a legacy one).
 ///
 /// # Safety
 /// `dl`'s shape (and strides, when non-NULL) point to `ndim` readable values.
 unsafe fn import(
     dl: &DLTensor,
-    read_only: bool,
+    flags: u64,
     release: DeleterFn,
     ctx: *mut c_void,
 ) -> Result<Tensor> {
@@ -270,7 +275,7 @@ unsafe fn import(
     );
     let nd = dl.ndim as usize;
     shape::check_ndim(nd)?;
-    let dtype = dtype_from_dl(dl.dtype)?;
+    let dtype = dtype_from_dl(dl.dtype, flags)?;
     let device = Device {
         device_type: dl.device.device_type,
         device_id: dl.device.device_id,
@@ -308,7 +313,7 @@ unsafe fn import(
         sizes,
         strides,
         byte_offset: dl.byte_offset,
-        read_only,
+        read_only: flags & FLAG_READ_ONLY != 0,
     };
     dlpack::import(src, release, ctx)
 }
@@ -335,7 +340,7 @@ pub(crate) unsafe fn from_dlpack_versioned(src: *mut DLManagedTensorVersioned) -
     unsafe {
         import(
             &m.dl_tensor,
-            m.flags & FLAG_READ_ONLY != 0,
+            m.flags,
             release_imported_versioned,
             src as *mut c_void,
         )
@@ -353,12 +358,16 @@ pub(crate) unsafe fn from_dlpack_unversioned(src: *mut DLManagedTensor) -> Resul
         bail!(NullPointer, "argument 'src' is NULL");
     };
     // SAFETY: the DLTensor of a live managed tensor (the caller's contract).
-    unsafe { import(&m.dl_tensor, false, release_imported, src as *mut c_void) }
+    unsafe { import(&m.dl_tensor, 0, release_imported, src as *mut c_void) }
 }
 
 // ---- the C API --------------------------------------------------------------------------
 
-/// Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 1}).
+/// Exports `t` without copying as a DLPack 1.x managed tensor in `*out` (version {1, 3}).
+/// float8 dtypes export as DLPack's float8 codes (bits 8, lanes 1); float4_e2m1fn_x2 as
+/// `kDLFloat4_e2m1fn` with bits 4 and lanes 2, packed (no
+/// DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED), shape and strides counting byte pairs, as
+/// PyTorch exports it.
 /// `data` is the address of the first element and `byte_offset` is 0 (as PyTorch does;
 /// NULL data for a tensor with no elements); `shape` and `strides` (in elements) are owned
 /// by the managed tensor; `flags` has DLPACK_FLAG_BITMASK_READ_ONLY when the storage is
@@ -386,10 +395,16 @@ pub extern "C" fn tensor_to_dlpack(
 /// DLPACK_FLAG_BITMASK_READ_ONLY makes the storage read-only. On success the library owns
 /// `src` and calls its `deleter` (if non-NULL) exactly once, when the last reference to
 /// the storage dies, on that thread; on failure the deleter is not called and the caller
-/// still owns `src`. Errors: NULL_POINTER (src, out, shape with ndim > 0, data with
+/// still owns `src`. Any minor version of major 1 is read (1.0 to 1.3 are what this
+/// library knows; later minors only add codes and flags, and an unknown code is refused).
+/// The float8 codes map to the float8 dtypes; `kDLFloat4_e2m1fn` is read only as packed
+/// pairs (bits 4, lanes 2, without DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED):
+/// float4_e2m1fn_x2. Device `kDLTrn` (18) is accepted as a device tag like CUDA's (no
+/// element access). Errors: NULL_POINTER (src, out, shape with ndim > 0, data with
 /// elements), INVALID_ARGUMENT (major version != 1, ndim < 0 or > 64, negative size or
-/// stride, unknown device), DTYPE (lanes != 1, a type code/bits pair with no dtype),
-/// OVERFLOW, OUT_OF_MEMORY.
+/// stride, unknown device), DTYPE (lanes other than 1 or float4's 2, a type code/bits
+/// pair with no dtype: float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float6, padded or
+/// unpaired float4), OVERFLOW, OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_from_dlpack(
     src: *mut DLManagedTensorVersioned,
@@ -542,7 +557,7 @@ mod tests {
         );
         let dl = unsafe { &(*m).dl_tensor };
         unsafe {
-            assert_eq!((*m).version, DLPackVersion { major: 1, minor: 1 });
+            assert_eq!((*m).version, DLPackVersion { major: 1, minor: 3 });
             assert_eq!((*m).flags, 0);
             assert_eq!(std::slice::from_raw_parts(dl.shape, 2), &[3, 4]);
             assert_eq!(std::slice::from_raw_parts(dl.strides, 2), &[1, 4]);
@@ -669,7 +684,7 @@ mod tests {
 
     #[test]
     fn dtype_table_both_ways() {
-        let want: [(DType, u8, u8); 15] = [
+        let want: [(DType, u8, u8); 20] = [
             (DType::U8, 1, 8),
             (DType::I8, 0, 8),
             (DType::I16, 0, 16),
@@ -685,8 +700,15 @@ mod tests {
             (DType::U16, 1, 16),
             (DType::U32, 1, 32),
             (DType::U64, 1, 64),
+            // dlpack.h 1.3's float8 codes
+            (DType::F8E5M2, 12, 8),
+            (DType::F8E4M3Fn, 10, 8),
+            (DType::F8E5M2Fnuz, 13, 8),
+            (DType::F8E4M3Fnuz, 11, 8),
+            (DType::F8E8M0Fnu, 14, 8),
         ];
-        assert_eq!(want.len(), DType::ALL.len());
+        // + float4_e2m1fn_x2, below
+        assert_eq!(want.len() + 1, DType::ALL.len());
         for (d, code, bits) in want {
             let dl = DLDataType {
                 code,
@@ -694,7 +716,39 @@ mod tests {
                 lanes: 1,
             };
             assert_eq!(dl_dtype(d), dl, "{d:?}");
-            assert_eq!(dtype_from_dl(dl).unwrap(), d);
+            assert_eq!(dtype_from_dl(dl, 0).unwrap(), d);
+            // The padded flag means nothing for whole-byte types.
+            assert_eq!(dtype_from_dl(dl, FLAG_IS_SUBBYTE_TYPE_PADDED).unwrap(), d);
+        }
+        // float4 pairs: kDLFloat4_e2m1fn, bits 4, lanes 2 (as PyTorch exports them), packed.
+        let f4 = DLDataType {
+            code: 17,
+            bits: 4,
+            lanes: 2,
+        };
+        assert_eq!(dl_dtype(DType::F4E2M1FnX2), f4);
+        assert_eq!(dtype_from_dl(f4, 0).unwrap(), DType::F4E2M1FnX2);
+        let e = dtype_from_dl(f4, FLAG_IS_SUBBYTE_TYPE_PADDED).unwrap_err();
+        assert_eq!(e.status, Status::DType);
+        assert!(e.message.contains("PADDED"), "{}", e.message);
+        let e = dtype_from_dl(DLDataType { lanes: 1, ..f4 }, 0).unwrap_err();
+        assert!(e.message.contains("packed pairs"), "{}", e.message);
+        // float8 / float6 codes with no dtype of ours are named.
+        for (code, bits, what) in [
+            (7, 8, "float8_e3m4"),
+            (8, 8, "float8_e4m3 "),
+            (9, 8, "float8_e4m3b11fnuz"),
+            (15, 6, "float6"),
+            (16, 6, "float6"),
+        ] {
+            let dl = DLDataType {
+                code,
+                bits,
+                lanes: 1,
+            };
+            let e = dtype_from_dl(dl, 0).unwrap_err();
+            assert_eq!(e.status, Status::DType);
+            assert!(e.message.contains(what), "{}", e.message);
         }
         for (code, bits) in [
             (3, 64),
@@ -705,12 +759,17 @@ mod tests {
             (5, 32),
             (4, 32),
             (18, 8),
+            (10, 16),
+            (17, 8),
         ] {
-            let e = dtype_from_dl(DLDataType {
-                code,
-                bits,
-                lanes: 1,
-            })
+            let e = dtype_from_dl(
+                DLDataType {
+                    code,
+                    bits,
+                    lanes: 1,
+                },
+                0,
+            )
             .unwrap_err();
             assert_eq!(e.status, Status::DType);
             assert!(
@@ -719,11 +778,14 @@ mod tests {
                 e.message
             );
         }
-        let e = dtype_from_dl(DLDataType {
-            code: 2,
-            bits: 32,
-            lanes: 4,
-        })
+        let e = dtype_from_dl(
+            DLDataType {
+                code: 2,
+                bits: 32,
+                lanes: 4,
+            },
+            0,
+        )
         .unwrap_err();
         assert_eq!(e.status, Status::DType);
         assert!(e.message.contains("lanes 4"), "{}", e.message);

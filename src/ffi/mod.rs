@@ -123,6 +123,21 @@ pub const TENSOR_BFLOAT16: tensor_dtype_t = tensor_dtype_t(15);
 pub const TENSOR_UINT16: tensor_dtype_t = tensor_dtype_t(27);
 pub const TENSOR_UINT32: tensor_dtype_t = tensor_dtype_t(28);
 pub const TENSOR_UINT64: tensor_dtype_t = tensor_dtype_t(29);
+/// float8_e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits; IEEE infinities and NaNs.
+pub const TENSOR_FLOAT8_E5M2: tensor_dtype_t = tensor_dtype_t(23);
+/// float8_e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinity, NaN
+/// S.1111.111, largest 448.
+pub const TENSOR_FLOAT8_E4M3FN: tensor_dtype_t = tensor_dtype_t(24);
+/// float8_e5m2fnuz: as e5m2 with bias 16, no infinity, no -0, the one NaN 0x80.
+pub const TENSOR_FLOAT8_E5M2FNUZ: tensor_dtype_t = tensor_dtype_t(25);
+/// float8_e4m3fnuz: as e4m3fn with bias 8, no -0, the one NaN 0x80, largest 240.
+pub const TENSOR_FLOAT8_E4M3FNUZ: tensor_dtype_t = tensor_dtype_t(26);
+/// float8_e8m0fnu: an unsigned power of two 2^(x - 127) (0x00 = 2^-127), NaN 0xFF.
+pub const TENSOR_FLOAT8_E8M0FNU: tensor_dtype_t = tensor_dtype_t(44);
+/// float4_e2m1fn_x2: two float4_e2m1fn values packed in one byte (element 0 in the low
+/// nibble), one element per byte as in PyTorch; bit copies only (no conversion, fill,
+/// comparison or element access, as in PyTorch).
+pub const TENSOR_FLOAT4_E2M1FN_X2: tensor_dtype_t = tensor_dtype_t(45);
 
 /// Memory format; codes equal `c10::MemoryFormat`'s.
 #[repr(transparent)]
@@ -179,6 +194,12 @@ pub(crate) const fn dtype_code(d: DType) -> tensor_dtype_t {
         DType::U16 => TENSOR_UINT16,
         DType::U32 => TENSOR_UINT32,
         DType::U64 => TENSOR_UINT64,
+        DType::F8E5M2 => TENSOR_FLOAT8_E5M2,
+        DType::F8E4M3Fn => TENSOR_FLOAT8_E4M3FN,
+        DType::F8E5M2Fnuz => TENSOR_FLOAT8_E5M2FNUZ,
+        DType::F8E4M3Fnuz => TENSOR_FLOAT8_E4M3FNUZ,
+        DType::F8E8M0Fnu => TENSOR_FLOAT8_E8M0FNU,
+        DType::F4E2M1FnX2 => TENSOR_FLOAT4_E2M1FN_X2,
     }
 }
 
@@ -251,7 +272,7 @@ mod code_tables {
             assert_eq!(MemoryFormat::from_code(format_code(f).0), Some(f));
         }
         assert_eq!(Status::ALL.len(), 16);
-        assert_eq!(DType::ALL.len(), 15);
+        assert_eq!(DType::ALL.len(), 21);
     }
 }
 

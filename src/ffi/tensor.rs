@@ -53,7 +53,8 @@ pub extern "C" fn tensor_zeros(
     })
 }
 
-/// A tensor of ones in `*out` (owned). Errors: as tensor_empty.
+/// A tensor of ones in `*out` (owned). Errors: as tensor_empty, plus DTYPE
+/// (float4_e2m1fn_x2, which has no values).
 #[no_mangle]
 pub extern "C" fn tensor_ones(
     sizes: *const i64,
@@ -71,7 +72,8 @@ pub extern "C" fn tensor_ones(
 }
 
 /// A tensor filled with `value` converted to `dtype` (float → int truncates, saturating)
-/// in `*out` (owned). Errors: as tensor_empty.
+/// in `*out` (owned). Errors: as tensor_empty, plus DTYPE (float4_e2m1fn_x2, which has no
+/// values).
 #[no_mangle]
 pub extern "C" fn tensor_full(
     sizes: *const i64,
@@ -90,8 +92,9 @@ pub extern "C" fn tensor_full(
 }
 
 /// The 1-D tensor `[0, 1, ..., n-1]` in `dtype` in `*out` (owned).
-/// Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), OVERFLOW (n elements
-/// overflow the byte count), OUT_OF_MEMORY.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT (n < 0, unknown dtype), DTYPE
+/// (float4_e2m1fn_x2, which has no values), OVERFLOW (n elements overflow the byte count),
+/// OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_arange(
     n: i64,
@@ -408,7 +411,8 @@ fn set_element(
 }
 
 /// Reads `t[index]` converted to double (complex: the real part) into `*out`.
-/// Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX, DEVICE, OUT_OF_BOUNDS.
+/// Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX, DTYPE (float4_e2m1fn_x2, which has no
+/// values), DEVICE, OUT_OF_BOUNDS.
 #[no_mangle]
 pub extern "C" fn tensor_get_f64(
     t: *const tensor_t,

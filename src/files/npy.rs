@@ -400,7 +400,14 @@ pub fn load(path: &Path, mode: MapMode) -> Result<Tensor> {
 
 /// The descr NumPy writes for `dtype` (native little-endian order).
 fn descr_of(dtype: DType) -> Result<&'static str> {
-    let order_le = cfg!(target_endian = "little");
+    let le = |descr: &'static str| -> Result<&'static str> {
+        ensure!(
+            cfg!(target_endian = "little"),
+            DType,
+            "saving .npy on a big-endian machine is not supported"
+        );
+        Ok(descr)
+    };
     Ok(match dtype {
         DType::Bool => "|b1",
         DType::U8 => "|u1",
@@ -409,27 +416,27 @@ fn descr_of(dtype: DType) -> Result<&'static str> {
             DType,
             "bfloat16 has no NumPy dtype: convert to float32 (or view as int16) before saving a .npy"
         ),
-        d => {
-            let le = match d {
-                DType::I16 => "<i2",
-                DType::U16 => "<u2",
-                DType::I32 => "<i4",
-                DType::U32 => "<u4",
-                DType::I64 => "<i8",
-                DType::U64 => "<u8",
-                DType::F16 => "<f2",
-                DType::F32 => "<f4",
-                DType::F64 => "<f8",
-                DType::C64 => "<c8",
-                _ => "<c16",
-            };
-            ensure!(
-                order_le,
-                DType,
-                "saving .npy on a big-endian machine is not supported"
-            );
-            le
-        }
+        DType::I16 => le("<i2")?,
+        DType::U16 => le("<u2")?,
+        DType::I32 => le("<i4")?,
+        DType::U32 => le("<u4")?,
+        DType::I64 => le("<i8")?,
+        DType::U64 => le("<u8")?,
+        DType::F16 => le("<f2")?,
+        DType::F32 => le("<f4")?,
+        DType::F64 => le("<f8")?,
+        DType::C64 => le("<c8")?,
+        DType::C128 => le("<c16")?,
+        DType::F8E5M2
+        | DType::F8E4M3Fn
+        | DType::F8E5M2Fnuz
+        | DType::F8E4M3Fnuz
+        | DType::F8E8M0Fnu
+        | DType::F4E2M1FnX2 => bail!(
+            DType,
+            "{} has no NumPy dtype (.npy cannot name ml_dtypes' types): view as uint8 before saving a .npy",
+            dtype.name()
+        ),
     })
 }
 

@@ -52,6 +52,11 @@ fn to_ours(d: Dtype) -> Result<DType> {
         Dtype::F64 => DType::F64,
         Dtype::I64 => DType::I64,
         Dtype::U64 => DType::U64,
+        Dtype::F8_E5M2 => DType::F8E5M2,
+        Dtype::F8_E4M3 => DType::F8E4M3Fn,
+        Dtype::F8_E5M2FNUZ => DType::F8E5M2Fnuz,
+        Dtype::F8_E4M3FNUZ => DType::F8E4M3Fnuz,
+        Dtype::F8_E8M0 => DType::F8E8M0Fnu,
         other => bail!(
             DType,
             "safetensors dtype {other:?} is not supported by libtensor"
@@ -75,7 +80,17 @@ fn to_theirs(d: DType) -> Result<Dtype> {
         DType::F64 => Dtype::F64,
         DType::I64 => Dtype::I64,
         DType::U64 => Dtype::U64,
+        DType::F8E5M2 => Dtype::F8_E5M2,
+        DType::F8E4M3Fn => Dtype::F8_E4M3,
+        DType::F8E5M2Fnuz => Dtype::F8_E5M2FNUZ,
+        DType::F8E4M3Fnuz => Dtype::F8_E4M3FNUZ,
+        DType::F8E8M0Fnu => Dtype::F8_E8M0,
         DType::C128 => bail!(DType, "the safetensors format has no complex128 dtype"),
+        // safetensors' F4 counts single 4-bit values; ours are pairs.
+        DType::F4E2M1FnX2 => bail!(
+            DType,
+            "float4_e2m1fn_x2 is not saved to safetensors (its F4 dtype counts single 4-bit values, not pairs)"
+        ),
     })
 }
 
