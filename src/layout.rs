@@ -4,10 +4,10 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
+use crate::refcount::BoxAlloc;
 use crate::shape::{
     self, fmt_dims, Dims, CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER, MAX_DIMS, MAX_INLINE_DIMS,
 };
-use crate::refcount::BoxAlloc;
 use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU8, Ordering};

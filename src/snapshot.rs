@@ -360,10 +360,16 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
     let mut owner: Vec<usize> = Vec::new();
     owner.try_reserve_exact(spans.len()).map_err(|_| oom())?;
     // A span whose storage is not listed (being released) counts nowhere: usize::MAX.
-    owner.extend(spans.iter().map(|(a, _)| index.get(a).copied().unwrap_or(usize::MAX)));
+    owner.extend(
+        spans
+            .iter()
+            .map(|(a, _)| index.get(a).copied().unwrap_or(usize::MAX)),
+    );
     drop(index);
     let mut start: Vec<usize> = Vec::new();
-    start.try_reserve_exact(storages.len() + 1).map_err(|_| oom())?;
+    start
+        .try_reserve_exact(storages.len() + 1)
+        .map_err(|_| oom())?;
     start.resize(storages.len() + 1, 0);
     for &o in owner.iter().filter(|&&o| o != usize::MAX) {
         start[o + 1] += 1;
@@ -372,7 +378,9 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
         start[i + 1] += start[i];
     }
     let mut ranges: Vec<(u64, u64)> = Vec::new();
-    ranges.try_reserve_exact(start[storages.len()]).map_err(|_| oom())?;
+    ranges
+        .try_reserve_exact(start[storages.len()])
+        .map_err(|_| oom())?;
     ranges.resize(start[storages.len()], (0, 0));
     {
         // next[i]: where storage i's next range goes (start[i] moved up as they land).
@@ -402,7 +410,10 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
     let mut keys: Vec<(u128, usize)> = Vec::new();
     keys.try_reserve_exact(storages.len()).map_err(|_| oom())?;
     keys.extend(storages.iter().enumerate().map(|(i, (_, info))| {
-        (((!info.nbytes as u128) << 64) | info.data as usize as u128, i)
+        (
+            ((!info.nbytes as u128) << 64) | info.data as usize as u128,
+            i,
+        )
     }));
     keys.sort_unstable_by_key(|&(k, _)| k);
     let mut out: Vec<StorageInfo> = Vec::new();
