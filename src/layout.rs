@@ -4,6 +4,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
+use crate::refcount::BoxAlloc;
 use crate::shape::{
     self, fmt_dims, Dims, CHANNELS_LAST_3D_ORDER, CHANNELS_LAST_ORDER, MAX_DIMS, MAX_INLINE_DIMS,
 };
@@ -11,8 +12,188 @@ use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Sizes then strides: inline up to [`MAX_INLINE_DIMS`] dims.
-type Buf = SmallVec<[i64; 2 * MAX_INLINE_DIMS]>;
+/// Items of the inline buffer: sizes then strides of up to [`MAX_INLINE_DIMS`] dims.
+const INLINE: usize = 2 * MAX_INLINE_DIMS;
+/// Layouts of up to this many dims (past [`MAX_INLINE_DIMS`]) share one heap block size,
+/// so that their blocks are kept and reused per thread (`allocator::DimsBoxes`); more dims
+/// take a block of their exact size from the global allocator.
+const CACHED_BLOCK_DIMS: usize = 8;
+
+/// Sizes then strides, `len` items: inline up to [`MAX_INLINE_DIMS`] dims, else one heap
+/// block owned by this value (what `SmallVec` did, with the block's allocation in our
+/// hands: items written once, never zero-filled first, and the block of a 6- to 8-dim
+/// layout reused per thread instead of a glibc `malloc`/`free` per view).
+struct Buf {
+    /// Items: `2·ndim`. Inline when `len <= INLINE`.
+    len: usize,
+    data: BufData,
+}
+
+union BufData {
+    inline: MaybeUninit<[i64; INLINE]>,
+    heap: std::ptr::NonNull<i64>,
+}
+
+// SAFETY: a Buf owns its items (inline or its heap block) like a Vec<i64>; nothing is
+// shared between values.
+unsafe impl Send for Buf {}
+// SAFETY: as above; `&Buf` only reads.
+unsafe impl Sync for Buf {}
+
+impl Buf {
+    /// The heap block's layout for `len > INLINE` items.
+    #[inline]
+    fn heap_layout(len: usize) -> std::alloc::Layout {
+        let items = if len <= 2 * CACHED_BLOCK_DIMS {
+            2 * CACHED_BLOCK_DIMS
+        } else {
+            len
+        };
+        // len <= 2·MAX_DIMS items (CheckedLayout refuses more, and the view rules add at
+        // most one dim to a checked layout): never overflows.
+        std::alloc::Layout::array::<i64>(items).expect("dims block layout")
+    }
+
+    /// `len` uninitialised items: the caller writes every one of them before reading.
+    #[inline(always)]
+    fn uninit(len: usize) -> Result<Self> {
+        if len <= INLINE {
+            return Ok(Buf {
+                len,
+                data: BufData {
+                    inline: MaybeUninit::uninit(),
+                },
+            });
+        }
+        Self::uninit_heap(len)
+    }
+
+    /// A heap block for `len > INLINE` items (uninitialised).
+    #[inline(never)]
+    fn alloc_heap(len: usize) -> Result<std::ptr::NonNull<i64>> {
+        let layout = Self::heap_layout(len);
+        // SAFETY: a non-zero size (len > INLINE).
+        let p = unsafe {
+            if len <= 2 * CACHED_BLOCK_DIMS {
+                <crate::allocator::DimsBoxes as BoxAlloc>::alloc(layout)
+            } else {
+                std::alloc::alloc(layout)
+            }
+        };
+        std::ptr::NonNull::new(p as *mut i64).ok_or_else(layout_oom)
+    }
+
+    /// `len > INLINE` uninitialised items in a heap block (the caller writes them all).
+    #[inline(always)]
+    fn uninit_heap(len: usize) -> Result<Self> {
+        let heap = Self::alloc_heap(len)?;
+        Ok(Buf {
+            len,
+            data: BufData { heap },
+        })
+    }
+
+    #[inline(always)]
+    fn as_mut_ptr(&mut self) -> *mut i64 {
+        if self.len <= INLINE {
+            // SAFETY: inline (len <= INLINE): the `inline` field is the live one.
+            unsafe { self.data.inline.as_mut_ptr() as *mut i64 }
+        } else {
+            // SAFETY: spilled: the `heap` field is the live one.
+            unsafe { self.data.heap.as_ptr() }
+        }
+    }
+
+    #[inline(always)]
+    fn as_slice(&self) -> &[i64] {
+        let p = if self.len <= INLINE {
+            // SAFETY: inline: the `inline` field is the live one.
+            unsafe { self.data.inline.as_ptr() as *const i64 }
+        } else {
+            // SAFETY: spilled: the `heap` field is the live one.
+            unsafe { self.data.heap.as_ptr() as *const i64 }
+        };
+        // SAFETY: every constructor leaves items 0..len written (`uninit`'s contract).
+        unsafe { std::slice::from_raw_parts(p, self.len) }
+    }
+
+    #[inline(always)]
+    fn as_mut_slice(&mut self) -> &mut [i64] {
+        let len = self.len;
+        // SAFETY: as as_slice; `&mut self` is the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), len) }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[cfg(test)]
+    fn spilled(&self) -> bool {
+        self.len > INLINE
+    }
+}
+
+impl Drop for Buf {
+    #[inline]
+    fn drop(&mut self) {
+        if self.len > INLINE {
+            // SAFETY: spilled: `heap` is the live field, a block from `alloc_heap(len)`,
+            // given up here. (The block and length by value: the Buf's own address does
+            // not escape, which would keep every move of a layout in memory.)
+            unsafe { Self::free_heap(self.data.heap, self.len) };
+        }
+    }
+}
+
+impl Buf {
+    /// # Safety
+    /// `heap` came from `alloc_heap(len)` and the caller gives it up.
+    #[inline(never)]
+    unsafe fn free_heap(heap: std::ptr::NonNull<i64>, len: usize) {
+        let layout = Self::heap_layout(len);
+        let p = heap.as_ptr() as *mut u8;
+        // SAFETY: the same choice of allocator by len as alloc_heap (the contract).
+        unsafe {
+            if len <= 2 * CACHED_BLOCK_DIMS {
+                <crate::allocator::DimsBoxes as BoxAlloc>::free(p, layout)
+            } else {
+                std::alloc::dealloc(p, layout)
+            }
+        }
+    }
+
+    /// Fallible clone (the allocation of a spilled copy may fail).
+    fn try_clone(&self) -> Result<Self> {
+        let mut b = Buf::uninit(self.len)?;
+        let src = self.as_slice();
+        // SAFETY: b has room for src.len() = len items (uninit's contract), written here
+        // through a raw pointer (no reference to the unwritten items), from another value.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), b.as_mut_ptr(), src.len()) };
+        Ok(b)
+    }
+}
+
+impl Clone for Buf {
+    fn clone(&self) -> Self {
+        self.try_clone()
+            .unwrap_or_else(|_| std::alloc::handle_alloc_error(Self::heap_layout(self.len)))
+    }
+}
+
+impl PartialEq for Buf {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+impl Eq for Buf {}
+
+impl std::fmt::Debug for Buf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
 
 /// A strided layout as a TensorImpl stores it: sizes followed by strides in one buffer,
 /// `[n0 .. nD-1, st0 .. stD-1]`, inline up to [`MAX_INLINE_DIMS`] dims (c10's
@@ -115,29 +296,41 @@ impl Layout {
             // and no memcpy calls per view, and every item is one 8-byte store that the
             // rule's 8-byte loads forward from (benches/c/count.sh: 20 to 45 fewer
             // instructions per view than copy_from_slice into a zeroed buffer).
-            let mut buf = MaybeUninit::<[i64; 2 * MAX_INLINE_DIMS]>::uninit();
-            let p = buf.as_mut_ptr() as *mut i64;
+            let mut inline = MaybeUninit::<[i64; INLINE]>::uninit();
+            let p = inline.as_mut_ptr() as *mut i64;
             for i in 0..MAX_INLINE_DIMS {
                 if i < nd {
                     let (size, stride) = dim(i);
                     // SAFETY: i < nd <= MAX_INLINE_DIMS, so items i and nd + i lie in the
-                    // local buffer of 2·MAX_INLINE_DIMS items.
+                    // local buffer of INLINE items.
                     unsafe {
                         p.add(i).write(size);
                         p.add(nd + i).write(stride);
                     }
                 }
             }
-            // SAFETY: items 0..2·nd of buf were written just above.
-            let dims = unsafe { SmallVec::from_buf_and_len_unchecked(buf, 2 * nd) };
+            // Items 0..2·nd are written.
+            let dims = Buf {
+                len: 2 * nd,
+                data: BufData { inline },
+            };
             return Ok(Layout { dims, offset });
         }
-        let mut dims = Buf::new();
-        dims.try_reserve_exact(2 * nd).map_err(|_| layout_oom())?;
-        dims.resize(2 * nd, 0);
+        // The heap block: the same single writes (no zero-fill first).
+        let heap = Buf::alloc_heap(2 * nd)?;
+        let p = heap.as_ptr();
         for i in 0..nd {
-            (dims[i], dims[nd + i]) = dim(i);
+            let (size, stride) = dim(i);
+            // SAFETY: i < nd: items i and nd + i lie in the 2·nd items of the block.
+            unsafe {
+                p.add(i).write(size);
+                p.add(nd + i).write(stride);
+            }
         }
+        let dims = Buf {
+            len: 2 * nd,
+            data: BufData { heap },
+        };
         Ok(Layout { dims, offset })
     }
 
@@ -146,18 +339,25 @@ impl Layout {
     #[inline(always)]
     pub fn zeros(nd: usize, offset: i64) -> Result<Self> {
         if nd <= MAX_INLINE_DIMS {
-            return Ok(Layout {
-                dims: SmallVec::from_buf_and_len([0i64; 2 * MAX_INLINE_DIMS], 2 * nd),
-                offset,
-            });
+            let dims = Buf {
+                len: 2 * nd,
+                data: BufData {
+                    inline: MaybeUninit::new([0; INLINE]),
+                },
+            };
+            return Ok(Layout { dims, offset });
         }
-        let mut dims = Buf::new();
-        dims.try_reserve_exact(2 * nd).map_err(|_| layout_oom())?;
-        dims.resize(2 * nd, 0);
+        let heap = Buf::alloc_heap(2 * nd)?;
+        // SAFETY: the 2·nd items of the block just allocated.
+        unsafe { std::ptr::write_bytes(heap.as_ptr(), 0, 2 * nd) };
+        let dims = Buf {
+            len: 2 * nd,
+            data: BufData { heap },
+        };
         Ok(Layout { dims, offset })
     }
 
-    // Each accessor derefs the SmallVec once (`as_slice`: one inline-or-heap test) and
+    // Each accessor derefs the buffer once (`as_slice`: one inline-or-heap test) and
     // splits the result: these run several times per view.
     #[inline]
     pub fn ndim(&self) -> usize {

@@ -44,13 +44,41 @@ struct Figures {
     kind: StorageKind,
 }
 
+/// The registry's keys are object addresses: distinct, 16-byte aligned, and chosen by the
+/// allocator, not by a caller, so they need no DoS-resistant hash. SipHash (std's default)
+/// was about 90 instructions per registration and as many per removal, a fifth of a
+/// tracked view; this is a multiply and a fold.
+#[derive(Default, Clone, Copy)]
+struct AddrHash(u64);
+
+impl std::hash::Hasher for AddrHash {
+    #[inline]
+    fn write_usize(&mut self, a: usize) {
+        // Fibonacci hashing; the fold brings the product's high bits (which every bit of
+        // the address reaches) down to the low ones the table indexes with.
+        let h = (a as u64 ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_usize(b as usize);
+        }
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type AddrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddrHash>>;
+
 struct Registry {
     /// Tracked `StorageImpl`s whose object is alive, by address.
-    storages: HashMap<usize, Figures>,
+    storages: AddrMap<Figures>,
     /// Tracked tensors, by address, each through a weak reference: the tensor's
     /// `release_resources` (strong count 0) removes it, so untracked tensors keep the
     /// release fast path and no `Drop` is added to TensorImpl.
-    tensors: HashMap<usize, WeakIntrusivePtr<TensorImpl>>,
+    tensors: AddrMap<WeakIntrusivePtr<TensorImpl>>,
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
@@ -80,8 +108,8 @@ pub fn set_tracking(on: bool) -> bool {
 fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     let mut r = registry();
     f(r.get_or_insert_with(|| Registry {
-        storages: HashMap::new(),
-        tensors: HashMap::new(),
+        storages: AddrMap::default(),
+        tensors: AddrMap::default(),
     }))
 }
 
@@ -252,12 +280,12 @@ fn span(t: &TensorImpl) -> (u64, u64) {
     (start, start + (last + 1) * isz)
 }
 
-/// Total length of the union of `ranges` (sorted in place).
-fn union_len(ranges: &mut [(u64, u64)]) -> u64 {
-    ranges.sort_unstable();
+/// Total length of the union of `ranges`, which come sorted (by start, then end).
+fn union_len(ranges: impl IntoIterator<Item = (u64, u64)>) -> u64 {
     let mut total = 0;
     let mut cur: Option<(u64, u64)> = None;
-    for &(a, b) in ranges.iter().filter(|r| r.1 > r.0) {
+    for (a, b) in ranges.into_iter().filter(|r| r.1 > r.0) {
+        debug_assert!(cur.is_none_or(|(s, _)| s <= a), "ranges not sorted");
         cur = match cur {
             Some((s, e)) if a <= e => Some((s, e.max(b))),
             Some((s, e)) => {
@@ -321,32 +349,76 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
             }
         }
     }
-    let mut index: HashMap<usize, usize> = HashMap::new();
+    // No allocation per storage: the spans' ranges go to one flat vector, grouped by
+    // storage (a counting sort by the storage's index: `start[i]..start[i + 1]` are storage
+    // i's), so only a storage with several tensors sorts its few ranges for the union.
+    let mut index: AddrMap<usize> = AddrMap::default();
     index.try_reserve(storages.len()).map_err(|_| oom())?;
     for (i, &(a, _)) in storages.iter().enumerate() {
         index.insert(a, i);
     }
-    let mut ranges: Vec<Vec<(u64, u64)>> = Vec::new();
-    ranges
-        .try_reserve_exact(storages.len())
+    let mut owner: Vec<usize> = Vec::new();
+    owner.try_reserve_exact(spans.len()).map_err(|_| oom())?;
+    // A span whose storage is not listed (being released) counts nowhere: usize::MAX.
+    owner.extend(
+        spans
+            .iter()
+            .map(|(a, _)| index.get(a).copied().unwrap_or(usize::MAX)),
+    );
+    drop(index);
+    let mut start: Vec<usize> = Vec::new();
+    start
+        .try_reserve_exact(storages.len() + 1)
         .map_err(|_| oom())?;
-    ranges.resize_with(storages.len(), Vec::new);
-    for &(a, sp) in &spans {
-        if let Some(&i) = index.get(&a) {
-            ranges[i].try_reserve(1).map_err(|_| oom())?;
-            ranges[i].push(sp);
-        }
+    start.resize(storages.len() + 1, 0);
+    for &o in owner.iter().filter(|&&o| o != usize::MAX) {
+        start[o + 1] += 1;
     }
+    for i in 0..storages.len() {
+        start[i + 1] += start[i];
+    }
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    ranges
+        .try_reserve_exact(start[storages.len()])
+        .map_err(|_| oom())?;
+    ranges.resize(start[storages.len()], (0, 0));
+    {
+        // next[i]: where storage i's next range goes (start[i] moved up as they land).
+        let next = &mut start[..];
+        for (&o, &(_, r)) in owner.iter().zip(&spans) {
+            if o != usize::MAX {
+                ranges[next[o]] = r;
+                next[o] += 1;
+            }
+        }
+        // Now next[i] = the old start[i + 1]: shift back so start[i] is storage i's first.
+        next.copy_within(0..storages.len(), 1);
+        next[0] = 0;
+    }
+    drop((owner, spans));
+    for (i, (_, info)) in storages.iter_mut().enumerate() {
+        let mine = &mut ranges[start[i]..start[i + 1]];
+        if mine.len() > 1 {
+            mine.sort_unstable();
+        }
+        info.tensors = mine.len() as u64;
+        info.reachable_bytes = union_len(mine.iter().copied());
+    }
+    // Biggest first, ties by data pointer (the order of anything still tied was never
+    // specified: it was the registry's hash order). The sort moves 24-byte keys that
+    // compare as one integer, not the 56-byte entries.
+    let mut keys: Vec<(u128, usize)> = Vec::new();
+    keys.try_reserve_exact(storages.len()).map_err(|_| oom())?;
+    keys.extend(storages.iter().enumerate().map(|(i, (_, info))| {
+        (
+            ((!info.nbytes as u128) << 64) | info.data as usize as u128,
+            i,
+        )
+    }));
+    keys.sort_unstable_by_key(|&(k, _)| k);
     let mut out: Vec<StorageInfo> = Vec::new();
     out.try_reserve_exact(storages.len()).map_err(|_| oom())?;
-    for ((_, info), r) in storages.iter().zip(ranges.iter_mut()) {
-        out.push(StorageInfo {
-            tensors: r.len() as u64,
-            reachable_bytes: union_len(r),
-            ..*info
-        });
-    }
-    out.sort_by(|a, b| b.nbytes.cmp(&a.nbytes).then(a.data.cmp(&b.data)));
+    out.extend(keys.iter().map(|&(_, i)| storages[i].1));
     Ok(out)
 }
 
@@ -416,12 +488,9 @@ mod tests {
 
     #[test]
     fn union_of_ranges() {
-        assert_eq!(union_len(&mut []), 0);
-        assert_eq!(union_len(&mut [(0, 0), (5, 5)]), 0);
-        assert_eq!(
-            union_len(&mut [(10, 20), (0, 4), (15, 30), (30, 31)]),
-            4 + 21
-        );
-        assert_eq!(union_len(&mut [(0, 100), (10, 20)]), 100);
+        assert_eq!(union_len([]), 0);
+        assert_eq!(union_len([(0, 0), (5, 5)]), 0);
+        assert_eq!(union_len([(0, 4), (10, 20), (15, 30), (30, 31)]), 4 + 21);
+        assert_eq!(union_len([(0, 100), (10, 20)]), 100);
     }
 }

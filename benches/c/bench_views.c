@@ -9,13 +9,16 @@
  * Every op is checked to succeed before timing, and the statuses of the timed calls are
  * OR-ed together and checked after, so an error path is never what gets measured.
  *
- * Usage: bench_views [iters_per_round [rounds]]   (defaults 20000, 101: many short rounds
- * give the best round a chance to fall in a quiet slice of a shared machine)
+ * Usage: bench_views [iters_per_round [rounds [tracked]]]   (defaults 20000, 101: many short
+ * rounds give the best round a chance to fall in a quiet slice of a shared machine).
+ * "tracked" turns memory tracking on after the bases are made and adds the rows of views
+ * of a tracked storage; only from_blob (a new storage per call) is then tracked too.
  * Build and run: benches/c/run.sh */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tensor.h"
@@ -23,6 +26,8 @@
 static tensor_t *base;     /* 8x16x32x32 float32, contiguous */
 static tensor_t *base1;    /* 8x1x32x32 float32 (for expand) */
 static storage_t *storage; /* base's storage (borrowed) */
+static tensor_t *base_nd[9]; /* base_nd[d]: 2x..x2 float32, d dims (5..8) */
+static tensor_t *tracked;   /* 8x16x32x32 float32 on a tracked storage (memory tracking) */
 static float blob[120];
 static int status_acc;     /* OR of every timed status */
 static void *volatile sink; /* keeps malloc/free from being elided */
@@ -65,24 +70,39 @@ BENCH_VIEW(b_select, tensor_select(base, 1, 5, &out))
 BENCH_VIEW(b_unsqueeze, tensor_unsqueeze(base, 2, &out))
 BENCH_VIEW(b_expand, tensor_expand(base1, sizes4, 4, &out))
 BENCH_VIEW(b_permute, tensor_permute(base, perm, 4, &out))
+/* transpose(0, 1) by rank: up to 5 dims the layout is inline, past 5 it is a heap block */
+BENCH_VIEW(b_transpose_5d, tensor_transpose(base_nd[5], 0, 1, &out))
+BENCH_VIEW(b_transpose_6d, tensor_transpose(base_nd[6], 0, 1, &out))
+BENCH_VIEW(b_transpose_7d, tensor_transpose(base_nd[7], 0, 1, &out))
+BENCH_VIEW(b_transpose_8d, tensor_transpose(base_nd[8], 0, 1, &out))
+/* the transpose and slice above, of a storage made while memory tracking was on */
+BENCH_VIEW(b_tracked_transpose, tensor_transpose(tracked, 1, 3, &out))
+BENCH_VIEW(b_tracked_slice, tensor_slice(tracked, 2, 4, 20, 2, &out))
 
 struct bench {
   const char *name;
   void (*run)(long n);
+  int tracked_only; /* run only with the "tracked" argument */
 };
 
 static const struct bench benches[] = {
-    {"malloc(160)+free", b_malloc_free},
-    {"retain+release", b_retain_release},
-    {"from_storage+release", b_from_storage},
-    {"from_blob+release", b_from_blob},
-    {"view(-1)+release", b_view},
-    {"transpose(1,3)+release", b_transpose},
-    {"slice(2,4,20,2)+release", b_slice},
-    {"select(1,5)+release", b_select},
-    {"unsqueeze(2)+release", b_unsqueeze},
-    {"expand(8,16,32,32)+release", b_expand},
-    {"permute(0,2,3,1)+release", b_permute},
+    {"malloc(160)+free", b_malloc_free, 0},
+    {"retain+release", b_retain_release, 0},
+    {"from_storage+release", b_from_storage, 0},
+    {"from_blob+release", b_from_blob, 0},
+    {"view(-1)+release", b_view, 0},
+    {"transpose(1,3)+release", b_transpose, 0},
+    {"slice(2,4,20,2)+release", b_slice, 0},
+    {"select(1,5)+release", b_select, 0},
+    {"unsqueeze(2)+release", b_unsqueeze, 0},
+    {"expand(8,16,32,32)+release", b_expand, 0},
+    {"permute(0,2,3,1)+release", b_permute, 0},
+    {"5d transpose(0,1)+release", b_transpose_5d, 0},
+    {"6d transpose(0,1)+release", b_transpose_6d, 0},
+    {"7d transpose(0,1)+release", b_transpose_7d, 0},
+    {"8d transpose(0,1)+release", b_transpose_8d, 0},
+    {"tracked transpose+release", b_tracked_transpose, 1},
+    {"tracked slice+release", b_tracked_slice, 1},
 };
 #define NBENCH ((int)(sizeof benches / sizeof benches[0]))
 #define MAX_ROUNDS 101
@@ -108,6 +128,7 @@ static void must(tensor_status_t s, const char *what) {
 int main(int argc, char **argv) {
   long iters = argc > 1 ? atol(argv[1]) : 20000;
   int rounds = argc > 2 ? atoi(argv[2]) : 101;
+  int track = argc > 3 && strcmp(argv[3], "tracked") == 0;
   if (iters < 1 || rounds < 1 || rounds > MAX_ROUNDS) {
     fprintf(stderr, "usage: %s [iters_per_round >= 1 [rounds in 1..%d]]\n", argv[0], MAX_ROUNDS);
     return 2;
@@ -116,9 +137,17 @@ int main(int argc, char **argv) {
   must(tensor_empty(sizes4, 4, TENSOR_FLOAT32, &base), "tensor_empty");
   must(tensor_empty(sizes1, 4, TENSOR_FLOAT32, &base1), "tensor_empty");
   storage = tensor_storage(base);
+  const int64_t twos[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+  for (int d = 5; d <= 8; d++) must(tensor_empty(twos, d, TENSOR_FLOAT32, &base_nd[d]), "tensor_empty");
+  /* Only storages made while tracking is on are tracked: every other base stays untracked. */
+  if (track) {
+    tensor_set_memory_tracking(1);
+    must(tensor_empty(sizes4, 4, TENSOR_FLOAT32, &tracked), "tensor_empty");
+  }
 
   /* Warm-up, which also proves every op succeeds. */
-  for (int b = 0; b < NBENCH; b++) benches[b].run(1000);
+  for (int b = 0; b < NBENCH; b++)
+    if (track || !benches[b].tracked_only) benches[b].run(1000);
   if (status_acc != 0) {
     fprintf(stderr, "a benchmarked call failed: %s\n", tensor_last_error());
     return 1;
@@ -127,6 +156,7 @@ int main(int argc, char **argv) {
   static double ns[NBENCH][MAX_ROUNDS];
   for (int r = 0; r < rounds; r++) {
     for (int b = 0; b < NBENCH; b++) {
+      if (!track && benches[b].tracked_only) continue;
       double t0 = now_ns();
       benches[b].run(iters);
       ns[b][r] = (now_ns() - t0) / (double)iters;
@@ -139,6 +169,7 @@ int main(int argc, char **argv) {
 
   double best[NBENCH], median[NBENCH];
   for (int b = 0; b < NBENCH; b++) {
+    if (!track && benches[b].tracked_only) continue;
     qsort(ns[b], (size_t)rounds, sizeof(double), cmp_double);
     best[b] = ns[b][0];
     median[b] = ns[b][rounds / 2];
@@ -148,9 +179,15 @@ int main(int argc, char **argv) {
   printf("| %-28s | %8s | %10s | %8s |\n", "op", "best ns", "median ns", "ratio");
   printf("|------------------------------|----------|------------|----------|\n");
   for (int b = 0; b < NBENCH; b++)
-    printf("| %-28s | %8.1f | %10.1f | %7.2fx |\n", benches[b].name, best[b], median[b],
+    if (track || !benches[b].tracked_only)
+      printf("| %-28s | %8.1f | %10.1f | %7.2fx |\n", benches[b].name, best[b], median[b],
            best[b] / best[0]);
 
+  if (track) {
+    tensor_release(tracked);
+    tensor_set_memory_tracking(0);
+  }
+  for (int d = 5; d <= 8; d++) tensor_release(base_nd[d]);
   tensor_release(base1);
   tensor_release(base);
   return 0;

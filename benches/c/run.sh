@@ -2,7 +2,8 @@
 # Builds libtensor.so (release) and the C benchmarks against it, then runs them.
 # The library is copied into target/bench-c/ with its SONAME link (libtensor.so.0), so the
 # programs run against exactly the build they were linked with.
-# Usage: benches/c/run.sh [views|copy|pipe|convert|yuv|small|contention|all|torch]   (default: all;
+# Usage: benches/c/run.sh [views|copy|pipe|convert|yuv|small|snapshot|contention|all|torch]
+#   (default: all;
 #   torch, not in all: the view ops against libtorch from the CI venv's torch wheel)
 #   bench_pipe (C++) adds the cv::dnn::blobFromImage rows when pkg-config finds opencv4.
 #   bench_yuv (FFmpeg's libswscale) takes optional [rounds]: BENCH_YUV_ARGS=31
@@ -62,6 +63,11 @@ fi
 if [ "$which" = small ] || [ "$which" = all ]; then
   build bench_small
   "$dir/bench_small"
+fi
+if [ "$which" = snapshot ] || [ "$which" = all ]; then
+  build bench_snapshot
+  # shellcheck disable=SC2086
+  "$dir/bench_snapshot" ${BENCH_SNAPSHOT_ARGS:-}
 fi
 if [ "$which" = torch ]; then
   # Not part of "all": needs torch from PyPI (the CI venv: see BENCHMARKS.md), whose wheel

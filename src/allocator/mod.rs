@@ -21,7 +21,7 @@ mod small;
 mod stats;
 mod system;
 
-pub(crate) use objects::{StorageBoxes, TensorBoxes};
+pub(crate) use objects::{DimsBoxes, StorageBoxes, TensorBoxes};
 pub(crate) use policy::cache_limit;
 pub use stats::MemoryStats;
 pub(crate) use stats::{memory_stats, stats_storage_born, stats_storage_died};

@@ -1,6 +1,7 @@
 //! Object boxes: the heap boxes of the two objects a tensor is made of, its TensorImpl and
-//! (for a new tensor) its StorageImpl, kept per thread for reuse, [`OBJ_PER_SLOT`] of each
-//! (about 5 KiB per thread). A view makes one such box and a small clone two; glibc's
+//! (for a new tensor) its StorageImpl, and the sizes-and-strides block of a 6- to 8-dim
+//! layout, kept per thread for reuse, [`OBJ_PER_SLOT`] of each (about 7 KiB per thread).
+//! A view makes one such box (and a dims block past 5 dims) and a small clone two; glibc's
 //! malloc + free of one costs about 140 instructions, which here become about 40 (a fifth
 //! of a view: benches/c/count.sh). They come from and go back to Rust's global allocator
 //! (`std::alloc`); they hold no tensor data, so the memory statistics (tensor data) do not
@@ -19,7 +20,7 @@ use std::alloc::Layout;
 
 /// Slots: one per boxed type (a slot keeps blocks of one layout only; another type's
 /// blocks would be freed instead of kept).
-const OBJ_SLOTS: usize = 2;
+const OBJ_SLOTS: usize = 3;
 const OBJ_PER_SLOT: usize = 16;
 
 /// The boxes of one type, kept in slot `SLOT` of each thread's cache.
@@ -28,6 +29,10 @@ pub struct PerThread<const SLOT: usize>;
 pub type TensorBoxes = PerThread<0>;
 /// The StorageImpl boxes' strategy.
 pub type StorageBoxes = PerThread<1>;
+/// The heap blocks of the sizes and strides of 6- to 8-dim layouts (`layout::Layout`:
+/// one block size for all three), which would otherwise cost a glibc `malloc`/`free` per
+/// view.
+pub type DimsBoxes = PerThread<2>;
 
 struct ObjectCache {
     len: [u8; OBJ_SLOTS],
