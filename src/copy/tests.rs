@@ -1065,7 +1065,7 @@ fn float4_is_bit_copies_only_and_narrow_floats_do_not_promote() {
         "fill_",
     );
     not_impl(
-        t.copy_affine_(&t, 0, 1, &|_| (1.0, 0.0)).unwrap_err(),
+        t.copy_affine_(&t, 0, 1, &|_| (1.0, 0.0), None).unwrap_err(),
         "copy_affine_",
     );
     assert!(Tensor::zeros(&[2], f4).is_ok());
