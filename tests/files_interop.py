@@ -344,11 +344,27 @@ def test_safetensors_to_us(L, d, rng):
             ok = np.array_equal(got, want.numpy())
         check(ok and L.tensor_dtype(t) == int(k[1:]), f"safetensors.torch {k}: values")
         L.tensor_release(t)
-    # float8: refused by name.
+    # float8: every kind torch saves loads with c10's dtype code and the same bytes; float4
+    # (F4 counts single 4-bit values, float4_e2m1fn_x2 pairs) is refused by name.
+    f8 = {"e5m2": (torch.float8_e5m2, 23), "e4m3fn": (torch.float8_e4m3fn, 24),
+          "e5m2fnuz": (torch.float8_e5m2fnuz, 25), "e4m3fnuz": (torch.float8_e4m3fnuz, 26),
+          "e8m0fnu": (torch.float8_e8m0fnu, 44)}
+    vals = torch.linspace(-3, 3, 12).reshape(3, 4)
+    saved = {k: (vals.abs() if k == "e8m0fnu" else vals).to(tdt) for k, (tdt, _) in f8.items()}
     p = os.path.join(d, "f8.safetensors")
-    torch_save_st({"w": torch.zeros(4).to(torch.float8_e4m3fn)}, p)
-    st, _ = load_st(L, p)
-    check(st == ERR_DTYPE and b"F8_E4M3" in L.tensor_last_error(), f"float8 refused by name ({st})")
+    torch_save_st(saved, p)
+    st, ts = load_st(L, p)
+    check(st == OK, f"float8 file: load ({L.tensor_last_error()})")
+    for k, t in ts.items():
+        want = saved[k].view(torch.uint8).numpy().tobytes()
+        got = C.string_at(L.tensor_data_ptr(t), L.tensor_numel(t))
+        check(L.tensor_dtype(t) == f8[k][1] and got == want, f"float8 {k}: dtype code and bytes")
+        L.tensor_release(t)
+    if hasattr(torch, "float4_e2m1fn_x2"):
+        p = os.path.join(d, "f4.safetensors")
+        torch_save_st({"w": torch.zeros(4, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)}, p)
+        st, _ = load_st(L, p)
+        check(st == ERR_DTYPE and b"F4" in L.tensor_last_error(), f"float4 refused by name ({st})")
     # Truncated file: IO.
     with open(os.path.join(d, "torch.safetensors"), "rb") as f:
         data = f.read()
