@@ -87,8 +87,36 @@ impl DType {
         DType::F4E2M1FnX2,
     ];
 
+    /// One past the largest dtype code.
+    const CODES: usize = 46;
+
+    /// The dtype of each code, and each dtype's item size and kind, indexed by code:
+    /// computed at compile time from [`ALL`](Self::ALL) and [`info`](Self::info) (the one
+    /// table), so that the hot paths (every handle's dtype check, every layout's byte
+    /// arithmetic) index an array instead of searching or matching.
+    const BY_CODE: [Option<DType>; DType::CODES] = {
+        let mut t = [None; DType::CODES];
+        let mut i = 0;
+        while i < DType::ALL.len() {
+            t[DType::ALL[i] as usize] = Some(DType::ALL[i]);
+            i += 1;
+        }
+        t
+    };
+    const ITEMSIZE: [u8; DType::CODES] = {
+        let mut t = [0; DType::CODES];
+        let mut i = 0;
+        while i < DType::ALL.len() {
+            t[DType::ALL[i] as usize] = DType::ALL[i].info().itemsize;
+            i += 1;
+        }
+        t
+    };
+
     pub fn from_code(code: i32) -> Option<DType> {
-        DType::ALL.iter().copied().find(|d| *d as i32 == code)
+        usize::try_from(code)
+            .ok()
+            .and_then(|c| DType::BY_CODE.get(c).copied().flatten())
     }
 
     /// The dtype table: every per-dtype property lives in this one match.
@@ -133,7 +161,7 @@ impl DType {
     }
 
     pub fn itemsize(self) -> usize {
-        self.info().itemsize as usize
+        DType::ITEMSIZE[self as usize] as usize
     }
 
     /// PyTorch's name without the `torch.` prefix.

@@ -74,7 +74,7 @@ thread_local! {
 
 /// Runs `f` on this thread's cache; `None` when it is in use further up this thread's stack
 /// or already torn down (thread exit), when callers fall back to the global allocator.
-#[inline]
+#[inline(always)]
 fn with_objects<R>(f: impl FnOnce(&mut ObjectCache) -> R) -> Option<R> {
     OBJECTS
         .try_with(|s| s.try_borrow_mut().ok().map(|mut s| f(&mut s)))
@@ -84,7 +84,7 @@ fn with_objects<R>(f: impl FnOnce(&mut ObjectCache) -> R) -> Option<R> {
 
 /// A cached object block of `slot` with `layout` (from `std::alloc::alloc(layout)`,
 /// uninitialised), if this thread has one.
-#[inline]
+#[inline(always)]
 fn take(slot: usize, layout: Layout) -> Option<*mut u8> {
     with_objects(|s| {
         // The layout test makes a slot shared by two types a miss, never a block of the
@@ -102,7 +102,7 @@ fn take(slot: usize, layout: Layout) -> Option<*mut u8> {
 ///
 /// # Safety
 /// `p` came from `std::alloc::alloc(layout)` and the caller gives it up.
-#[inline]
+#[inline(always)]
 unsafe fn put(slot: usize, p: *mut u8, layout: Layout) -> bool {
     if !thread_caching() {
         return false;
