@@ -5,7 +5,8 @@
 # find_package(tensor COMPONENTS aoti) and run (on MODEL.pt2 when given: the classifier
 # examples_c/aoti_model.py defines; without one, only its usage exit, which still loads
 # libtensor_aoti.so and libtensor.so from P); find_package(... COMPONENTS aoti) refused by an
-# install without it; `make uninstall` leaves nothing.
+# install without it; CMake from source with TENSOR_AOTI=ON + cmake --install installs the same
+# files; `make uninstall` leaves nothing.
 # Usage: cmake/test_consumer/aoti.sh [MODEL.pt2]   (needs libsleef-dev, cargo, cmake, pkg-config)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -61,6 +62,18 @@ cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_BUILD_R
   cmake --build "$work/cm/build" >>"$work/cm.log" 2>&1 || { cat "$work/cm.log"; fail "find_package(tensor COMPONENTS aoti)"; }
 run_example "$work/cm/build/aoti_run"
 
+# CMake from source with TENSOR_AOTI=ON: cmake --install installs the same, find_package again.
+cmake -S "$root" -B "$work/src" -DTENSOR_AOTI=ON -DTENSOR_BUILD_TESTS=OFF -DTENSOR_BUILD_EXAMPLES=OFF \
+  >"$work/src.log" 2>&1 && cmake --build "$work/src" -j 2 >>"$work/src.log" 2>&1 &&
+  cmake --install "$work/src" --prefix "$work/p2" >>"$work/src.log" 2>&1 ||
+  { cat "$work/src.log"; fail "cmake -DTENSOR_AOTI=ON build / install"; }
+diff <(cd "$p" && find . | sort) <(cd "$work/p2" && find . | sort) ||
+  fail "cmake --install (TENSOR_AOTI=ON) and make install WITH_AOTI=1 install different files"
+cmake -S "$work/cm" -B "$work/cm/build2" -DCMAKE_PREFIX_PATH="$work/p2" -DCMAKE_BUILD_RPATH="$work/p2/lib" \
+  >"$work/cm2.log" 2>&1 && cmake --build "$work/cm/build2" >>"$work/cm2.log" 2>&1 ||
+  { cat "$work/cm2.log"; fail "find_package(tensor COMPONENTS aoti) from cmake --install"; }
+lib=$work/p2/lib run_example "$work/cm/build2/aoti_run"
+
 # Without WITH_AOTI: no AOTI file, and the component is refused.
 make --no-print-directory install PREFIX="$work/plain" >/dev/null
 [ -z "$(find "$work/plain" -name '*aoti*')" ] || fail "make install without WITH_AOTI installed: $(find "$work/plain" -name '*aoti*')"
@@ -73,4 +86,4 @@ make --no-print-directory uninstall PREFIX="$p" >/dev/null
 left=$(find "$p" ! -type d)
 [ -z "$left" ] || fail "make uninstall left: $left"
 echo "aoti consumer test passed: make install WITH_AOTI=1, pkg-config tensor_aoti, find_package(tensor COMPONENTS aoti)," \
-     "${model:+run on $model, }uninstall"
+     "cmake -DTENSOR_AOTI=ON + cmake --install, ${model:+run on $model, }uninstall"
