@@ -15,6 +15,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 aver=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$root/aoti/Cargo.toml" | head -n 1)
 fail() { echo "FAILED: $*" >&2; exit 1; }
+# (the CMake build reuses cargo's builds there, as run.sh's do)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 cd "$root"
 make --no-print-directory aoti >/dev/null
 p=$work/prefix lib=$work/prefix/lib
