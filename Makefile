@@ -4,6 +4,11 @@
 #                                libtensor.so.MAJOR, libtensor.so, libtensor.a (only the public
 #                                tensor_*/storage_* symbols are global)
 #   make example                 build the library and run the flagship C example
+#   make aoti                    also build the AOTInductor runtime (crate aoti/) and stage
+#                                build/lib/libtensor_aoti.so.AOTI_VERSION (+ .debug, .so.0, .so);
+#                                it links Debian's libsleef (libsleef-dev; libsleef3 at run time)
+#   make install WITH_AOTI=1     also install it: libtensor_aoti.so*, tensor_aoti.h / .hpp,
+#                                pkgconfig/tensor_aoti.pc, cmake/tensor/tensorAotiTargets.cmake
 #   make test                    every test: Rust, C and C++ (cargo test)
 #   make header                  refresh the committed include/tensor.h from src/ffi/ (cbindgen)
 #   make check-header            fail while include/tensor.h is stale (CI)
@@ -24,19 +29,27 @@ DESTDIR    ?=
 LIBDIR     ?= lib
 INCLUDEDIR ?= include
 INSTALL_DEBUG ?= 1
+# Off by default: libtensor_aoti needs libsleef at build and run time and brings the gemm and
+# zip crates; libtensor itself needs neither.
+WITH_AOTI  ?= 0
 CARGO_TARGET_DIR ?= target
 # One source of truth for the version: Cargo.toml.
 VERSION := $(shell sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
+AOTI_VERSION := $(shell sed -n 's/^version *= *"\([^"]*\)".*/\1/p' aoti/Cargo.toml | head -n 1)
 
 RELEASE := $(CARGO_TARGET_DIR)/release
 STAGE   := build/lib
-.PHONY: all release header check-header example test install uninstall clean docs
+.PHONY: all release aoti header check-header example test install uninstall clean docs
 
 all: release
 
 release:
 	$(CARGO) build --release
 	sh cmake/stage.sh $(RELEASE)/libtensor.a $(STAGE) $(VERSION)
+
+aoti: release
+	$(CARGO) build --release -p tensor_aoti
+	sh cmake/stage.sh aoti $(RELEASE)/libtensor_aoti.so $(STAGE) $(AOTI_VERSION)
 
 # The header is committed; generating it needs cbindgen (the `header` feature), which a
 # plain build never compiles.
@@ -74,7 +87,7 @@ install:
 	  echo "make install: nothing is built in $(STAGE)/ (libtensor $(VERSION)):" >&2; \
 	  echo "  run 'make' first, as your user; 'make install' only copies what it built" >&2; \
 	  exit 1; fi
-	DESTDIR='$(DESTDIR)' INSTALL_DEBUG='$(INSTALL_DEBUG)' \
+	DESTDIR='$(DESTDIR)' INSTALL_DEBUG='$(INSTALL_DEBUG)' TENSOR_AOTI='$(WITH_AOTI)' \
 	    sh cmake/install.sh install $(STAGE) $(VERSION) '$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)'
 
 uninstall:

@@ -3,7 +3,7 @@
 # lints the crate, builds libtensor (its static archive is staged into the shipped,
 # versioned libtensor.so.0), compiles the test models once with the CI venv's torch and runs
 # the C host (under valgrind unless TENSOR_VALGRIND=0), the C++ wrapper test and the shim /
-# kernel tests against libtorch.
+# kernel tests against libtorch, then installs it (cmake/test_consumer/aoti.sh).
 #   bash .ci/aoti.sh            (from the repository root; .ci/run's aoti stage)
 set -Eeuo pipefail
 exec </dev/null
@@ -19,4 +19,7 @@ start=$(date +%s)
 run cargo clippy -p tensor_aoti --all-targets -- -D warnings
 run cargo build --lib -p tensor -p tensor_aoti
 run cargo test -p tensor_aoti -- --nocapture
+# Installed with `make install WITH_AOTI=1`, consumed with pkg-config and find_package, run on
+# the example model the tests just compiled.
+run bash cmake/test_consumer/aoti.sh "${CARGO_TARGET_DIR:-target}/debug/aoti-models/example.pt2"
 echo "aoti.sh: $(($(date +%s) - start)) s"

@@ -70,6 +70,32 @@ add_custom_command(
   USES_TERMINAL VERBATIM)
 add_custom_target(libtensor_cargo ALL DEPENDS "${TENSOR_SHARED_FILE}" "${TENSOR_STATIC_FILE}")
 
+# TENSOR_AOTI: the AOTInductor runtime (crate aoti/, needs libsleef-dev), staged beside
+# libtensor by `stage.sh aoti` as `make aoti` does; tensor::aoti in the build, installed too.
+if(TENSOR_AOTI)
+  file(STRINGS "${TENSOR_SOURCE_DIR}/aoti/Cargo.toml" _tensor_aoti_line
+       REGEX "^version *= *\"" LIMIT_COUNT 1)
+  string(REGEX REPLACE "^version *= *\"([^\"]+)\".*" "\\1" TENSOR_AOTI_VERSION "${_tensor_aoti_line}")
+  string(REGEX REPLACE "\\..*" "" _tensor_aoti_major "${TENSOR_AOTI_VERSION}")
+  set(TENSOR_AOTI_FILE "${TENSOR_STAGE_DIR}/libtensor_aoti.so.${TENSOR_AOTI_VERSION}")
+  file(GLOB_RECURSE _tensor_aoti_sources CONFIGURE_DEPENDS "${TENSOR_SOURCE_DIR}/aoti/src/*")
+  list(REMOVE_ITEM _tensor_cargo_args --lib)
+  add_custom_command(
+    OUTPUT "${TENSOR_AOTI_FILE}"
+    COMMAND ${CMAKE_COMMAND} -E env CARGO_TARGET_DIR=${TENSOR_CARGO_TARGET_DIR}
+            ${TENSOR_CARGO} ${_tensor_cargo_args} -p tensor_aoti --lib
+    COMMAND ${CMAKE_COMMAND} -E env ${_tensor_tools}
+            sh "${TENSOR_SOURCE_DIR}/cmake/stage.sh" aoti "${_tensor_artifacts}/libtensor_aoti.so"
+            "${TENSOR_STAGE_DIR}" ${TENSOR_AOTI_VERSION}
+    DEPENDS ${_tensor_aoti_sources} "${TENSOR_SOURCE_DIR}/aoti/Cargo.toml"
+            "${TENSOR_SOURCE_DIR}/aoti/build.rs" "${TENSOR_SOURCE_DIR}/aoti/tensor_aoti.map"
+            "${TENSOR_SOURCE_DIR}/Cargo.lock" "${TENSOR_SOURCE_DIR}/cmake/stage.sh" libtensor_cargo
+    WORKING_DIRECTORY "${TENSOR_SOURCE_DIR}"
+    COMMENT "cargo build -p tensor_aoti (libtensor_aoti ${TENSOR_AOTI_VERSION}); cmake/stage.sh aoti"
+    USES_TERMINAL VERBATIM)
+  add_custom_target(libtensor_aoti_cargo ALL DEPENDS "${TENSOR_AOTI_FILE}")
+endif()
+
 find_package(Threads REQUIRED)
 
 # The headers as installed (INCLUDEDIR/libtensor/), laid out in <build dir>/include/libtensor
@@ -115,3 +141,16 @@ set_target_properties(libtensor_static PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${_tensor_include_dirs}"
   INTERFACE_LINK_LIBRARIES "${_tensor_static_libs}")
 add_dependencies(libtensor_static libtensor_cargo)
+
+if(TENSOR_AOTI)
+  foreach(_header tensor_aoti.h tensor_aoti.hpp)
+    configure_file("${TENSOR_SOURCE_DIR}/include/${_header}"
+                   "${CMAKE_CURRENT_BINARY_DIR}/include/libtensor/${_header}" COPYONLY)
+  endforeach()
+  add_library(libtensor_aoti SHARED IMPORTED GLOBAL)
+  set_target_properties(libtensor_aoti PROPERTIES
+    IMPORTED_LOCATION "${TENSOR_AOTI_FILE}"
+    IMPORTED_SONAME "libtensor_aoti.so.${_tensor_aoti_major}"
+    INTERFACE_LINK_LIBRARIES libtensor_shared)
+  add_dependencies(libtensor_aoti libtensor_aoti_cargo)
+endif()

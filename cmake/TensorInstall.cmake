@@ -5,11 +5,18 @@
 # prefix known at install time (`cmake --install --prefix DIR`); DESTDIR is honoured. The files
 # it installed go to CMake's install manifest.
 include(GNUInstallDirs)
-install(CODE "set(_tensor_install_args [[${TENSOR_SOURCE_DIR}/cmake/install.sh]] install
+if(TENSOR_AOTI)
+  set(_tensor_install_aoti 1)
+else()
+  set(_tensor_install_aoti 0)
+endif()
+install(CODE "set(_tensor_install_aoti ${_tensor_install_aoti})
+set(_tensor_install_args [[${TENSOR_SOURCE_DIR}/cmake/install.sh]] install
   [[${TENSOR_STAGE_DIR}]] [[${TENSOR_VERSION}]])
 set(_tensor_install_dirs [[${CMAKE_INSTALL_LIBDIR}]] [[${CMAKE_INSTALL_INCLUDEDIR}]])")
 install(CODE [[
-execute_process(COMMAND sh ${_tensor_install_args} "${CMAKE_INSTALL_PREFIX}" ${_tensor_install_dirs}
+execute_process(COMMAND ${CMAKE_COMMAND} -E env TENSOR_AOTI=${_tensor_install_aoti}
+                        sh ${_tensor_install_args} "${CMAKE_INSTALL_PREFIX}" ${_tensor_install_dirs}
                 RESULT_VARIABLE _tensor_rc OUTPUT_VARIABLE _tensor_files)
 if(NOT _tensor_rc EQUAL 0)
   message(FATAL_ERROR "cmake/install.sh failed (${_tensor_rc})")

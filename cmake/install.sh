@@ -5,6 +5,11 @@
 #   LIBDIR/libtensor.so.VERSION.debug (unless INSTALL_DEBUG=0), LIBDIR/libtensor.a,
 #   INCLUDEDIR/libtensor/<each header of cmake/headers.txt>, LIBDIR/pkgconfig/tensor.pc,
 #   LIBDIR/cmake/tensor/tensorConfig.cmake, tensorConfigVersion.cmake
+# With TENSOR_AOTI=1 (environment; `make install WITH_AOTI=1`, CMake's TENSOR_AOTI) also the
+# AOTInductor runtime `make aoti` staged: LIBDIR/libtensor_aoti.so.AOTI_VERSION (+ .debug,
+# .so.MAJOR, .so, as libtensor's), INCLUDEDIR/libtensor/tensor_aoti.h, tensor_aoti.hpp,
+# LIBDIR/pkgconfig/tensor_aoti.pc, LIBDIR/cmake/tensor/tensorAotiTargets.cmake (tensor::aoti).
+# `uninstall` removes them whether or not they were installed.
 # It never builds: STAGE is the directory cmake/stage.sh filled.
 #
 #   sh cmake/install.sh install   STAGE VERSION PREFIX LIBDIR INCLUDEDIR
@@ -21,6 +26,9 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 headers=$(cat "$here/headers.txt")
+aoti_headers='tensor_aoti.h tensor_aoti.hpp'
+# libtensor_aoti's version: aoti/Cargo.toml's (its SONAME is libtensor_aoti.so.MAJOR).
+aoti_version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$root/aoti/Cargo.toml" | head -n 1)
 
 # The static library's native libraries (cmake/static-libs.txt) as CMake names them: its
 # targets for the thread and dl libraries first, then the others in name order; libc goes
@@ -72,10 +80,31 @@ configure() {
       -e "s|@CONFIG_STATIC_LIBS@|$(cmake_static_libs)|g" \
       "$here/tensorConfig.cmake.in" >"$out/tensorConfig.cmake"
   sed -e "s|@VERSION@|$version|g" "$here/tensorConfigVersion.cmake.in" >"$out/tensorConfigVersion.cmake"
+  sed -e "s|@PC_PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" -e "s|@AOTI_VERSION@|$aoti_version|g" \
+      -e "s|@PC_LIBDIR@|$(path_in prefix "$rel_lib")|g" \
+      -e "s|@PC_INCLUDEDIR@|$(path_in prefix "$rel_inc")|g" "$here/tensor_aoti.pc.in" >"$out/tensor_aoti.pc"
+  sed -e "s|@AOTI_VERSION@|$aoti_version|g" -e "s|@AOTI_SOMAJOR@|${aoti_version%%.*}|g" \
+      -e "s|@CONFIG_LIBDIR@|$(path_in _tensor_prefix "$rel_lib")|g" \
+      "$here/tensorAotiTargets.cmake.in" >"$out/tensorAotiTargets.cmake"
 }
 
 # put MODE SRC DEST: installs one file and prints its path.
 put() { install -m "$1" "$2" "$3"; echo "$3"; }
+
+# put_so STAGE NAME VERSION: NAME.so.VERSION (stripped by stage.sh), its .debug (unless
+# INSTALL_DEBUG=0), the NAME.so.MAJOR and NAME.so symlinks.
+put_so() {
+  so=$2.so.$3
+  put 755 "$1/$so" "$lib_dest/$so"
+  if [ "${INSTALL_DEBUG:-1}" = 1 ]; then put 644 "$1/$so.debug" "$lib_dest/$so.debug"; fi
+  ln -sf "$so" "$lib_dest/$2.so.${3%%.*}" && echo "$lib_dest/$2.so.${3%%.*}"
+  ln -sf "$2.so.${3%%.*}" "$lib_dest/$2.so" && echo "$lib_dest/$2.so"
+}
+
+# rm_so NAME VERSION: what put_so installed.
+rm_so() {
+  rm -f "$lib_dest/$1.so.$2" "$lib_dest/$1.so.$2.debug" "$lib_dest/$1.so.${2%%.*}" "$lib_dest/$1.so"
+}
 
 do_install() {
   stage=$1
@@ -84,11 +113,13 @@ do_install() {
     echo "install.sh: nothing is built in $stage/ (libtensor $version)" >&2
     exit 1
   fi
+  aoti=${TENSOR_AOTI:-0}
+  if [ "$aoti" = 1 ] && [ ! -f "$stage/libtensor_aoti.so.$aoti_version" ]; then
+    echo "install.sh: TENSOR_AOTI=1 but libtensor_aoti $aoti_version is not built in $stage/ (make aoti)" >&2
+    exit 1
+  fi
   install -d "$lib_dest/pkgconfig" "$lib_dest/cmake/tensor" "$inc_dest"
-  put 755 "$stage/$so" "$lib_dest/$so"
-  if [ "${INSTALL_DEBUG:-1}" = 1 ]; then put 644 "$stage/$so.debug" "$lib_dest/$so.debug"; fi
-  ln -sf "$so" "$lib_dest/libtensor.so.$major" && echo "$lib_dest/libtensor.so.$major"
-  ln -sf "libtensor.so.$major" "$lib_dest/libtensor.so" && echo "$lib_dest/libtensor.so"
+  put_so "$stage" libtensor "$version"
   put 644 "$stage/libtensor.a" "$lib_dest/libtensor.a"
   for h in $headers; do put 644 "$root/include/$h" "$inc_dest/$h"; done
   tmp=$(mktemp -d)
@@ -97,18 +128,25 @@ do_install() {
   put 644 "$tmp/tensor.pc" "$lib_dest/pkgconfig/tensor.pc"
   put 644 "$tmp/tensorConfig.cmake" "$lib_dest/cmake/tensor/tensorConfig.cmake"
   put 644 "$tmp/tensorConfigVersion.cmake" "$lib_dest/cmake/tensor/tensorConfigVersion.cmake"
+  if [ "$aoti" = 1 ]; then
+    put_so "$stage" libtensor_aoti "$aoti_version"
+    for h in $aoti_headers; do put 644 "$root/include/$h" "$inc_dest/$h"; done
+    put 644 "$tmp/tensor_aoti.pc" "$lib_dest/pkgconfig/tensor_aoti.pc"
+    put 644 "$tmp/tensorAotiTargets.cmake" "$lib_dest/cmake/tensor/tensorAotiTargets.cmake"
+  fi
 }
 
 do_uninstall() {
-  so=libtensor.so.$version
-  rm -f "$lib_dest/$so" "$lib_dest/$so.debug" "$lib_dest/libtensor.so.$major" "$lib_dest/libtensor.so" \
-    "$lib_dest/libtensor.a" "$lib_dest/pkgconfig/tensor.pc" "$lib_dest/cmake/tensor/tensorConfig.cmake" \
-    "$lib_dest/cmake/tensor/tensorConfigVersion.cmake"
-  for h in $headers; do rm -f "$inc_dest/$h"; done
+  rm_so libtensor "$version"
+  rm_so libtensor_aoti "$aoti_version"
+  rm -f "$lib_dest/libtensor.a" "$lib_dest/pkgconfig/tensor.pc" "$lib_dest/cmake/tensor/tensorConfig.cmake" \
+    "$lib_dest/cmake/tensor/tensorConfigVersion.cmake" "$lib_dest/pkgconfig/tensor_aoti.pc" \
+    "$lib_dest/cmake/tensor/tensorAotiTargets.cmake"
+  for h in $headers $aoti_headers; do rm -f "$inc_dest/$h"; done
   rmdir "$lib_dest/cmake/tensor" "$inc_dest" 2>/dev/null || true
 }
 
-usage() { sed -n '10,15p' "$0" >&2; exit 2; }
+usage() { sed -n '15,20p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 cmd=$1
 shift

@@ -12,6 +12,11 @@
 #
 # Usage: cmake/stage.sh CARGO_ARCHIVE OUT_DIR VERSION
 #   CARGO_ARCHIVE  target/<profile>/libtensor.a from cargo
+#        cmake/stage.sh aoti CARGO_CDYLIB OUT_DIR AOTI_VERSION
+#   the AOTInductor runtime (`make aoti`): target/<profile>/libtensor_aoti.so (cargo links it
+#   with the SONAME libtensor_aoti.so.MAJOR, aoti/build.rs) becomes
+#   libtensor_aoti.so.AOTI_VERSION (+ .debug, stripped the same way), libtensor_aoti.so.MAJOR,
+#   libtensor_aoti.so
 # Tools (override for cross builds): CC, LD, AR, OBJCOPY, READELF; TENSOR_NATIVE_LIBS (the
 # libraries the shared library links: by default `rustc --print native-static-libs`, which is
 # -lgcc_s and cmake/static-libs.txt).
@@ -32,6 +37,38 @@ READELF=${READELF:-readelf}
 # finds no libgcc_s.a, and the driver adds the unwinder itself (libgcc_s, or with -static
 # libgcc_eh).
 TENSOR_NATIVE_LIBS=${TENSOR_NATIVE_LIBS:--lgcc_s $(cat "$here/static-libs.txt")}
+
+# split_debug DIR LIB: LIB's debug info into DIR/LIB.debug; DIR/LIB keeps a .gnu_debuglink to it.
+split_debug() {
+  "$OBJCOPY" --only-keep-debug "$1/$2" "$1/$2.debug"
+  "$OBJCOPY" --strip-debug --strip-unneeded "$1/$2"
+  (cd "$1" && "$OBJCOPY" --add-gnu-debuglink="$2.debug" "$2")
+}
+
+# links OUT_DIR NAME VERSION: NAME.so.MAJOR -> NAME.so.VERSION, NAME.so -> NAME.so.MAJOR.
+links() {
+  ln -sf "$2.so.$3" "$1/$2.so.${3%%.*}"
+  ln -sf "$2.so.${3%%.*}" "$1/$2.so"
+}
+
+if [ "$1" = aoti ]; then
+  [ $# = 4 ] || { echo "usage: stage.sh aoti CARGO_CDYLIB OUT_DIR AOTI_VERSION" >&2; exit 2; }
+  cdylib=$2 out=$3 aver=$4
+  [ -f "$cdylib" ] || { echo "stage.sh: $cdylib does not exist (cargo build -p tensor_aoti)" >&2; exit 1; }
+  soname=$("$READELF" -dW "$cdylib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [ "$soname" = "libtensor_aoti.so.${aver%%.*}" ] ||
+    { echo "stage.sh: $cdylib has SONAME '$soname', not libtensor_aoti.so.${aver%%.*}" >&2; exit 1; }
+  mkdir -p "$out"
+  tmp="$out/.stage-aoti.$$"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  trap 'rm -rf "$tmp"' EXIT
+  cp "$cdylib" "$tmp/libtensor_aoti.so.$aver"
+  split_debug "$tmp" "libtensor_aoti.so.$aver"
+  mv -f "$tmp/libtensor_aoti.so.$aver" "$tmp/libtensor_aoti.so.$aver.debug" "$out/"
+  links "$out" libtensor_aoti "$aver"
+  echo "stage.sh: $out/libtensor_aoti.so.$aver (+ .debug, libtensor_aoti.so.${aver%%.*}, libtensor_aoti.so)"
+  exit 0
+fi
 
 [ -f "$archive" ] || { echo "stage.sh: $archive does not exist (build the library first)" >&2; exit 1; }
 mkdir -p "$out"
@@ -78,11 +115,8 @@ lib="libtensor.so.$version"
   -Wl,-z,relro -Wl,-z,now $TENSOR_NATIVE_LIBS
 
 # 3. Debug info into its own file; the library keeps a .gnu_debuglink to it.
-"$OBJCOPY" --only-keep-debug "$tmp/$lib" "$tmp/$lib.debug"
-"$OBJCOPY" --strip-debug --strip-unneeded "$tmp/$lib"
-(cd "$tmp" && "$OBJCOPY" --add-gnu-debuglink="$lib.debug" "$lib")
+split_debug "$tmp" "$lib"
 
 mv -f "$tmp/libtensor.a" "$tmp/$lib" "$tmp/$lib.debug" "$out/"
-ln -sf "$lib" "$out/libtensor.so.$major"
-ln -sf "libtensor.so.$major" "$out/libtensor.so"
+links "$out" libtensor "$version"
 echo "stage.sh: $out/libtensor.a, $out/$lib (+ .debug, libtensor.so.$major, libtensor.so)"
