@@ -105,8 +105,8 @@ static uint8_t rnd(int lo, int n) {
 
 /* A plane as a decoder allocates it (FFmpeg's av_frame_get_buffer: 64-byte aligned data
  * and line sizes). Not malloc: once the 1080p rows free their buffers, glibc's dynamic mmap
- * threshold serves the 4K planes from the heap at addresses 16 mod 64, and at such placements
- * the one-pass NV12 call measured 1.3-2.4x its time on aligned planes (see BENCHMARKS.md). */
+ * threshold serves the 4K planes from the heap at 16 mod 64, where the one-pass NV12 call
+ * measured up to 2.8x its time on aligned planes (see BENCHMARKS.md). */
 static uint8_t *plane_alloc(size_t n) {
   void *p = NULL;
   if (posix_memalign(&p, 64, (n + 63) / 64 * 64) != 0) {
