@@ -1410,8 +1410,8 @@ int64_t tensor_copy_threads(void);
  * optionally `TENSOR_YUV_BGR` (channels 0, 1, 2 get B, G, R). `n` is 3 (one `scale` and
  * `shift` per dst channel) or 1 (one for all).
  *
- * 10-bit video: the three planes may instead all be uint16 (strides in elements, as
- * `tensor_from_blob_bytes` takes bytes: a line size in bytes), each sample `s` then read
+ * 10-bit video: the three planes may instead all be uint16 (wrapped the same way:
+ * `tensor_from_blob_bytes` takes the decoder's line size in bytes), each sample `s` read
  * on the 8-bit scale as `Y = s / 4` (YUV420P10: the value in the low 10 bits) or, with
  * `TENSOR_YUV_MSB` in `color`, `Y = s / 256` (P010: in the high 10 bits), likewise U and
  * V, exactly in float32 (so 10-bit LIMITED range 64..940 maps to 16..235); the formula
