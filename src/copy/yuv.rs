@@ -674,7 +674,7 @@ mod tests {
                         if stream {
                             std::arch::x86_64::_mm_sfence();
                         }
-                        row(ybytes.as_ptr(), 1, rows(&mut want), 1, w, c, &k, &p);
+                        row::<f32, S8>(ybytes.as_ptr(), 1, rows(&mut want), 1, w, c, &k, &p, 1.0);
                     }
                     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                         assert!(
@@ -695,7 +695,7 @@ mod tests {
             LIMITED,
             4 | FULL,
             BT709 | LIMITED | FULL,
-            BT601 | FULL | 0x200,
+            BT601 | FULL | 0x400,
         ] {
             assert!(coef(bad).is_err(), "{bad:#x}");
         }
