@@ -1,6 +1,7 @@
 /* tensor_copy_yuv_affine_ against a float64 reference of the formula its header documents,
  * for every matrix x range x BGR flag x dst layout x output dtype x I420 / NV12, at odd and
- * even sizes, with padded line sizes (tensor_from_blob_bytes byte strides); and its error
+ * even sizes, with padded line sizes (tensor_from_blob_bytes byte strides), for uint8 planes
+ * and for 10-bit uint16 planes (low bits: YUV420P10; TENSOR_YUV_MSB: P010); and its error
  * cases, snapshot-on-overlap and version rules. */
 // c_api-libs: -lm
 #include <math.h>
@@ -17,7 +18,7 @@ static const tensor_device_t CPU = {1, 0};
 static double clampd(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 /* rgb[3] in 0..255 of one pixel. */
-static void ref_rgb(int color, int Y, int U, int V, double rgb[3]) {
+static void ref_rgb(int color, double Y, double U, double V, double rgb[3]) {
   double kr, kb;
   switch (color & 0xf) {
     case TENSOR_YUV_BT601: kr = 0.299, kb = 0.114; break;
@@ -61,9 +62,35 @@ static uint8_t rnd8(void) {
   return (uint8_t)(rng >> 16);
 }
 
-/* A w x h uint8 plane with `pad` extra bytes per row (cols elements `colstride` bytes
- * apart), filled at random; *buf owns the bytes (freed by the caller). */
+/* The planes under test: 0 uint8; uint16 with 10-bit samples, 1 in the low bits
+ * (YUV420P10), 2 in the high bits (P010, TENSOR_YUV_MSB). */
+static int wide = 0;
+/* Sample e of a plane's buffer on the 8-bit scale, as the header defines it. */
+static double sample(const void *buf, int64_t e) {
+  if (wide == 0) return ((const uint8_t *)buf)[e];
+  uint16_t s;
+  memcpy(&s, (const char *)buf + 2 * e, 2);
+  return wide == 1 ? s / 4.0 : s / 256.0;
+}
+
+/* A w x h plane with `pad` extra elements per row, filled at random; *buf owns the bytes
+ * (freed by the caller). */
 static tensor_t *plane(int64_t rows, int64_t cols, int64_t inner, int64_t pad, uint8_t **buf) {
+  if (wide) {
+    int64_t line = cols * inner + pad;
+    size_t items = (size_t)(rows * line) + 1;
+    uint16_t *b = malloc(2 * items);
+    for (size_t i = 0; i < items; i++) {
+      uint16_t x = (uint16_t)((rnd8() << 2 | (rnd8() & 3)) & 0x3ff);
+      if (rows > 2 && (int64_t)i < cols * inner && i % 3 != 2) x = i % 3 == 0 ? 0 : 1023;
+      b[i] = wide == 1 ? x : (uint16_t)(x << 6);
+    }
+    *buf = (uint8_t *)b;
+    int64_t sizes[3] = {rows, cols, inner}, bs[3] = {2 * line, 2 * inner, 2};
+    tensor_t *t = NULL;
+    CHECK_OK(tensor_from_blob_bytes(b, sizes, bs, inner > 1 ? 3 : 2, TENSOR_UINT16, CPU, NULL, NULL, &t));
+    return t;
+  }
   int64_t line = cols * inner + pad;
   size_t bytes = (size_t)(rows * line) + 1;
   *buf = malloc(bytes);
@@ -148,13 +175,13 @@ static void check_one(int64_t h, int64_t w, int nv12, int color, int layout, ten
   int64_t bad = 0;
   for (int64_t i = 0; i < h; i++)
     for (int64_t j = 0; j < w; j++) {
-      int Y = yb[i * ys[0] + j * ys[1]], U, V;
+      double Y = sample(yb, i * ys[0] + j * ys[1]), U, V;
       if (nv12) {
-        U = ub[(i / 2) * us[0] + (j / 2) * us[1]];
-        V = ub[(i / 2) * us[0] + (j / 2) * us[1] + us[2]];
+        U = sample(ub, (i / 2) * us[0] + (j / 2) * us[1]);
+        V = sample(ub, (i / 2) * us[0] + (j / 2) * us[1] + us[2]);
       } else {
-        U = ub[(i / 2) * us[0] + (j / 2) * us[1]];
-        V = vb[(i / 2) * vs[0] + (j / 2) * vs[1]];
+        U = sample(ub, (i / 2) * us[0] + (j / 2) * us[1]);
+        V = sample(vb, (i / 2) * vs[0] + (j / 2) * vs[1]);
       }
       double rgb[3];
       ref_rgb(color, Y, U, V, rgb);
@@ -223,6 +250,63 @@ static void test_reference(void) {
                           (l + d) % 2 ? 1 : 3);
   printf("test_yuv: %lld combinations; max error: float32 %.3g (relative), float16/bfloat16 %.3g, uint8 %g\n",
          (long long)combos, worst_f32, worst_half, worst_u8);
+}
+
+/* 10-bit uint16 planes, low bits (YUV420P10) and high bits (P010, TENSOR_YUV_MSB): the
+ * same reference with the samples read as s / 4 and s / 256. */
+static void test_reference_10bit(void) {
+  const int matrices[3] = {TENSOR_YUV_BT601, TENSOR_YUV_BT709, TENSOR_YUV_BT2020};
+  const int ranges[2] = {TENSOR_YUV_LIMITED, TENSOR_YUV_FULL};
+  const tensor_dtype_t dts[4] = {TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_BFLOAT16, TENSOR_UINT8};
+  const int64_t sizes[][2] = {{1, 1}, {5, 7}, {6, 37}};
+  const int layouts[3] = {CHW, HWC, CHW_PADDED};
+  int64_t before = combos;
+  worst_f32 = worst_half = worst_u8 = 0;
+  for (wide = 1; wide <= 2; wide++)
+    for (int s = 0; s < 3; s++)
+      for (int m = 0; m < 3; m++)
+        for (int r = 0; r < 2; r++)
+          for (int l = 0; l < 3; l++)
+            for (int d = 0; d < 4; d++)
+              for (int f = 0; f < 2; f++)
+                check_one(sizes[s][0], sizes[s][1], f,
+                          matrices[m] | ranges[r] | (wide == 2 ? TENSOR_YUV_MSB : 0) | ((s + l) % 2 ? TENSOR_YUV_BGR : 0),
+                          layouts[l], dts[d], (l + d) % 2 ? 1 : 3);
+  wide = 0;
+  printf("test_yuv 10-bit: %lld combinations; max error: float32 %.3g (relative), float16/bfloat16 %.3g, uint8 %g\n",
+         (long long)(combos - before), worst_f32, worst_half, worst_u8);
+}
+
+/* The 16-bit plane rules: MSB with uint8 planes, mixed plane dtypes, other integer types. */
+static void test_errors_10bit(void) {
+  uint16_t y16[4] = {64, 940, 512, 100}, c16[1] = {512};
+  uint8_t y8[4] = {16, 235, 128, 50}, c8[1] = {128};
+  int32_t y32[4] = {0, 0, 0, 0};
+  int64_t ys[2] = {2, 2}, cs[2] = {1, 1}, ds[3] = {3, 2, 2};
+  tensor_t *Y16 = NULL, *C16 = NULL, *Y8 = NULL, *C8 = NULL, *Y32 = NULL, *dst = NULL;
+  CHECK_OK(tensor_from_blob(y16, ys, NULL, 2, TENSOR_UINT16, CPU, NULL, NULL, &Y16));
+  CHECK_OK(tensor_from_blob(c16, cs, NULL, 2, TENSOR_UINT16, CPU, NULL, NULL, &C16));
+  CHECK_OK(tensor_from_blob(y8, ys, NULL, 2, TENSOR_UINT8, CPU, NULL, NULL, &Y8));
+  CHECK_OK(tensor_from_blob(c8, cs, NULL, 2, TENSOR_UINT8, CPU, NULL, NULL, &C8));
+  CHECK_OK(tensor_from_blob(y32, ys, NULL, 2, TENSOR_INT32, CPU, NULL, NULL, &Y32));
+  CHECK_OK(tensor_empty(ds, 3, TENSOR_FLOAT32, &dst));
+  const double one = 1, zero = 0;
+  const int c = TENSOR_YUV_BT709 | TENSOR_YUV_LIMITED;
+  CHECK(tensor_copy_yuv_affine_(dst, Y8, C8, C8, c | TENSOR_YUV_MSB, 0, &one, &zero, 1) == TENSOR_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(tensor_last_error(), "TENSOR_YUV_MSB") != NULL);
+  CHECK(tensor_copy_yuv_affine_(dst, Y16, C8, C8, c, 0, &one, &zero, 1) == TENSOR_ERR_DTYPE);
+  CHECK(tensor_copy_yuv_affine_(dst, Y8, C16, C8, c, 0, &one, &zero, 1) == TENSOR_ERR_DTYPE);
+  CHECK(tensor_copy_yuv_affine_(dst, Y32, C8, C8, c, 0, &one, &zero, 1) == TENSOR_ERR_DTYPE);
+  /* 10-bit limited range: 64 is black, 940 white (chroma neutral at 512) */
+  CHECK_OK(tensor_copy_yuv_affine_(dst, Y16, C16, C16, c, 0, &one, &zero, 1));
+  const float *o = tensor_data_ptr(dst);
+  CHECK(o[0] == 0.0f && fabsf(o[1] - 255.0f) < 1e-3f && o[4] == 0.0f && fabsf(o[5] - 255.0f) < 1e-3f);
+  tensor_release(dst);
+  tensor_release(Y32);
+  tensor_release(C8);
+  tensor_release(Y8);
+  tensor_release(C16);
+  tensor_release(Y16);
 }
 
 /* Luma read with a column stride of 2 bytes (every other byte): the generic loop. */
@@ -394,6 +478,8 @@ static void test_errors(void) {
 
 int main(void) {
   test_reference();
+  test_reference_10bit();
+  test_errors_10bit();
   test_strided_luma();
   test_overlap_snapshot();
   test_errors();

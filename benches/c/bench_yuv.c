@@ -103,13 +103,28 @@ static uint8_t rnd(int lo, int n) {
   return (uint8_t)(lo + (rng >> 24) % n);
 }
 
+/* A plane as a decoder allocates it (FFmpeg's av_frame_get_buffer: 64-byte aligned data
+ * and line sizes). Not malloc: once the 1080p rows free their buffers, glibc's dynamic mmap
+ * threshold serves the 4K planes from the heap at 16 mod 64, where the one-pass NV12 call
+ * measured up to 2.8x its time on aligned planes (see BENCHMARKS.md). */
+static uint8_t *plane_alloc(size_t n) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, (n + 63) / 64 * 64) != 0) {
+    fprintf(stderr, "posix_memalign(%zu) failed\n", n);
+    exit(1);
+  }
+  return p;
+}
+
 static void frame_rows(int w, int h, int nv12, int rounds) {
   const tensor_device_t cpu = {1, 0};
   const int ly = (w + 63) / 64 * 64, hc = (h + 1) / 2, wc = (w + 1) / 2;
   const int lc = nv12 ? ly : (wc + 63) / 64 * 64;
-  uint8_t *yb = malloc((size_t)ly * h), *ub = malloc((size_t)lc * hc), *vb = malloc((size_t)lc * hc);
+  uint8_t *yb = plane_alloc((size_t)ly * h), *ub = plane_alloc((size_t)lc * hc);
+  uint8_t *vb = nv12 ? NULL : plane_alloc((size_t)lc * hc); /* NV12: U and V interleaved in ub */
   for (size_t i = 0; i < (size_t)ly * h; i++) yb[i] = rnd(16, 220);
-  for (size_t i = 0; i < (size_t)lc * hc; i++) ub[i] = rnd(16, 225), vb[i] = rnd(16, 225);
+  for (size_t i = 0; i < (size_t)lc * hc; i++) ub[i] = rnd(16, 225);
+  for (size_t i = 0; vb && i < (size_t)lc * hc; i++) vb[i] = rnd(16, 225);
   tensor_t *y = NULL, *u = NULL, *v = NULL;
   int64_t ys[2] = {h, w}, ybs[2] = {ly, 1};
   TRY(tensor_from_blob_bytes(yb, ys, ybs, 2, TENSOR_UINT8, cpu, NULL, NULL, &y));

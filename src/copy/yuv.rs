@@ -1,4 +1,5 @@
-//! `copy_yuv_affine_`: 8-bit YUV 4:2:0 planes (I420 or NV12, any strides) to a normalized
+//! `copy_yuv_affine_`: 8-bit (or 10-bit in uint16: `Sample`) YUV 4:2:0 planes (I420 or NV12 /
+//! P010, any strides) to a normalized
 //! RGB tensor in one pass: colour conversion, chroma upsampling, `rgb · scale + shift` and
 //! the output conversion, each output element written once.
 //!
@@ -36,6 +37,34 @@ pub(crate) const BT2020: i32 = 3;
 pub(crate) const LIMITED: i32 = 0x10;
 pub(crate) const FULL: i32 = 0x20;
 pub(crate) const BGR: i32 = 0x100;
+pub(crate) const MSB: i32 = 0x200;
+
+/// A plane sample type: the sample as a value on the 8-bit scale (`m`: the uint16 planes'
+/// factor, 1/4 for 10 bits in the low bits, 1/256 for 10 bits in the high bits).
+trait Sample {
+    const U8: bool;
+    /// # Safety
+    /// One sample readable at `p`.
+    unsafe fn load(p: *const u8, m: f32) -> f32;
+}
+struct S8;
+impl Sample for S8 {
+    const U8: bool = true;
+    #[inline(always)]
+    unsafe fn load(p: *const u8, _m: f32) -> f32 {
+        // SAFETY: our contract.
+        unsafe { *p as f32 }
+    }
+}
+struct S16;
+impl Sample for S16 {
+    const U8: bool = false;
+    #[inline(always)]
+    unsafe fn load(p: *const u8, m: f32) -> f32 {
+        // SAFETY: our contract (two bytes, any alignment).
+        unsafe { (p as *const u16).read_unaligned() as f32 * m }
+    }
+}
 
 /// The float32 coefficients of one matrix and range (see the module doc).
 #[derive(Clone, Copy, Debug)]
@@ -58,10 +87,10 @@ pub(crate) fn coef(color: i32) -> Result<(Coef, bool)> {
     };
     let range = color & 0xf0;
     ensure!(
-        !kr.is_nan() && (range == LIMITED || range == FULL) && color & !(0x1ff) == 0,
+        !kr.is_nan() && (range == LIMITED || range == FULL) && color & !(0x3ff) == 0,
         InvalidArgument,
         "unknown color {color:#x}: expected one of TENSOR_YUV_BT601 / BT709 / BT2020, OR'd with \
-         TENSOR_YUV_LIMITED or TENSOR_YUV_FULL, and optionally TENSOR_YUV_BGR"
+         TENSOR_YUV_LIMITED or TENSOR_YUV_FULL, and optionally TENSOR_YUV_BGR and TENSOR_YUV_MSB"
     );
     let (y0, ky, kc) = if range == LIMITED {
         (16.0, 255.0 / 219.0, 255.0 / 224.0)
@@ -121,7 +150,7 @@ fn clamp255(x: f32) -> f32 {
     }
 }
 
-/// One call's layout, in bytes for the planes (uint8) and in elements for `dst`.
+/// One call's layout, in bytes for the planes and in elements for `dst`.
 struct Job {
     h: usize,
     w: usize,
@@ -143,6 +172,8 @@ struct Job {
     k: Coef,
     /// The output is far bigger than the caches: the AVX2 float32 rows use streaming stores.
     stream: bool,
+    /// uint16 planes: a sample's factor to the 8-bit scale.
+    m: f32,
 }
 
 /// Converts `job` into `d` (typed as `D`), with `scratch` holding `6 · ceil(W / 2)` floats.
@@ -151,15 +182,15 @@ struct Job {
 /// Every offset `job` describes (rows `i < h`, columns `j < w` of the planes at their
 /// chroma positions, and of the three channels of `dst`) lies inside validated layouts
 /// over live memory, `dst`'s writable; `dst` does not overlap the planes.
-unsafe fn run<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
+unsafe fn run<D: YuvOut, S: Sample>(job: &Job, d: *mut D, scratch: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::cpu::avx2() {
         // SAFETY: CPU checked; the rest is our own contract.
-        unsafe { run_avx2(job, d, scratch) };
+        unsafe { run_avx2::<D, S>(job, d, scratch) };
         return;
     }
     // SAFETY: our contract; no SIMD row (the CPU was not checked).
-    unsafe { walk::<D, false>(job, d, scratch) }
+    unsafe { walk::<D, S, false>(job, d, scratch) }
 }
 
 /// [`walk`] compiled for AVX2.
@@ -168,10 +199,10 @@ unsafe fn run<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
 /// As [`run`]; the CPU supports AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn run_avx2<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
+unsafe fn run_avx2<D: YuvOut, S: Sample>(job: &Job, d: *mut D, scratch: &mut [f32]) {
     // SAFETY: our contract; AVX2 is enabled here (the caller checked the CPU).
     unsafe {
-        walk::<D, true>(job, d, scratch);
+        walk::<D, S, true>(job, d, scratch);
         if job.stream {
             // The streaming stores of simd::row_f32 are ordered before the call returns.
             std::arch::x86_64::_mm_sfence();
@@ -180,12 +211,12 @@ unsafe fn run_avx2<D: YuvOut>(job: &Job, d: *mut D, scratch: &mut [f32]) {
 }
 
 /// The walk: per chroma row the chroma terms, per output row one [`row`] loop (or, with
-/// `SIMD`, for float32 rows with contiguous luma and output, [`simd::row_f32`]).
+/// `SIMD`, for float32 rows with contiguous uint8 luma and output, [`simd::row_f32`]).
 ///
 /// # Safety
 /// As [`run`]; with `SIMD`, the CPU supports AVX2.
 #[inline(always)]
-unsafe fn walk<D: YuvOut, const SIMD: bool>(job: &Job, d: *mut D, scratch: &mut [f32]) {
+unsafe fn walk<D: YuvOut, S: Sample, const SIMD: bool>(job: &Job, d: *mut D, scratch: &mut [f32]) {
     let wc = job.w.div_ceil(2);
     let (cr, rest) = scratch.split_at_mut(2 * wc);
     let (cg, cb) = rest.split_at_mut(2 * wc);
@@ -202,15 +233,15 @@ unsafe fn walk<D: YuvOut, const SIMD: bool>(job: &Job, d: *mut D, scratch: &mut 
                 #[allow(unused_mut)]
                 let mut first = 0;
                 #[cfg(target_arch = "x86_64")]
-                if SIMD {
+                if SIMD && S::U8 {
                     let nv12 = uc == 2 && vc == 2 && v == u.wrapping_add(1);
                     if (uc == 1 && vc == 1) || nv12 {
                         first = simd::chroma_row(nv12, u, v, wc, &k, (cr, cg, cb));
                     }
                 }
                 for c in first..wc {
-                    let uu = *u.offset(c as isize * uc) as f32 - 128.0;
-                    let vv = *v.offset(c as isize * vc) as f32 - 128.0;
+                    let uu = S::load(u.offset(c as isize * uc), job.m) - 128.0;
+                    let vv = S::load(v.offset(c as isize * vc), job.m) - 128.0;
                     let (r, g, b) = (k.rv * vv, k.gu * uu + k.gv * vv, k.bu * uu);
                     cr[2 * c] = r;
                     cr[2 * c + 1] = r;
@@ -231,31 +262,32 @@ unsafe fn walk<D: YuvOut, const SIMD: bool>(job: &Job, d: *mut D, scratch: &mut 
                 o.offset(job.out[1]),
                 o.offset(job.out[2]),
             ];
-            let (w, p) = (job.w, &job.param);
+            let (w, p, m) = (job.w, &job.param, job.m);
             // Constant strides for the common layouts, so each gets its own vector loop.
             match (job.y_col, job.d_col) {
                 #[cfg(target_arch = "x86_64")]
-                (1, 1) if SIMD && super::kernels::is::<D, f32>() => {
+                (1, 1) if SIMD && S::U8 && super::kernels::is::<D, f32>() => {
                     let out = out.map(|o| o as *mut f32);
                     simd::row_f32(job.stream, y, out, w, (cr, cg, cb), &k, p)
                 }
-                (1, 1) => row(y, 1, out, 1, w, (cr, cg, cb), &k, p),
-                (1, 3) => row(y, 1, out, 3, w, (cr, cg, cb), &k, p),
-                (yc, dc) => row(y, yc, out, dc, w, (cr, cg, cb), &k, p),
+                (1, 1) => row::<D, S>(y, 1, out, 1, w, (cr, cg, cb), &k, p, m),
+                (1, 3) => row::<D, S>(y, 1, out, 3, w, (cr, cg, cb), &k, p, m),
+                (yc, dc) => row::<D, S>(y, yc, out, dc, w, (cr, cg, cb), &k, p, m),
             }
         }
     }
 }
 
-/// One output row: `w` pixels, luma `ys` bytes apart from `y`, output `os` elements apart
-/// from each of `out` (R, G, B), chroma terms `c` (one per column).
+/// One output row: `w` pixels, luma samples `ys` bytes apart from `y` (read as `S`, factor
+/// `m`), output `os` elements apart from each of `out` (R, G, B), chroma terms `c` (one
+/// per column).
 ///
 /// # Safety
 /// The `w` luma bytes and `3·w` output items are inside their layouts (dst writable, not
 /// overlapping the luma); each of `c` holds at least `w` values.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn row<D: YuvOut>(
+unsafe fn row<D: YuvOut, S: Sample>(
     y: *const u8,
     ys: isize,
     out: [*mut D; 3],
@@ -264,13 +296,14 @@ unsafe fn row<D: YuvOut>(
     c: (&[f32], &[f32], &[f32]),
     k: &Coef,
     p: &[(f32, f32); 3],
+    m: f32,
 ) {
     let (cr, cg, cb) = (&c.0[..w], &c.1[..w], &c.2[..w]);
     for j in 0..w {
         let jj = j as isize;
         // SAFETY: item j < w of the luma row and of the three output rows.
         unsafe {
-            let yv = (*y.offset(jj * ys) as f32 - k.y0) * k.ky;
+            let yv = (S::load(y.offset(jj * ys), m) - k.y0) * k.ky;
             let r = clamp255(yv + cr[j]);
             let g = clamp255(yv + cg[j]);
             let b = clamp255(yv + cb[j]);
@@ -476,17 +509,30 @@ pub(crate) fn copy_yuv_affine_(
         "dst must be float32, float16, bfloat16 or uint8, got {}",
         dt.name()
     );
+    // uint8 planes, or uint16 planes of 10-bit samples (low bits; TENSOR_YUV_MSB: high).
+    let wide = y.dtype() == DType::U16;
     let planes = [("y", Some(y)), ("u", Some(u)), ("v", v)];
     for (name, t) in planes {
         if let Some(t) = t {
             ensure!(
-                t.dtype() == DType::U8,
+                t.dtype() == y.dtype() && matches!(t.dtype(), DType::U8 | DType::U16),
                 DType,
-                "plane {name} must be uint8, got {}",
+                "plane {name} must be uint8 or uint16, as y ({}), got {}",
+                y.dtype().name(),
                 t.dtype().name()
             );
         }
     }
+    ensure!(
+        wide || color & MSB == 0,
+        InvalidArgument,
+        "color {color:#x} has TENSOR_YUV_MSB, which is for uint16 planes; the planes are uint8"
+    );
+    let m = match (wide, color & MSB != 0) {
+        (false, _) => 1.0,
+        (true, false) => 0.25,
+        (true, true) => 1.0 / 256.0,
+    };
     // dst: [3, H, W], [H, W, 3] (any position of the channel dim) or with a leading 1.
     let nd = dst.ndim();
     let sizes = dst.sizes();
@@ -527,10 +573,13 @@ pub(crate) fn copy_yuv_affine_(
     let d = dst.data_for_write(false)?;
     // The snapshots of planes that share memory with dst, alive until the end.
     let (mut k0, mut k1, mut k2) = (None, None, None);
-    let (yp, ys) = plane(dst, y, &mut k0)?;
-    let (up, us) = plane(dst, u, &mut k1)?;
+    // Byte strides (the layouts were validated, so each byte offset fits an isize).
+    let isz = y.itemsize() as i64;
+    let bytes = |(p, s): (*const u8, [i64; 3])| (p, s.map(|x| x * isz));
+    let (yp, ys) = bytes(plane(dst, y, &mut k0)?);
+    let (up, us) = bytes(plane(dst, u, &mut k1)?);
     let (vp, vs) = match v {
-        Some(v) => plane(dst, v, &mut k2)?,
+        Some(v) => bytes(plane(dst, v, &mut k2)?),
         None => (up.wrapping_offset(us[2] as isize), us),
     };
     if dst.numel() > 0 {
@@ -567,6 +616,7 @@ pub(crate) fn copy_yuv_affine_(
             param: ch.map(pc),
             k,
             stream: dst.numel() as usize * dst.itemsize() >= super::kernels::STREAM_BYTES,
+            m,
         };
         // SAFETY: the layouts were validated (data_for_write / data_for_read: device,
         // bounds, writable, no internal overlap of dst); the planes' sizes were checked
@@ -574,11 +624,15 @@ pub(crate) fn copy_yuv_affine_(
         // after U, inside its last dim of 2), and a plane sharing memory with dst is read
         // from a snapshot; the scratch holds 6·wc floats.
         unsafe {
-            match dt {
-                DType::F32 => run(&job, d as *mut f32, &mut scratch),
-                DType::F16 => run(&job, d as *mut f16, &mut scratch),
-                DType::BF16 => run(&job, d as *mut bf16, &mut scratch),
-                _ => run(&job, d, &mut scratch),
+            match (dt, wide) {
+                (DType::F32, false) => run::<f32, S8>(&job, d as *mut f32, &mut scratch),
+                (DType::F16, false) => run::<f16, S8>(&job, d as *mut f16, &mut scratch),
+                (DType::BF16, false) => run::<bf16, S8>(&job, d as *mut bf16, &mut scratch),
+                (_, false) => run::<u8, S8>(&job, d, &mut scratch),
+                (DType::F32, true) => run::<f32, S16>(&job, d as *mut f32, &mut scratch),
+                (DType::F16, true) => run::<f16, S16>(&job, d as *mut f16, &mut scratch),
+                (DType::BF16, true) => run::<bf16, S16>(&job, d as *mut bf16, &mut scratch),
+                (_, true) => run::<u8, S16>(&job, d, &mut scratch),
             }
         }
     }
@@ -620,7 +674,7 @@ mod tests {
                         if stream {
                             std::arch::x86_64::_mm_sfence();
                         }
-                        row(ybytes.as_ptr(), 1, rows(&mut want), 1, w, c, &k, &p);
+                        row::<f32, S8>(ybytes.as_ptr(), 1, rows(&mut want), 1, w, c, &k, &p, 1.0);
                     }
                     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                         assert!(
@@ -641,7 +695,7 @@ mod tests {
             LIMITED,
             4 | FULL,
             BT709 | LIMITED | FULL,
-            BT601 | FULL | 0x200,
+            BT601 | FULL | 0x400,
         ] {
             assert!(coef(bad).is_err(), "{bad:#x}");
         }

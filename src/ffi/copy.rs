@@ -394,6 +394,10 @@ pub const TENSOR_YUV_LIMITED: i32 = 0x10;
 pub const TENSOR_YUV_FULL: i32 = 0x20;
 /// `color` flag: write B, G, R to channels 0, 1, 2 instead of R, G, B.
 pub const TENSOR_YUV_BGR: i32 = 0x100;
+/// `color` flag for uint16 planes: the 10-bit samples are in the high bits (P010, P016's
+/// layout: sample = value << 6); without it uint16 planes hold them in the low bits
+/// (YUV420P10). Uint8 planes with it: INVALID_ARGUMENT.
+pub const TENSOR_YUV_MSB: i32 = 0x200;
 
 // The core's codes are these (cbindgen needs the literals here).
 const _: () = {
@@ -401,6 +405,7 @@ const _: () = {
     assert!(TENSOR_YUV_BT601 == yuv::BT601 && TENSOR_YUV_BT709 == yuv::BT709);
     assert!(TENSOR_YUV_BT2020 == yuv::BT2020 && TENSOR_YUV_BGR == yuv::BGR);
     assert!(TENSOR_YUV_LIMITED == yuv::LIMITED && TENSOR_YUV_FULL == yuv::FULL);
+    assert!(TENSOR_YUV_MSB == yuv::MSB);
 };
 
 /// One-pass YUV 4:2:0 -> normalized RGB: colour conversion, chroma upsampling and
@@ -416,6 +421,13 @@ const _: () = {
 /// `TENSOR_YUV_BT2020`) OR'd with a range (`TENSOR_YUV_LIMITED` or `TENSOR_YUV_FULL`) and
 /// optionally `TENSOR_YUV_BGR` (channels 0, 1, 2 get B, G, R). `n` is 3 (one `scale` and
 /// `shift` per dst channel) or 1 (one for all).
+///
+/// 10-bit video: the three planes may instead all be uint16 (wrapped the same way:
+/// `tensor_from_blob_bytes` takes the decoder's line size in bytes), each sample `s` read
+/// on the 8-bit scale as `Y = s / 4` (YUV420P10: the value in the low 10 bits) or, with
+/// `TENSOR_YUV_MSB` in `color`, `Y = s / 256` (P010: in the high 10 bits), likewise U and
+/// V, exactly in float32 (so 10-bit LIMITED range 64..940 maps to 16..235); the formula
+/// below is unchanged. NV12's 10-bit form is P010 (`u` interleaved, `v` NULL).
 ///
 /// Chroma siting: nearest neighbour; pixel (i, j) uses chroma sample (i / 2, j / 2)
 /// (integer division), so each 2x2 block of pixels shares one chroma sample (an odd last
@@ -437,8 +449,9 @@ const _: () = {
 /// snapshotted, `dst` must be writable and without a stride-0 dim of size > 1, and its
 /// version is bumped once. Single-threaded.
 /// Errors: NULL_POINTER (dst, y, u, scale or shift), INVALID_ARGUMENT (an unknown
-/// `color`, n neither 1 nor 3), INDEX (channel_dim out of range), DTYPE (a plane not
-/// uint8, dst not float32 / float16 / bfloat16 / uint8), SHAPE (dst not one of the layouts
+/// `color`, TENSOR_YUV_MSB with uint8 planes, n neither 1 nor 3), INDEX (channel_dim out of
+/// range), DTYPE (a plane neither uint8 nor uint16, or not of y's dtype, dst not float32 /
+/// float16 / bfloat16 / uint8), SHAPE (dst not one of the layouts
 /// above, planes whose sizes do not match dst's H and W), DEVICE, OUT_OF_BOUNDS,
 /// READ_ONLY, OVERLAP, OUT_OF_MEMORY.
 #[no_mangle]
