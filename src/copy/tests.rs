@@ -974,10 +974,15 @@ proptest! {
     fn prop_equal_detects_one_changed_element(l in layout(), d in dtype(), pick in 0usize..1000) {
         let t = materialise(d, &l);
         let c = t.deep_clone(MemoryFormat::Contiguous).unwrap();
-        prop_assert!(t.equal(&c).unwrap());
-        prop_assert!(c.equal(&t).unwrap());
         let all = indices(t.sizes());
-        if !all.is_empty() {
+        // base()'s values overflow the narrow float8 types past their range, to NaN for the
+        // fnuz ones; a NaN element equals nothing, not even its own copy (as in PyTorch).
+        let nan = all
+            .iter()
+            .any(|i| matches!(t.get(i).unwrap(), Scalar::Float(f) if f.is_nan()));
+        prop_assert_eq!(t.equal(&c).unwrap(), !nan);
+        prop_assert_eq!(c.equal(&t).unwrap(), !nan);
+        if !all.is_empty() && !nan {
             let idx = &all[pick % all.len()];
             // Overwrite one element; whether that changed it depends on the dtype (a bool
             // that was already true stays true), and equal must say exactly that.
