@@ -88,7 +88,16 @@ impl DType {
     ];
 
     /// One past the largest dtype code.
-    const CODES: usize = 46;
+    const CODES: usize = {
+        let (mut max, mut i) = (0, 0);
+        while i < DType::ALL.len() {
+            if DType::ALL[i] as usize > max {
+                max = DType::ALL[i] as usize;
+            }
+            i += 1;
+        }
+        max + 1
+    };
 
     /// The dtype of each code, and each dtype's item size and kind, indexed by code:
     /// computed at compile time from [`ALL`](Self::ALL) and [`info`](Self::info) (the one
