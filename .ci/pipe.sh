@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CI's pipeline stage: installs OpenCV and FFmpeg's libavutil and libswscale when pkg-config
-# cannot find them (Debian packages), then checks that the OpenCV snippet of docs/guide.md
+# CI's pipeline stage: installs OpenCV and FFmpeg's libavutil, libswscale and libavcodec when
+# pkg-config cannot find them (Debian packages), then checks that the OpenCV snippet of docs/guide.md
 # compiles (-fsyntax-only, -Werror; it reads an image file, so it is not run). The programs
 # that need those libraries (c_tests/test_opencv*.cpp, test_yuv_swscale.c, the OpenCV and
 # FFmpeg examples) run in .ci/run's readme and valgrind stages (TENSOR_C_REQUIRE_PKGS=1 there:
@@ -15,8 +15,9 @@ libs=()
 pkg-config --exists opencv4 2>/dev/null || libs+=(libopencv-dev)
 pkg-config --exists libavutil 2>/dev/null || libs+=(libavutil-dev)
 pkg-config --exists libswscale 2>/dev/null || libs+=(libswscale-dev)
+pkg-config --exists libavcodec 2>/dev/null || libs+=(libavcodec-dev)
 if [ ${#libs[@]} -gt 0 ]; then apt_install "${libs[@]}"; fi
-echo "opencv4 $(pkg-config --modversion opencv4), libavutil $(pkg-config --modversion libavutil), libswscale $(pkg-config --modversion libswscale)"
+echo "opencv4 $(pkg-config --modversion opencv4), libavutil $(pkg-config --modversion libavutil), libswscale $(pkg-config --modversion libswscale), libavcodec $(pkg-config --modversion libavcodec)"
 
 if [ "${PIPE_RUN_PROGRAMS:-0}" = 1 ]; then
   export TENSOR_VALGRIND=1 TENSOR_C_REQUIRE_PKGS=1
