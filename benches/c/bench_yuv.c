@@ -8,7 +8,12 @@
  * row gives the best of ROUNDS of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID: time
  * slices lost to other processes on a loaded machine do not count), and its time over
  * the one-pass call's (or, for the channel map, over the unmapped call's) in the same run.
- * Usage: bench_yuv [rounds]   Build and run: benches/c/run.sh yuv */
+ * The two write-floor rows only write the output's bytes (memset; a non-temporal-store
+ * fill): no conversion into that output can take less, so (sws_scale + normalize) / floor
+ * bounds the ratio any one-pass call can reach against sws_scale + normalize.
+ * Usage: bench_yuv [rounds [cold|warm [rows]]] (cold, the default: caches evicted before
+ * each contender, see evict_caches; rows: which frames, in that order, default abcdm, see
+ * main)   Build and run: benches/c/run.sh yuv   (BENCH_YUV_ARGS="15 warm c") */
 #define _POSIX_C_SOURCE 200809L
 #include <libavutil/pixfmt.h>
 #include <libswscale/swscale.h>
@@ -17,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "tensor.h"
 
@@ -97,6 +105,61 @@ static void hand_nv12(int w, int h, const uint8_t *y, int ly, const uint8_t *uv,
   hand_rows(w, h, y, ly, uv, uv + 1, lc, 2, out, sc, sh);
 }
 
+/* The write floor: the cheapest way found to only write `n` bytes (a multiple of 64, at a
+ * 64-byte aligned address) with non-temporal stores, the widest this build's flags allow;
+ * the other floor row is memset. No conversion can write its output faster. */
+#if defined(__AVX512F__)
+#define NT_NAME "non-temporal fill (AVX-512) of output"
+static void nt_fill(void *p, size_t n, float x) {
+  const __m512 v = _mm512_set1_ps(x);
+  for (char *q = p, *e = q + n; q < e; q += 64) _mm512_stream_ps((float *)q, v);
+  _mm_sfence();
+}
+#elif defined(__AVX2__)
+#define NT_NAME "non-temporal fill (AVX2) of output"
+static void nt_fill(void *p, size_t n, float x) {
+  const __m256 v = _mm256_set1_ps(x);
+  for (char *q = p, *e = q + n; q < e; q += 64) {
+    _mm256_stream_ps((float *)q, v);
+    _mm256_stream_ps((float *)(q + 32), v);
+  }
+  _mm_sfence();
+}
+#elif defined(__SSE2__)
+#define NT_NAME "non-temporal fill (SSE2) of output"
+static void nt_fill(void *p, size_t n, float x) {
+  const __m128 v = _mm_set1_ps(x);
+  for (char *q = p, *e = q + n; q < e; q += 16) _mm_stream_ps((float *)q, v);
+  _mm_sfence();
+}
+#else
+#define NT_NAME "plain fill of the output (no SIMD)"
+static void nt_fill(void *p, size_t n, float x) {
+  float *q = p;
+  for (size_t i = 0; i < n / sizeof(float); i++) q[i] = x;
+}
+#endif
+
+/* cold (the default): before each timed contender, the caches are filled with other data by
+ * reading a buffer of twice the last-level cache (32 MiB here; clean lines, so evicting
+ * them later costs nothing), so no contender finds the output, the planes or the packed
+ * RGB buffer left in the cache by the previous one. warm: no eviction (the earlier method:
+ * what each contender finds depends on what ran before it). */
+static int cold = 1;
+static volatile uint64_t evict_sink;
+static void evict_caches(void) {
+  static uint64_t *buf = NULL;
+  const size_t n = (size_t)64 << 20;
+  if (!buf) {
+    buf = malloc(n);
+    if (!buf) exit(1);
+    memset(buf, 1, n);
+  }
+  uint64_t s = 0;
+  for (size_t i = 0; i < n / 8; i += 8) s += buf[i]; /* one load per 64-byte line */
+  evict_sink = s;
+}
+
 static uint32_t rng = 1;
 static uint8_t rnd(int lo, int n) {
   rng = rng * 1664525u + 1013904223u;
@@ -161,23 +224,40 @@ static void frame_rows(int w, int h, int nv12, int rounds) {
   uint8_t *dp[4] = {tensor_data_ptr(rgb), NULL, NULL, NULL};
   int dl[4] = {3 * w, 0, 0, 0};
   const int color = TENSOR_YUV_BT709 | TENSOR_YUV_LIMITED;
-  double *t[4];
-  for (int k = 0; k < 4; k++) t[k] = malloc(sizeof(double) * (size_t)rounds);
+  enum { K = 6 };
+  double *t[K];
+  for (int k = 0; k < K; k++) t[k] = malloc(sizeof(double) * (size_t)rounds);
+  void *od = tensor_data_ptr(out); /* tensor_empty: 64-byte aligned, obytes a multiple of 64 */
   for (int r = -1; r < rounds; r++) { /* round -1: warm-up */
-    double t0 = now_ms();
-    TRY(tensor_copy_yuv_affine_(out, y, u, v, color, 0, sc, sh, 3));
-    double t1 = now_ms();
-    sws_scale(sws, src, sl, 0, h, dp, dl);
-    TRY(tensor_copy_affine_(out, chw, 0, sc, sh, 3));
-    double t2 = now_ms();
-    if (nv12)
-      hand_nv12(w, h, yb, ly, ub, lc, hand, scf, shf);
-    else
-      hand_i420(w, h, yb, ly, ub, vb, lc, hand, scf, shf);
-    double t3 = now_ms();
-    memcpy(mc, tensor_data_ptr(out), obytes);
-    double t4 = now_ms();
-    if (r >= 0) t[0][r] = t1 - t0, t[1][r] = t2 - t1, t[2][r] = t3 - t2, t[3][r] = t4 - t3;
+    for (int k = 0; k < K; k++) {
+      if (cold) evict_caches();
+      double t0 = now_ms();
+      switch (k) {
+        case 0:
+          TRY(tensor_copy_yuv_affine_(out, y, u, v, color, 0, sc, sh, 3));
+          break;
+        case 1:
+          sws_scale(sws, src, sl, 0, h, dp, dl);
+          TRY(tensor_copy_affine_(out, chw, 0, sc, sh, 3));
+          break;
+        case 2:
+          if (nv12)
+            hand_nv12(w, h, yb, ly, ub, lc, hand, scf, shf);
+          else
+            hand_i420(w, h, yb, ly, ub, vb, lc, hand, scf, shf);
+          break;
+        case 3:
+          memcpy(mc, od, obytes);
+          break;
+        case 4:
+          memset(od, r & 0x7f, obytes);
+          break;
+        default:
+          nt_fill(od, obytes, (float)r);
+      }
+      double t1 = now_ms();
+      if (r >= 0) t[k][r] = t1 - t0;
+    }
   }
   /* the hand loop computes what the one-pass call computes (up to float contraction) */
   TRY(tensor_copy_yuv_affine_(out, y, u, v, color, 0, sc, sh, 3));
@@ -188,14 +268,23 @@ static void frame_rows(int w, int h, int nv12, int rounds) {
     if (d < 0) d = -d;
     if (d > worst) worst = d;
   }
-  const char *names[4] = {"one pass: tensor_copy_yuv_affine_", "sws_scale RGB24 + tensor_copy_affine_",
-                          "hand C loop -O3 -march=native", "memcpy of the output bytes"};
-  double m[4];
-  for (int k = 0; k < 4; k++) m[k] = best(t[k], rounds);
-  for (int k = 0; k < 4; k++)
-    printf("| %dx%d %-7s | %-38s | %8.2f | %6.2fx |\n", w, h, nv12 ? "NV12" : "YUV420P", names[k], m[k], m[k] / m[0]);
-  printf("(%dx%d %s: one pass vs hand loop max |difference| %.2g)\n", w, h, nv12 ? "NV12" : "YUV420P", worst);
-  for (int k = 0; k < 4; k++) free(t[k]);
+  const char *names[K] = {"one pass: tensor_copy_yuv_affine_", "sws_scale RGB24 + tensor_copy_affine_",
+                          "hand C loop -O3 -march=native",     "memcpy of the output bytes",
+                          "write floor: memset of the output",  "write floor: " NT_NAME};
+  double m[K];
+  for (int k = 0; k < K; k++) m[k] = best(t[k], rounds);
+  const char *fmt = nv12 ? "NV12" : "YUV420P";
+  for (int k = 0; k < K; k++)
+    printf("| %dx%d %-7s | %-38s | %8.2f | %6.2fx |\n", w, h, fmt, names[k], m[k], m[k] / m[0]);
+  /* sws_scale + copy_affine_ = t_sws + t_normalize, and t_normalize writes these same output
+   * bytes: no one-pass call (which must write them too) can beat it by more than
+   * (sws + normalize) / floor. */
+  const double floor_ms = m[4] < m[5] ? m[4] : m[5];
+  printf("(%dx%d %s: write floor %.2f ms (%s); sws_scale + normalize / floor = %.2fx, the best ratio any one "
+         "pass could reach (the target needs 2.00x); one pass / floor = %.2fx; one pass vs hand loop max "
+         "|difference| %.2g)\n",
+         w, h, fmt, floor_ms, m[4] < m[5] ? "memset" : "non-temporal fill", m[1] / floor_ms, m[0] / floor_ms, worst);
+  for (int k = 0; k < K; k++) free(t[k]);
   sws_freeContext(sws);
   free(mc);
   free(hand);
@@ -243,14 +332,23 @@ static void channel_map_rows(int w, int h, int rounds) {
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 15;
   if (rounds < 1) rounds = 1;
-  printf("best of %d rounds, thread CPU ms; ratio = time / the one-pass call's (channel map: / the unmapped call's)\n", rounds);
+  if (argc > 2 && strcmp(argv[2], "warm") == 0) cold = 0;
+  else if (argc > 2 && strcmp(argv[2], "cold") != 0) {
+    fprintf(stderr, "usage: bench_yuv [rounds [cold|warm [rows]]]\n");
+    return 2;
+  }
+  printf("best of %d rounds, thread CPU ms, %s; ratio = time / the one-pass call's (channel map: / the unmapped call's)\n",
+         rounds, cold ? "cold caches before each contender" : "warm (no eviction between contenders)");
   printf("| %-17s | %-38s | %8s | %7s |\n", "frame", "contender", "ms", "ratio");
   printf("|-------------------|----------------------------------------|---------:|--------:|\n");
-  frame_rows(1920, 1080, 0, rounds);
-  frame_rows(1920, 1080, 1, rounds);
-  frame_rows(3840, 2160, 0, rounds);
-  frame_rows(3840, 2160, 1, rounds);
-  channel_map_rows(1920, 1080, rounds);
-  channel_map_rows(3840, 2160, rounds);
+  /* rows: a = 1080p YUV420P, b = 1080p NV12, c = 4K YUV420P, d = 4K NV12, m = the channel map */
+  const char *rows = argc > 3 ? argv[3] : "abcdm";
+  for (const char *c = rows; *c; c++) {
+    if (*c >= 'a' && *c <= 'd') frame_rows(*c < 'c' ? 1920 : 3840, *c < 'c' ? 1080 : 2160, (*c - 'a') & 1, rounds);
+    if (*c == 'm') {
+      channel_map_rows(1920, 1080, rounds);
+      channel_map_rows(3840, 2160, rounds);
+    }
+  }
   return 0;
 }

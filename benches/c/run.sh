@@ -6,7 +6,7 @@
 #   (default: all;
 #   torch, not in all: the view ops against libtorch from the CI venv's torch wheel)
 #   bench_pipe (C++) adds the cv::dnn::blobFromImage rows when pkg-config finds opencv4.
-#   bench_yuv (FFmpeg's libswscale) takes optional [rounds]: BENCH_YUV_ARGS=31
+#   bench_yuv (FFmpeg's libswscale) takes optional [rounds [cold|warm [rows]]]: BENCH_YUV_ARGS="31 warm c"
 #   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
