@@ -512,6 +512,13 @@ impl<T: Intrusive> WeakIntrusivePtr<T> {
         self.rc_box().strong_count() == 0
     }
 
+    /// Is this a weak reference to the object at `value`? (An address comparison: nothing
+    /// is read.)
+    #[inline]
+    pub fn refers_to(&self, value: *const T) -> bool {
+        self.ptr.as_ptr() as usize + std::mem::offset_of!(RcBox<T>, value) == value as usize
+    }
+
     /// The object, without upgrading: a weak reference keeps the value undropped (`Drop`
     /// runs at weak count 0), but not its resources, which `release_resources` may be
     /// releasing on another thread at this moment. Unlike `lock`, nothing is retained, so

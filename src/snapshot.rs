@@ -26,7 +26,7 @@
 use crate::error::{Error, Result, Status};
 use crate::refcount::{box_of, counts_of, WeakIntrusivePtr};
 use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
-use crate::tensor_impl::{Tensor, TensorImpl, TensorObserver};
+use crate::tensor_impl::{ObserverSlot, Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
@@ -75,10 +75,82 @@ type AddrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddrHash>>;
 struct Registry {
     /// Tracked `StorageImpl`s whose object is alive, by address.
     storages: AddrMap<Figures>,
-    /// Tracked tensors, by address, each through a weak reference: the tensor's
-    /// `release_resources` (strong count 0) removes it, so untracked tensors keep the
-    /// release fast path and no `Drop` is added to TensorImpl.
-    tensors: AddrMap<WeakIntrusivePtr<TensorImpl>>,
+    /// Tracked tensors, each through a weak reference: the tensor's `release_resources`
+    /// (strong count 0) removes it, so untracked tensors keep the release fast path and no
+    /// `Drop` is added to TensorImpl.
+    tensors: TensorSlots,
+}
+
+/// The tracked tensors in numbered slots: a tensor's slot number is kept in the tensor
+/// ([`crate::tensor_impl::ObserverSlot`]), so registering and removing one is an index, not
+/// a hash-table insert and removal (which were two thirds of the registry's cost per
+/// view). Freed slots are reused last-freed first.
+#[derive(Default)]
+struct TensorSlots {
+    slots: Vec<Option<WeakIntrusivePtr<TensorImpl>>>,
+    /// Free slot numbers. Its capacity is kept at least `slots.len()`, so `remove` never
+    /// allocates.
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl TensorSlots {
+    /// Files `weak` (a reference to `t`) and records its slot in `t`; out of memory (or
+    /// 2^32 - 1 slots) hands `weak` back.
+    fn insert(
+        &mut self,
+        t: &TensorImpl,
+        weak: WeakIntrusivePtr<TensorImpl>,
+    ) -> Option<WeakIntrusivePtr<TensorImpl>> {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                let n = self.slots.len();
+                let Ok(i) = u32::try_from(n) else {
+                    return Some(weak);
+                };
+                if i == ObserverSlot::NONE
+                    || self.slots.try_reserve(1).is_err()
+                    || self.free.try_reserve(n + 1 - self.free.len()).is_err()
+                {
+                    return Some(weak);
+                }
+                self.slots.push(None);
+                i
+            }
+        };
+        self.slots[i as usize] = Some(weak);
+        self.live += 1;
+        t.observer_slot().set(i);
+        None
+    }
+
+    /// Removes `t`'s entry, if this table holds one. (A tensor filed in an earlier table,
+    /// one that `set_tracking(false)` discarded, may name a slot that now holds another
+    /// tensor: the address check leaves that one alone.)
+    fn remove(&mut self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
+        let i = t.observer_slot().get();
+        let slot = self.slots.get_mut(i as usize)?;
+        if !slot.as_ref().is_some_and(|w| w.refers_to(t)) {
+            return None;
+        }
+        let weak = slot.take();
+        self.free.push(i); // within capacity (see `free`)
+        self.live -= 1;
+        weak
+    }
+
+    fn len(&self) -> usize {
+        self.live
+    }
+
+    fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    fn values(&self) -> impl Iterator<Item = &WeakIntrusivePtr<TensorImpl>> {
+        self.slots.iter().flatten()
+    }
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
@@ -109,7 +181,7 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     let mut r = registry();
     f(r.get_or_insert_with(|| Registry {
         storages: AddrMap::default(),
-        tensors: AddrMap::default(),
+        tensors: TensorSlots::default(),
     }))
 }
 
@@ -182,13 +254,7 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
     let weak = t.0.downgrade();
-    let rejected = with_registry(|r| {
-        if r.tensors.try_reserve(1).is_ok() {
-            r.tensors.insert(&*t as *const TensorImpl as usize, weak)
-        } else {
-            Some(weak)
-        }
-    });
+    let rejected = with_registry(|r| r.tensors.insert(&t, weak));
     drop(rejected);
     Ok(t)
 }
@@ -199,7 +265,7 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
 pub(crate) fn unregister_tensor(t: &TensorImpl) {
     // The weak reference is dropped unlocked; never the last weak unit (the caller's
     // strong-0 path holds one).
-    remove_entry(|r| r.tensors.remove(&(t as *const TensorImpl as usize)))
+    remove_entry(|r| r.tensors.remove(t))
 }
 
 /// The registry is what watches storages and the tensors on them (the foundation declares
@@ -425,6 +491,35 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The slot table: slots are reused last-freed first; a tensor removes only its own
+    /// entry, including when its slot number came from another (discarded) table.
+    #[test]
+    fn tensor_slots_reuse_and_stale_numbers() {
+        use crate::dtype::DType;
+        let a = Tensor::empty(&[1], DType::F32).unwrap();
+        let b = Tensor::empty(&[2], DType::F32).unwrap();
+        let c = Tensor::empty(&[3], DType::F32).unwrap();
+        let mut old = TensorSlots::default();
+        assert!(old.insert(&a, a.0.downgrade()).is_none());
+        assert_eq!(a.observer_slot().get(), 0);
+        // A fresh table (tracking turned off and on again) gives slot 0 to b.
+        let mut t = TensorSlots::default();
+        assert!(t.insert(&b, b.0.downgrade()).is_none());
+        assert!(t.insert(&c, c.0.downgrade()).is_none());
+        assert_eq!((b.observer_slot().get(), c.observer_slot().get()), (0, 1));
+        assert!(t.remove(&a).is_none(), "a's slot 0 is b's in this table");
+        assert_eq!(t.len(), 2);
+        assert!(t.values().any(|w| w.refers_to(&*b)));
+        // Removing b frees slot 0, which the next insert takes.
+        assert!(t.remove(&b).is_some_and(|w| w.refers_to(&*b)));
+        assert!(t.remove(&b).is_none(), "removed once");
+        assert!(t.insert(&a, a.0.downgrade()).is_none());
+        assert_eq!(a.observer_slot().get(), 0);
+        assert_eq!(t.len(), 2);
+        assert!(t.remove(&a).is_some() && t.remove(&c).is_some() && t.is_empty());
+        assert!(old.remove(&a).is_some() && old.is_empty());
+    }
 
     /// Views made and dropped on several threads while snapshots are taken: no crash, no
     /// leak of registrations, and the figures of a storage nobody else touches are exact.

@@ -20,7 +20,7 @@ use crate::refcount::{Intrusive, IntrusivePtr};
 use crate::shape::{self, fmt_dims, Dims};
 use crate::storage::{Blob, Observer, Storage, StorageImpl, StorageKind};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The version counter shared by a tensor and all its views (bumped by in-place writes).
 pub struct VersionCounter(AtomicU64);
@@ -100,6 +100,26 @@ pub struct TensorImpl {
     /// one refresh, [`Flags::compute`], when they are first read ([`TensorImpl::flags`]).
     /// The only field that changes after construction, and only from unknown to known.
     flags: CachedFlags,
+    /// Where the tensor observer filed this tensor, if it did ([`ObserverSlot`]).
+    observer_slot: ObserverSlot,
+}
+
+/// An index the tensor observer may choose for a tensor when told it was made, and read
+/// back when told it was released, so it finds its entry without a search. Written only
+/// while the observer holds its own lock; `ObserverSlot::NONE` until then. (It lives in
+/// what was padding after the one-byte fields: the TensorImpl does not grow.)
+pub(crate) struct ObserverSlot(AtomicU32);
+
+impl ObserverSlot {
+    pub(crate) const NONE: u32 = u32::MAX;
+    #[inline]
+    pub(crate) fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+    #[inline]
+    pub(crate) fn set(&self, slot: u32) {
+        self.0.store(slot, Ordering::Relaxed)
+    }
 }
 
 impl Intrusive for TensorImpl {
@@ -119,7 +139,8 @@ impl Intrusive for TensorImpl {
 /// snapshot implements both for [`Observer`].
 pub(crate) trait TensorObserver {
     /// A tensor was made on a tracked storage: the observer may keep a weak reference to
-    /// it (its only weak references), and hands the tensor back.
+    /// it (its only weak references), and set its [`ObserverSlot`], and hands the tensor
+    /// back.
     fn tensor_made(t: Result<Tensor>) -> Result<Tensor>;
     /// A tensor made on a tracked storage reached strong count 0 while weak references
     /// remain (`release_resources`).
@@ -181,6 +202,7 @@ impl Tensor {
             version,
             dtype,
             flags: CachedFlags::new(),
+            observer_slot: ObserverSlot(AtomicU32::new(ObserverSlot::NONE)),
         })
         .map(Tensor)
         .ok_or_else(|| oom("tensor"));
@@ -408,6 +430,11 @@ impl TensorImpl {
     }
     pub fn storage(&self) -> &Storage {
         &self.storage
+    }
+    /// The tensor observer's index for this tensor ([`ObserverSlot`]).
+    #[inline]
+    pub(crate) fn observer_slot(&self) -> &ObserverSlot {
+        &self.observer_slot
     }
     /// The version counter this tensor shares with its views.
     fn version_cell(&self) -> &AtomicU64 {
