@@ -243,8 +243,12 @@ mod avx2 {
 
     /// Eight float32 (bits, one per 32-bit lane) -> their codes, one per 32-bit lane:
     /// `encode`, with its normal value left unmasked (it is selected only where the
-    /// subtraction does not wrap) and its clamp of the subnormal shift to `[1, 31]` an
-    /// upper one (the shift is at least 21 where selected).
+    /// subtraction does not wrap). A subnormal result (`abs < 2^(1 - BIAS)`) is
+    /// `abs / 2^(1 - BIAS - M)` rounded to nearest even, which one float addition makes:
+    /// `abs + 2^(24 - BIAS - M)` stays in that power of two's binade, whose ulp is the
+    /// quantum, so the sum's low bits are the rounded quotient (exactly `encode`'s
+    /// integer rounding; float32 subnormal inputs give 0 there too). It needs the
+    /// default rounding mode, which Rust code assumes throughout (float casts included).
     #[target_feature(enable = "avx2")]
     #[inline]
     fn encode32(x: __m256i, f: Format) -> __m256i {
@@ -257,14 +261,9 @@ mod avx2 {
         let odd = _mm256_and_si256(_mm256_srl_epi32(v, s), one);
         let v = _mm256_add_epi32(_mm256_add_epi32(v, w32((1 << (22 - m)) - 1)), odd);
         let normal = _mm256_srl_epi32(v, s);
-        // Subnormal: shift s = 151 - M - BIAS - exp, at most 31; sm1 = s - 1.
-        let exp = _mm256_srli_epi32::<23>(abs);
-        let sm1 = _mm256_min_epi32(_mm256_sub_epi32(w32(150 - m - bias), exp), w32(30));
-        let sv = _mm256_add_epi32(sm1, one);
-        let hm1 = _mm256_sub_epi32(_mm256_sllv_epi32(one, sm1), one);
-        let sig = _mm256_or_si256(_mm256_and_si256(abs, w32(0x007F_FFFF)), w32(0x0080_0000));
-        let odd = _mm256_and_si256(_mm256_srlv_epi32(sig, sv), one);
-        let sub = _mm256_srlv_epi32(_mm256_add_epi32(_mm256_add_epi32(sig, hm1), odd), sv);
+        let magic = w32((151 - bias - m) << 23);
+        let sum = _mm256_add_ps(_mm256_castsi256_ps(abs), _mm256_castsi256_ps(magic));
+        let sub = _mm256_sub_epi32(_mm256_castps_si256(sum), magic);
         let is_normal = _mm256_cmpgt_epi32(abs, w32(((128 - bias) << 23) - 1));
         let q = _mm256_blendv_epi8(sub, normal, is_normal);
         let q = _mm256_min_epu32(q, w32(f.overflow as i32));
