@@ -178,10 +178,11 @@ mod avx2 {
 
     /// Sixteen bfloat16 (bits, one per 16-bit lane) -> their codes, one per 16-bit lane.
     /// bfloat16's low half is zero, so `encode`'s shifts on the float32 shrink by 16:
-    /// normal results shift by `7 - M`; a subnormal one's 8-bit significand by
-    /// `s = 8 - M - t` (target exponent `t <= 0`), where only `t` in `[-M, 0]` leaves a
-    /// non-zero value (`s <= 8`); those `s` come from two 16-entry tables indexed by the
-    /// exponent, as a multiplier 2^(16 - s) for `mulhi` (0 below the range) and
+    /// a normal result (target exponent `t >= 1`) is `abs - rebias` shifted by `7 - M`;
+    /// a subnormal one is the 8-bit significand shifted by `s = 8 - M - t`, where only
+    /// `t` in `[-M, 0]` leaves a non-zero value (`s <= 8`). Both are one rounded shift
+    /// (`shift_rne`) by `mulhi` with 2^(16 - s), its `s` from two 16-entry tables indexed
+    /// by the exponent: the multiplier's high byte (0 below the subnormal range) and
     /// `2^(s-1) - 1`.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -189,24 +190,23 @@ mod avx2 {
         let (m, bias) = (f.man as i32, f.bias);
         let abs = _mm256_and_si256(x, w16(0x7FFF));
         let sign = _mm256_and_si256(_mm256_srli_epi16::<8>(x), w16(0x80));
-        // Normal: rebias the exponent, round away 7 - M bits (shift_rne).
-        let s = _mm_cvtsi32_si128(7 - m);
-        let v = _mm256_sub_epi16(abs, w16((127 - bias) << 7));
-        let odd = _mm256_and_si256(_mm256_srl_epi16(v, s), w16(1));
-        let v = _mm256_add_epi16(_mm256_add_epi16(v, w16((1 << (6 - m)) - 1)), odd);
-        let normal = _mm256_srl_epi16(v, s);
-        // Subnormal: k = exp - (126 - BIAS - M), saturated at 0; k in 1..=M + 1 is
-        // t = k - M - 1, s = 9 - k. The tables are 0 at k = 0 (so is the high byte of
-        // each lane's index, whose lookup is entry 0).
+        // k = exp - (126 - BIAS - M), saturated to [0, M + 2]: 0 is t < -M, 1..=M + 1 is
+        // t = k - M - 1 (s = 9 - k), M + 2 every normal t (s = 7 - M). The high byte of
+        // each lane's index is 0: its lookup is entry 0, 0 in both tables.
         let k = _mm256_subs_epu16(_mm256_srli_epi16::<7>(abs), w16(126 - bias - m));
+        let k = _mm256_min_epu16(k, w16(m + 2));
         let mul = _mm256_slli_epi16::<8>(_mm256_shuffle_epi8(tmul, k));
         let hm1 = _mm256_shuffle_epi8(thalf, k);
-        let sig = _mm256_or_si256(_mm256_and_si256(abs, w16(0x7F)), w16(0x80));
-        let odd = _mm256_and_si256(_mm256_mulhi_epu16(sig, mul), w16(1));
-        let sub = _mm256_mulhi_epu16(_mm256_add_epi16(_mm256_add_epi16(sig, hm1), odd), mul);
         // t >= 1: abs >= (128 - BIAS) << 7.
         let is_normal = _mm256_cmpgt_epi16(abs, w16(((128 - bias) << 7) - 1));
-        let q = _mm256_blendv_epi8(sub, normal, is_normal);
+        let sig = _mm256_or_si256(_mm256_and_si256(abs, w16(0x7F)), w16(0x80));
+        let v = _mm256_blendv_epi8(
+            sig,
+            _mm256_sub_epi16(abs, w16((127 - bias) << 7)),
+            is_normal,
+        );
+        let odd = _mm256_and_si256(_mm256_mulhi_epu16(v, mul), w16(1));
+        let q = _mm256_mulhi_epu16(_mm256_add_epi16(_mm256_add_epi16(v, hm1), odd), mul);
         let q = _mm256_min_epu16(q, w16(f.overflow as i32));
         let nan = _mm256_cmpgt_epi16(abs, w16(0x7F80));
         let q = _mm256_blendv_epi8(q, w16(if f.fnuz { 0x80 } else { 0x7F }), nan);
@@ -224,9 +224,12 @@ mod avx2 {
     #[inline]
     fn encode16_tables(f: Format) -> (__m256i, __m256i) {
         let (mut tm, mut th) = ([0u8; 16], [0u8; 16]);
-        for k in 1..=f.man as usize + 1 {
-            tm[k] = 1 << (k - 1); // the high byte of 2^(7 + k)
-            th[k] = (1u32 << (8 - k)) as u8 - 1;
+        let m = f.man as usize;
+        for k in 1..=m + 2 {
+            // s = 9 - k, and 7 - M for the normal entry k = M + 2
+            let s = if k == m + 2 { 7 - m } else { 9 - k };
+            tm[k] = 1 << (8 - s); // the high byte of 2^(16 - s)
+            th[k] = (1u32 << (s - 1)) as u8 - 1;
         }
         // SAFETY: reads 16 bytes of each array (unaligned loads; SSE2 is baseline).
         let (a, b) = unsafe {
