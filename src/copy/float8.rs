@@ -1,9 +1,9 @@
 //! Contiguous fast paths between float32 / bfloat16 and the float8 dtypes, for
 //! `Convert` (kernels.rs). With AVX2 + F16C (`cpu.rs`), the four sign-exponent-mantissa
-//! formats go through the hand-written kernels of [`avx2`]: the integer rules of
-//! `crate::float8` (round to nearest even, saturation, NaN) on eight 32-bit lanes for
-//! float32 and sixteen 16-bit lanes for bfloat16, packed to bytes in registers; decoding
-//! on sixteen 16-bit lanes. Otherwise (e8m0fnu, or a CPU without them) the encoder and
+//! formats go through the hand-written kernels of [`avx2`]: the rules of `crate::float8`
+//! (round to nearest even, saturation, NaN) on eight 32-bit lanes for float32 (a
+//! subnormal result by one float addition) and sixteen 16-bit lanes for bfloat16 (integer
+//! operations only), packed to bytes in registers; decoding on sixteen 16-bit lanes. Otherwise (e8m0fnu, or a CPU without them) the encoder and
 //! the arithmetic decoder of `crate::float8` run in plain loops, compiled for AVX2 where
 //! the CPU has it. Tests (here and `kernels.rs`) check every path against the per-item
 //! rule bit for bit.
@@ -146,10 +146,10 @@ fn decode_scalar<F: Float8, N: Narrowed>(dst: &mut [N], src: &[F]) {
     decode_loop(dst, src)
 }
 
-/// The AVX2 kernels. Each is the integer rule of `crate::float8` (`encode`,
-/// `decode_bits`) for one [`Format`], lane by lane, with the same intermediate values
-/// where lanes are selected: tests check them against it on every bfloat16 and every code,
-/// and on float32 edge and random values.
+/// The AVX2 kernels. Each computes the rule of `crate::float8` (`encode`, `decode_bits`)
+/// for one [`Format`], lane by lane (the functions' docs say where the steps differ):
+/// tests check them against it on every bfloat16 and every code, and on float32 edge and
+/// random values.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::super::float_int::steps::{drive, load_u16x16, streams};
