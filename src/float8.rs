@@ -26,14 +26,14 @@
 /// One sign-exponent-mantissa format.
 #[derive(Clone, Copy)]
 pub(crate) struct Format {
-    man: u32,
-    bias: i32,
+    pub(crate) man: u32,
+    pub(crate) bias: i32,
     /// fnuz: one NaN (0x80), no infinity, no −0, overflow gives NaN.
-    fnuz: bool,
+    pub(crate) fnuz: bool,
     /// Largest finite code (positive).
-    max: u32,
+    pub(crate) max: u32,
     /// Code of a finite value past `max` and of ±inf (sign added unless fnuz).
-    overflow: u32,
+    pub(crate) overflow: u32,
 }
 
 pub(crate) const E5M2: Format = Format {
@@ -251,9 +251,13 @@ pub(crate) fn decode_arith_e8m0(x: u8) -> u32 {
     }
 }
 
-/// A float8 element type: its code, the decoding table and the encoder.
+/// A float8 element type: its code, the decoding table and the encoder. Implementors
+/// are `#[repr(transparent)]` over one `u8`, the code (the SIMD kernels of
+/// `copy/float8.rs` read and write slices of them as bytes).
 pub(crate) trait Float8: Copy + 'static {
     const TABLE: &'static [u32; 256];
+    /// The sign-exponent-mantissa format (None for e8m0fnu).
+    const FORMAT: Option<Format>;
     /// The float32 bits of `self` by arithmetic (vectorisable; equal to `TABLE`).
     fn decode(self) -> u32;
     fn bits(self) -> u8;
@@ -270,7 +274,7 @@ pub(crate) trait Float8: Copy + 'static {
 }
 
 macro_rules! float8_type {
-    ($(#[$doc:meta])* $t:ident, $table:ident, |$f:ident| $enc:expr, |$x:ident| $dec:expr) => {
+    ($(#[$doc:meta])* $t:ident, $table:ident, $format:expr, |$f:ident| $enc:expr, |$x:ident| $dec:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         #[repr(transparent)]
@@ -278,6 +282,7 @@ macro_rules! float8_type {
 
         impl Float8 for $t {
             const TABLE: &'static [u32; 256] = &$table;
+            const FORMAT: Option<Format> = $format;
             #[inline(always)]
             fn bits(self) -> u8 {
                 self.0
@@ -301,27 +306,27 @@ macro_rules! float8_type {
 
 float8_type!(
     /// float8_e5m2 (bias 15, infinities and NaNs as IEEE).
-    F8E5M2, DECODE_E5M2, |f| encode::<2, 15, false>(f, E5M2.max, E5M2.overflow),
+    F8E5M2, DECODE_E5M2, Some(E5M2), |f| encode::<2, 15, false>(f, E5M2.max, E5M2.overflow),
     |x| decode_arith::<2, 15, false, true>(x)
 );
 float8_type!(
     /// float8_e4m3fn (bias 7, no infinity, NaN at S.1111.111).
-    F8E4M3Fn, DECODE_E4M3FN, |f| encode::<3, 7, false>(f, E4M3FN.max, E4M3FN.overflow),
+    F8E4M3Fn, DECODE_E4M3FN, Some(E4M3FN), |f| encode::<3, 7, false>(f, E4M3FN.max, E4M3FN.overflow),
     |x| decode_arith::<3, 7, false, false>(x)
 );
 float8_type!(
     /// float8_e5m2fnuz (bias 16, the one NaN 0x80, no −0).
-    F8E5M2Fnuz, DECODE_E5M2FNUZ, |f| encode::<2, 16, true>(f, E5M2FNUZ.max, E5M2FNUZ.overflow),
+    F8E5M2Fnuz, DECODE_E5M2FNUZ, Some(E5M2FNUZ), |f| encode::<2, 16, true>(f, E5M2FNUZ.max, E5M2FNUZ.overflow),
     |x| decode_arith::<2, 16, true, false>(x)
 );
 float8_type!(
     /// float8_e4m3fnuz (bias 8, the one NaN 0x80, no −0).
-    F8E4M3Fnuz, DECODE_E4M3FNUZ, |f| encode::<3, 8, true>(f, E4M3FNUZ.max, E4M3FNUZ.overflow),
+    F8E4M3Fnuz, DECODE_E4M3FNUZ, Some(E4M3FNUZ), |f| encode::<3, 8, true>(f, E4M3FNUZ.max, E4M3FNUZ.overflow),
     |x| decode_arith::<3, 8, true, false>(x)
 );
 float8_type!(
     /// float8_e8m0fnu (an unsigned power of two, 2^-127 ..= 2^127, NaN 0xFF).
-    F8E8M0Fnu, DECODE_E8M0FNU, |f| encode_e8m0(f),
+    F8E8M0Fnu, DECODE_E8M0FNU, None, |f| encode_e8m0(f),
     |x| decode_arith_e8m0(x)
 );
 

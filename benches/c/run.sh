@@ -2,9 +2,10 @@
 # Builds libtensor.so (release) and the C benchmarks against it, then runs them.
 # The library is copied into target/bench-c/ with its SONAME link (libtensor.so.0), so the
 # programs run against exactly the build they were linked with.
-# Usage: benches/c/run.sh [views|copy|pipe|convert|yuv|small|snapshot|contention|all|torch]
+# Usage: benches/c/run.sh [views|copy|pipe|convert|yuv|small|snapshot|contention|all|torch|torch-convert]
 #   (default: all;
-#   torch, not in all: the view ops against libtorch from the CI venv's torch wheel)
+#   torch, not in all: the view ops and the float8 conversions against libtorch from the CI
+#   venv's torch wheel; torch-convert: only the conversions)
 #   bench_pipe (C++) adds the cv::dnn::blobFromImage rows when pkg-config finds opencv4.
 #   bench_yuv (FFmpeg's libswscale) takes optional [rounds [cold|warm [rows]]]: BENCH_YUV_ARGS="31 warm c"
 #   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
@@ -69,19 +70,27 @@ if [ "$which" = snapshot ] || [ "$which" = all ]; then
   # shellcheck disable=SC2086
   "$dir/bench_snapshot" ${BENCH_SNAPSHOT_ARGS:-}
 fi
-if [ "$which" = torch ]; then
+if [ "$which" = torch ] || [ "$which" = torch-convert ]; then
   # Not part of "all": needs torch from PyPI (the CI venv: see BENCHMARKS.md), whose wheel
   # ships libtorch's C++ headers and libraries.
   py=${TORCH_PYTHON:-$HOME/.cache/libtensor-ci-venv/bin/python}
   tdir=$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
   tver=$("$py" -c 'import torch; print(torch.__version__)')
   abi=$("$py" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
-  ${CXX:-c++} -std=c++20 -O2 -DNDEBUG -D_GLIBCXX_USE_CXX11_ABI="$abi" -DTORCH_VER="\"$tver\"" \
-    -I"$root/include" -I"$tdir/include" benches/c/bench_torch_views.cpp \
-    -L"$dir" -Wl,-rpath,"$dir" -ltensor -L"$tdir/lib" -Wl,-rpath,"$tdir/lib" -ltorch_cpu -lc10 \
-    -o "$dir/bench_torch_views"
+  build_torch() {
+    ${CXX:-c++} -std=c++20 -O2 -DNDEBUG -D_GLIBCXX_USE_CXX11_ABI="$abi" -DTORCH_VER="\"$tver\"" \
+      -I"$root/include" -I"$tdir/include" "benches/c/$1.cpp" \
+      -L"$dir" -Wl,-rpath,"$dir" -ltensor -L"$tdir/lib" -Wl,-rpath,"$tdir/lib" -ltorch_cpu -lc10 \
+      -o "$dir/$1"
+  }
+  if [ "$which" = torch ]; then
+    build_torch bench_torch_views
+    # shellcheck disable=SC2086
+    "$dir/bench_torch_views" ${BENCH_TORCH_ARGS:-}
+  fi
+  build_torch bench_torch_convert
   # shellcheck disable=SC2086
-  "$dir/bench_torch_views" ${BENCH_TORCH_ARGS:-}
+  "$dir/bench_torch_convert" ${BENCH_TORCH_CONVERT_ARGS:-}
 fi
 if [ "$which" = contention ] || [ "$which" = all ]; then
   build bench_contention

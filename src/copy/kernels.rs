@@ -580,7 +580,7 @@ unsafe fn fast_contiguous<S: Element, D: Element>(
         for (o, &x) in d.iter_mut().zip(s.reinterpret_cast()) {
             *o = f32::from_bits((x as u32) << 16);
         }
-    } else if !float8_fast::<S, D>(dst, src) {
+    } else if !float8_fast::<S, D>(dst, src, stream) {
         return super::float_int::float_to_int(dst, src, stream);
     }
     true
@@ -588,27 +588,27 @@ unsafe fn fast_contiguous<S: Element, D: Element>(
 
 /// The float32 / bfloat16 <-> float8 pairs of [`fast_contiguous`] (`copy/float8.rs`);
 /// false for any other pair.
-fn float8_fast<S: 'static, D: 'static>(dst: &mut [D], src: &[S]) -> bool {
+fn float8_fast<S: 'static, D: 'static>(dst: &mut [D], src: &[S], stream: bool) -> bool {
     use super::float8::{decode, encode_bf16, encode_f32};
     use crate::float8::*;
     use half::slice::HalfFloatSliceExt;
     macro_rules! each {
         ($($f:ty),*) => {$(
             if let (Some(s), Some(d)) = (same::<S, f32>(src), same_mut::<D, $f>(dst)) {
-                encode_f32(d, s);
+                encode_f32(d, s, stream);
                 return true;
             }
             if let (Some(s), Some(d)) = (same::<S, bf16>(src), same_mut::<D, $f>(dst)) {
-                encode_bf16(d, s.reinterpret_cast());
+                encode_bf16(d, s.reinterpret_cast(), stream);
                 return true;
             }
             if let (Some(s), Some(d)) = (same::<S, $f>(src), same_mut::<D, f32>(dst)) {
-                decode(d, s);
+                decode(d, s, stream);
                 return true;
             }
             if let (Some(s), Some(d)) = (same::<S, $f>(src), same_mut::<D, bf16>(dst)) {
                 let d: &mut [u16] = d.reinterpret_cast_mut();
-                decode(d, s);
+                decode(d, s, stream);
                 return true;
             }
         )*};

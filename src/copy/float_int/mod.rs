@@ -22,7 +22,7 @@ mod long;
 #[cfg(target_arch = "x86_64")]
 mod narrow;
 #[cfg(target_arch = "x86_64")]
-mod steps;
+pub(super) mod steps;
 #[cfg(test)]
 mod tests;
 
