@@ -768,8 +768,9 @@ fn crafted_files() -> Vec<(&'static str, Vec<u8>)> {
         (
             "st_float4",
             safetensors_bytes(
-                r#"{"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}}"#,
-                &[0],
+                // F4 with an odd last dim: no whole float4_e2m1fn_x2 pairs (DTYPE).
+                r#"{"a":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]}}"#,
+                &[0; 3],
             ),
         ),
         (
@@ -1435,7 +1436,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             } else {
                 tensor_safetensors_load
             };
-            // Targeted: F4 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
+            // Targeted: F4 with an odd last dim (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
             // count overflows (OVERFLOW), a misaligned tensor, which is copied, with the
             // allocator failing (OUT_OF_MEMORY).
             if let Some(k @ 0..4) = c.case {
@@ -1464,7 +1465,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             } else {
                 tensor_safetensors_load_mode
             };
-            // Targeted: float4 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
+            // Targeted: F4 with an odd last dim (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
             // count overflows (OVERFLOW), a misaligned tensor mapped shared (DTYPE), and
             // copied with the allocator failing (OUT_OF_MEMORY), a non-string metadata
             // value (IO).
