@@ -33,9 +33,11 @@
 #ifdef __cplusplus
 struct DLManagedTensorVersioned;
 struct DLManagedTensor;
+struct DLPackExchangeAPI;
 #else
 struct DLManagedTensorVersioned;
 struct DLManagedTensor;
+struct DLPackExchangeAPI;
 #endif
 
 /** libtensor version of this header (Cargo.toml); tensor_version_string() is the
@@ -194,6 +196,12 @@ typedef void (*tensor_copy_executor_fn)(void *ctx,
                                         size_t n_tasks,
                                         tensor_task_fn task_fn,
                                         void *task_ctx);
+
+/**
+ * dlpack.h's `SetError` callback of `DLPackManagedTensorAllocator`: `(error_ctx, kind,
+ * message)`, both strings valid for the call only.
+ */
+typedef void (*tensor_dlpack_set_error_fn)(void *error_ctx, const char *kind, const char *message);
 
 /**
  * How a file region is mapped (`TENSOR_MAP_*`).
@@ -1509,6 +1517,47 @@ tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
  * never read-only). Errors: as tensor_from_dlpack, without the version check.
  */
 tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, struct tensor_t **out);
+
+/**
+ * DLPack 1.3's `DLPackManagedTensorAllocator`, backed by the library's allocator (the
+ * one tensor_empty uses): a new uninitialised contiguous host tensor with `prototype`'s
+ * ndim, shape and dtype (dtypes as tensor_from_dlpack reads them, the packed float4
+ * included), exported in `*out` as tensor_to_dlpack exports (version {1, 3}, flags 0,
+ * row-major strides, NULL data when it has no elements); the consumer frees it with its
+ * deleter. `prototype` is a `DLTensor *` (tensor.h cannot name dlpack.h's untagged
+ * `DLTensor`; `tensor_dlpack_exchange_api()->managed_tensor_allocator` is this function
+ * typed as dlpack.h's `DLPackManagedTensorAllocator`). As dlpack.h says, only its dtype,
+ * ndim, shape and device are read: `data`, `strides` and `byte_offset` are ignored (as
+ * PyTorch's allocator does), and the device must be the host (`kDLCPU`, id 0).
+ * Returns 0, or -1 on failure after recording the message (tensor_last_error, naming
+ * this function) and, when `SetError` is non-NULL, calling `SetError(error_ctx, kind,
+ * message)` once with that message and the Python exception name of the failure:
+ * "ValueError" (NULL_POINTER, INVALID_ARGUMENT, DEVICE), "TypeError" (DTYPE),
+ * "OverflowError" (OVERFLOW), "MemoryError" (OUT_OF_MEMORY), "RuntimeError" (INTERNAL);
+ * `*out` is then untouched. Errors: NULL_POINTER (prototype, out, shape with ndim > 0),
+ * INVALID_ARGUMENT (ndim < 0 or > 64, a negative size), DEVICE (not the host), DTYPE (as
+ * tensor_from_dlpack), OVERFLOW, OUT_OF_MEMORY.
+ */
+int tensor_dlpack_managed_tensor_allocator(void *prototype,
+                                           struct DLManagedTensorVersioned **out,
+                                           void *error_ctx,
+                                           tensor_dlpack_set_error_fn SetError);
+
+/**
+ * DLPack 1.3's C exchange API table of this library (static, immutable, valid for the
+ * life of the process; the same pointer every call): `header.version` {1, 3},
+ * `header.prev_api` NULL, `managed_tensor_allocator` =
+ * tensor_dlpack_managed_tensor_allocator, `current_work_stream` setting `*out` to NULL
+ * for every device (returning 0; -1 for a NULL out), as dlpack.h allows a producer that
+ * runs no device work. The three Python-object entries
+ * (`managed_tensor_from_py_object_no_sync`, `managed_tensor_to_py_object_no_sync`,
+ * `dltensor_from_py_object_no_sync`) are NULL: a C library has no Python objects. A
+ * Python binding of libtensor copies this table into its own, fills them in, and
+ * publishes that as its type's `__dlpack_c_exchange_api__` capsule. The struct is
+ * dlpack.h's `struct DLPackExchangeAPI` (tensor.h forward-declares it; include dlpack.h
+ * 1.3 to read it).
+ */
+const struct DLPackExchangeAPI *tensor_dlpack_exchange_api(void);
 
 /* ==============================================================================================
  * Files: mapped files, shared memory, .safetensors and .npy
