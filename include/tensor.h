@@ -1531,7 +1531,8 @@ tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, stru
  * PyTorch's allocator does), and the device must be the host (`kDLCPU`, id 0).
  * Returns 0, or -1 on failure after recording the message (tensor_last_error, naming
  * this function) and, when `SetError` is non-NULL, calling `SetError(error_ctx, kind,
- * message)` once with that message and the Python exception name of the failure:
+ * message)` once with that message (cut at a character boundary past 1023 bytes) and the
+ * Python exception name of the failure:
  * "ValueError" (NULL_POINTER, INVALID_ARGUMENT, DEVICE), "TypeError" (DTYPE),
  * "OverflowError" (OVERFLOW), "MemoryError" (OUT_OF_MEMORY), "RuntimeError" (INTERNAL);
  * `*out` is then untouched. Errors: NULL_POINTER (prototype, out, shape with ndim > 0),

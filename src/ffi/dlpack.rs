@@ -520,30 +520,33 @@ fn error_kind(status: tensor_status_t) -> &'static CStr {
 }
 
 /// Passes this thread's last error to `set_error` with the kind of `status`. The message
-/// is copied first, so a callback that calls back into the library (replacing the last
-/// error) still reads it whole.
+/// is first copied to the stack (no allocation that could fail; cut at a character
+/// boundary past [`SET_ERROR_MESSAGE_MAX`] bytes), so a callback that calls back into the
+/// library (replacing the last error) still reads it whole.
 fn report_error(set_error: DLPackSetError, error_ctx: *mut c_void, status: tensor_status_t) {
     let Some(set_error) = set_error else {
         return;
     };
     // SAFETY: this thread's last message, NUL-terminated.
-    let text = unsafe { CStr::from_ptr(last_error_ptr()) }.to_bytes_with_nul();
-    let mut copy: Vec<u8> = Vec::new();
-    let message = if copy.try_reserve_exact(text.len()).is_ok() {
-        copy.extend_from_slice(text);
-        copy.as_ptr()
-    } else {
-        OOM_MESSAGE.as_ptr() as *const u8
-    };
+    let text = unsafe { CStr::from_ptr(last_error_ptr()) }.to_bytes();
+    let mut n = text.len().min(SET_ERROR_MESSAGE_MAX);
+    while n < text.len() && n > 0 && text[n] & 0xC0 == 0x80 {
+        n -= 1;
+    }
+    let mut copy = [0u8; SET_ERROR_MESSAGE_MAX + 1];
+    copy[..n].copy_from_slice(&text[..n]);
     // SAFETY: the caller's callback, given two NUL-terminated strings live for the call.
     unsafe {
         set_error(
             error_ctx,
             error_kind(status).as_ptr(),
-            message as *const c_char,
+            copy.as_ptr() as *const c_char,
         )
     };
 }
+
+/// The longest message (in bytes) passed to `SetError`.
+const SET_ERROR_MESSAGE_MAX: usize = 1023;
 
 /// A new host tensor with the shape and dtype of the prototype (see
 /// [`tensor_dlpack_managed_tensor_allocator`]).
@@ -590,7 +593,8 @@ fn allocate_like(p: &DLTensor) -> Result<Tensor> {
 /// PyTorch's allocator does), and the device must be the host (`kDLCPU`, id 0).
 /// Returns 0, or -1 on failure after recording the message (tensor_last_error, naming
 /// this function) and, when `SetError` is non-NULL, calling `SetError(error_ctx, kind,
-/// message)` once with that message and the Python exception name of the failure:
+/// message)` once with that message (cut at a character boundary past 1023 bytes) and the
+/// Python exception name of the failure:
 /// "ValueError" (NULL_POINTER, INVALID_ARGUMENT, DEVICE), "TypeError" (DTYPE),
 /// "OverflowError" (OVERFLOW), "MemoryError" (OUT_OF_MEMORY), "RuntimeError" (INTERNAL);
 /// `*out` is then untouched. Errors: NULL_POINTER (prototype, out, shape with ndim > 0),
@@ -663,6 +667,60 @@ pub extern "C" fn tensor_dlpack_exchange_api() -> *const DLPackExchangeAPI {
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod tests {
     use super::*;
+
+    /// The exchange table's layout is dlpack.h 1.3's (checked against the real header by
+    /// c_tests/test_torch.cpp's static_asserts, with the same figures).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn exchange_api_has_dlpack_h_layout() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(size_of::<DLPackExchangeAPIHeader>(), 16);
+        assert_eq!(offset_of!(DLPackExchangeAPIHeader, prev_api), 8);
+        assert_eq!(
+            (
+                size_of::<DLPackExchangeAPI>(),
+                align_of::<DLPackExchangeAPI>()
+            ),
+            (56, 8)
+        );
+        assert_eq!(offset_of!(DLPackExchangeAPI, managed_tensor_allocator), 16);
+        assert_eq!(
+            offset_of!(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync),
+            24
+        );
+        assert_eq!(
+            offset_of!(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync),
+            32
+        );
+        assert_eq!(
+            offset_of!(DLPackExchangeAPI, dltensor_from_py_object_no_sync),
+            40
+        );
+        assert_eq!(offset_of!(DLPackExchangeAPI, current_work_stream), 48);
+    }
+
+    /// A long message reaches SetError cut at a character boundary, NUL-terminated.
+    #[test]
+    fn set_error_message_is_cut_at_a_character_boundary() {
+        unsafe extern "C" fn keep(ctx: *mut c_void, _kind: *const c_char, message: *const c_char) {
+            let out = unsafe { &mut *(ctx as *mut Vec<u8>) };
+            out.extend_from_slice(unsafe { CStr::from_ptr(message) }.to_bytes());
+        }
+        // 1400 bytes of two-byte characters after "name: " and no or one byte of padding:
+        // for one of the two, byte 1023 is inside a character.
+        for pad in ["", "x"] {
+            set_last_error(fn_name!(), &format!("{pad}{}", "é".repeat(700)));
+            let mut got = Vec::new();
+            report_error(
+                Some(keep),
+                &mut got as *mut Vec<u8> as *mut c_void,
+                TENSOR_ERR_DTYPE,
+            );
+            assert!(got.len() <= SET_ERROR_MESSAGE_MAX && got.len() > 1000);
+            let text = std::str::from_utf8(&got).expect("whole characters");
+            assert!(text.ends_with('é'));
+        }
+    }
     use crate::dlpack::{KDL_FLOAT, KDL_UINT};
     use crate::dtype::Scalar;
     use crate::tensor_impl::MemoryFormat;
