@@ -384,7 +384,9 @@ static void test_hostile_files(void) {
   tensor_safetensors_t *f = NULL;
   tensor_t *t = NULL;
   /* F4 counts single 4-bit values; libtensor's float4_e2m1fn_x2 counts pairs */
-  const char *f8 = "{\"w\":{\"dtype\":\"F4\",\"shape\":[8],\"data_offsets\":[0,4]}}";
+  const char *f8 = "{\"w\":{\"dtype\":\"F4\",\"shape\":[2,4],\"data_offsets\":[0,4]}}";
+  const char *odd = "{\"w\":{\"dtype\":\"F4\",\"shape\":[2,3],\"data_offsets\":[0,3]}}";
+  uint64_t ol = strlen(odd);
   uint64_t hl = strlen(f8);
   unsigned char buf[128];
   path_of(path, sizeof path, "hostile.bin");
@@ -400,13 +402,50 @@ static void test_hostile_files(void) {
   CHECK_STATUS(tensor_load_npy(path, TENSOR_MAP_READ_ONLY, &t), TENSOR_ERR_IO);
   CHECK_ERROR_HAS("not a .npy file");
 
-  /* A dtype libtensor lacks (F4): refused by name. */
-  memcpy(buf, &hl, 8); /* little-endian host */
-  memcpy(buf + 8, f8, hl);
-  memset(buf + 8 + hl, 0, 4);
-  write_file(path, buf, 8 + hl + 4);
+  /* F4 [2, 3]: an odd last dim has no whole float4_e2m1fn_x2 pairs, refused by name. */
+  memcpy(buf, &ol, 8); /* little-endian host */
+  memcpy(buf + 8, odd, ol);
+  memset(buf + 8 + ol, 0, 3);
+  write_file(path, buf, 8 + ol + 3);
   CHECK_STATUS(tensor_safetensors_load(path, &f), TENSOR_ERR_DTYPE);
-  CHECK_ERROR_HAS("safetensors dtype F4");
+  CHECK_ERROR_HAS("safetensors dtype F4 with shape [2, 3]");
+  CHECK_ERROR_HAS("even last dim");
+  /* F4 [2, 4]: float4_e2m1fn_x2 [2, 2] over the same bytes (PyTorch's mapping). */
+  memcpy(buf, &hl, 8);
+  memcpy(buf + 8, f8, hl);
+  buf[8 + hl] = 0x12;
+  buf[8 + hl + 1] = 0x34;
+  buf[8 + hl + 2] = 0x56;
+  buf[8 + hl + 3] = 0x78;
+  write_file(path, buf, 8 + hl + 4);
+  CHECK_OK(tensor_safetensors_load(path, &f));
+  CHECK_OK(tensor_safetensors_at(f, 0, &t));
+  CHECK(tensor_dtype(t) == TENSOR_FLOAT4_E2M1FN_X2 && tensor_ndim(t) == 2);
+  CHECK(tensor_sizes(t)[0] == 2 && tensor_sizes(t)[1] == 2);
+  CHECK(memcmp(tensor_data_ptr(t), buf + 8 + hl, 4) == 0);
+  {
+    /* ...and saves back as F4 [2, 4] with the same bytes; a 0-dim one has no last dim. */
+    const char *name = "w";
+    const tensor_t *one[1];
+    tensor_t *scalar = NULL;
+    unsigned char back[128];
+    size_t n;
+    one[0] = t;
+    CHECK_OK(tensor_save_safetensors(path, &name, one, 1));
+    n = read_file(path, back, sizeof back);
+    CHECK(n > 12 && memcmp(back + n - 4, buf + 8 + hl, 4) == 0);
+    back[n - 4] = 0;
+    CHECK(strstr((const char *)back + 8, "\"dtype\":\"F4\",\"shape\":[2,4]") != NULL);
+    CHECK_OK(tensor_empty(NULL, 0, TENSOR_FLOAT4_E2M1FN_X2, &scalar));
+    one[0] = scalar;
+    CHECK_STATUS(tensor_save_safetensors(path, &name, one, 1), TENSOR_ERR_DTYPE);
+    CHECK_ERROR_HAS("0-dim float4_e2m1fn_x2");
+    tensor_release(scalar);
+  }
+  tensor_release(t);
+  t = NULL;
+  tensor_safetensors_release(f);
+  f = NULL;
   /* Truncated: the data is one byte short. */
   write_file(path, buf, 8 + hl + 3);
   CHECK_STATUS(tensor_safetensors_load(path, &f), TENSOR_ERR_IO);

@@ -25,6 +25,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <type_traits>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -393,6 +395,65 @@ void refusals() {
   CHECK(b.data_ptr() == p.data_ptr() && !p.grad_fn());
 }
 
+// DLPack 1.3's C exchange API against the real dlpack.h (ATen's copy): tensor.h's forward
+// declaration is its struct DLPackExchangeAPI, the Rust table has its layout byte for byte,
+// and a tensor from the table's allocator is consumed by libtorch (at::fromDLPackVersioned).
+static_assert(std::is_same_v<decltype(tensor_dlpack_exchange_api()), const DLPackExchangeAPI*>);
+static_assert(sizeof(DLPackExchangeAPIHeader) == 16 && offsetof(DLPackExchangeAPIHeader, prev_api) == 8);
+static_assert(sizeof(DLPackExchangeAPI) == 56 && alignof(DLPackExchangeAPI) == 8);
+static_assert(offsetof(DLPackExchangeAPI, managed_tensor_allocator) == 16);
+static_assert(offsetof(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync) == 24);
+static_assert(offsetof(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync) == 32);
+static_assert(offsetof(DLPackExchangeAPI, dltensor_from_py_object_no_sync) == 40);
+static_assert(offsetof(DLPackExchangeAPI, current_work_stream) == 48);
+
+int set_error_calls = 0;
+std::string set_error_kind;
+
+void exchange_api() {
+  const DLPackExchangeAPI* api = tensor_dlpack_exchange_api();
+  CHECK(api->header.version.major == DLPACK_MAJOR_VERSION && api->header.version.minor == DLPACK_MINOR_VERSION);
+  CHECK(api->header.prev_api == nullptr);
+  CHECK(api->managed_tensor_allocator ==
+        reinterpret_cast<DLPackManagedTensorAllocator>(&tensor_dlpack_managed_tensor_allocator));
+  CHECK(api->managed_tensor_from_py_object_no_sync == nullptr && api->managed_tensor_to_py_object_no_sync == nullptr &&
+        api->dltensor_from_py_object_no_sync == nullptr);
+  void* stream = &stream;
+  CHECK(api->current_work_stream(kDLCPU, 0, &stream) == 0 && stream == nullptr);
+  int64_t shape[2] = {3, 5};
+  DLTensor proto{};
+  proto.device = DLDevice{kDLCPU, 0};
+  proto.ndim = 2;
+  proto.dtype = DLDataType{kDLFloat, 32, 1};
+  proto.shape = shape;
+  auto set_error = [](void*, const char* kind, const char*) {
+    set_error_calls++;
+    set_error_kind = kind;
+  };
+  DLManagedTensorVersioned* m = nullptr;
+  CHECK(api->managed_tensor_allocator(&proto, &m, nullptr, set_error) == 0 && m != nullptr);
+  CHECK(set_error_calls == 0);
+#if LIBTENSOR_TORCH_DLPACK_VERSIONED
+  if (m) {
+    at::Tensor x = at::fromDLPackVersioned(m);  // libtorch owns it now, and calls the deleter
+    CHECK(x.sizes() == at::IntArrayRef({3, 5}) && x.strides() == at::IntArrayRef({5, 1}));
+    CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu());
+    x.fill_(2.0f);
+    CHECK(x.sum().item<float>() == 30.0f);
+  }
+  // libtorch's own export of the same shape has the same geometry.
+  DLManagedTensorVersioned* theirs = at::toDLPackVersioned(at::empty({3, 5}));
+  CHECK(theirs->version.major == 1 && theirs->dl_tensor.strides[0] == 5 && theirs->dl_tensor.strides[1] == 1);
+  theirs->deleter(theirs);
+#else
+  if (m) m->deleter(m);
+#endif
+  proto.device = DLDevice{kDLCUDA, 0};
+  m = nullptr;
+  CHECK(api->managed_tensor_allocator(&proto, &m, nullptr, set_error) == -1 && m == nullptr);
+  CHECK(set_error_calls == 1 && set_error_kind == "ValueError");
+}
+
 }  // namespace
 
 int main() {
@@ -402,5 +463,6 @@ int main() {
   lifetimes();
   read_only();
   refusals();
+  exchange_api();
   return harness_finish(LIBTENSOR_TORCH_DLPACK_VERSIONED ? "torch (DLPack 1.x)" : "torch (legacy DLPack)");
 }

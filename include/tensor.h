@@ -33,9 +33,11 @@
 #ifdef __cplusplus
 struct DLManagedTensorVersioned;
 struct DLManagedTensor;
+struct DLPackExchangeAPI;
 #else
 struct DLManagedTensorVersioned;
 struct DLManagedTensor;
+struct DLPackExchangeAPI;
 #endif
 
 /** libtensor version of this header (Cargo.toml); tensor_version_string() is the
@@ -194,6 +196,12 @@ typedef void (*tensor_copy_executor_fn)(void *ctx,
                                         size_t n_tasks,
                                         tensor_task_fn task_fn,
                                         void *task_ctx);
+
+/**
+ * dlpack.h's `SetError` callback of `DLPackManagedTensorAllocator`: `(error_ctx, kind,
+ * message)`, both strings valid for the call only.
+ */
+typedef void (*tensor_dlpack_set_error_fn)(void *error_ctx, const char *kind, const char *message);
 
 /**
  * How a file region is mapped (`TENSOR_MAP_*`).
@@ -1510,6 +1518,48 @@ tensor_status_t tensor_to_dlpack_unversioned(const struct tensor_t *t,
  */
 tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, struct tensor_t **out);
 
+/**
+ * DLPack 1.3's `DLPackManagedTensorAllocator`, backed by the library's allocator (the
+ * one tensor_empty uses): a new uninitialised contiguous host tensor with `prototype`'s
+ * ndim, shape and dtype (dtypes as tensor_from_dlpack reads them, the packed float4
+ * included), exported in `*out` as tensor_to_dlpack exports (version {1, 3}, flags 0,
+ * row-major strides, NULL data when it has no elements); the consumer frees it with its
+ * deleter. `prototype` is a `DLTensor *` (tensor.h cannot name dlpack.h's untagged
+ * `DLTensor`; `tensor_dlpack_exchange_api()->managed_tensor_allocator` is this function
+ * typed as dlpack.h's `DLPackManagedTensorAllocator`). As dlpack.h says, only its dtype,
+ * ndim, shape and device are read: `data`, `strides` and `byte_offset` are ignored (as
+ * PyTorch's allocator does), and the device must be the host (`kDLCPU`, id 0).
+ * Returns 0, or -1 on failure after recording the message (tensor_last_error, naming
+ * this function) and, when `SetError` is non-NULL, calling `SetError(error_ctx, kind,
+ * message)` once with that message (cut at a character boundary past 1023 bytes) and the
+ * Python exception name of the failure:
+ * "ValueError" (NULL_POINTER, INVALID_ARGUMENT, DEVICE), "TypeError" (DTYPE),
+ * "OverflowError" (OVERFLOW), "MemoryError" (OUT_OF_MEMORY), "RuntimeError" (INTERNAL);
+ * `*out` is then untouched. Errors: NULL_POINTER (prototype, out, shape with ndim > 0),
+ * INVALID_ARGUMENT (ndim < 0 or > 64, a negative size), DEVICE (not the host), DTYPE (as
+ * tensor_from_dlpack), OVERFLOW, OUT_OF_MEMORY.
+ */
+int tensor_dlpack_managed_tensor_allocator(void *prototype,
+                                           struct DLManagedTensorVersioned **out,
+                                           void *error_ctx,
+                                           tensor_dlpack_set_error_fn SetError);
+
+/**
+ * DLPack 1.3's C exchange API table of this library (static, immutable, valid for the
+ * life of the process; the same pointer every call): `header.version` {1, 3},
+ * `header.prev_api` NULL, `managed_tensor_allocator` =
+ * tensor_dlpack_managed_tensor_allocator, `current_work_stream` setting `*out` to NULL
+ * for every device (returning 0; -1 for a NULL out), as dlpack.h allows a producer that
+ * runs no device work. The three Python-object entries
+ * (`managed_tensor_from_py_object_no_sync`, `managed_tensor_to_py_object_no_sync`,
+ * `dltensor_from_py_object_no_sync`) are NULL: a C library has no Python objects. A
+ * Python binding of libtensor copies this table into its own, fills them in, and
+ * publishes that as its type's `__dlpack_c_exchange_api__` capsule. The struct is
+ * dlpack.h's `struct DLPackExchangeAPI` (tensor.h forward-declares it; include dlpack.h
+ * 1.3 to read it).
+ */
+const struct DLPackExchangeAPI *tensor_dlpack_exchange_api(void);
+
 /* ==============================================================================================
  * Files: mapped files, shared memory, .safetensors and .npy
  * ============================================================================================== */
@@ -1636,8 +1686,10 @@ tensor_status_t tensor_save_npy(const char *path, const struct tensor_t *t);
  * a regular file or block device, as in storage_from_file; truncated, bad header length,
  * invalid JSON, offsets overlapping, with gaps or outside the data, shape not matching the
  * byte length, a name, metadata key or value with a NUL byte, a metadata value that is
- * not a string), DTYPE (a dtype libtensor lacks: float8, float6, float4, named in the
- * message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
+ * not a string), DTYPE (a dtype libtensor lacks: F6_E2M3, F6_E3M2, named in the message;
+ * F4 with an odd last dim), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
+ * F4 (single 4-bit values) `[..., 2n]` loads as float4_e2m1fn_x2 (pairs) `[..., n]` over
+ * the same bytes, as Python's `safetensors.torch` reads it.
  */
 tensor_status_t tensor_load_safetensors(const char *path, struct tensor_safetensors_t **out);
 
@@ -1738,7 +1790,9 @@ const char *tensor_safetensors_metadata_value(const struct tensor_safetensors_t 
 /**
  * Writes `n` tensors named `names[i]` to `path` as a `.safetensors` file that the
  * format's readers (Python `safetensors.numpy` / `safetensors.torch`) read back; each is
- * written in C order. Every libtensor dtype but complex128 (the format has none). The
+ * written in C order. Every libtensor dtype but complex128 (the format has none);
+ * float4_e2m1fn_x2 `[..., n]` (pairs) as F4 `[..., 2n]` (single values, the same bytes),
+ * as Python's `safetensors.torch` writes it. The
  * save is atomic, as tensor_save_npy's (same writer, same rules): a temporary file
  * fsynced and renamed over the destination; a symbolic link's target is replaced, the
  * link kept; the old file's permission bits kept; anything but a regular file at `path`
@@ -1746,7 +1800,8 @@ const char *tensor_safetensors_metadata_value(const struct tensor_safetensors_t 
  * `__metadata__`: this is tensor_save_safetensors_metadata with no pairs.
  * Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
  * INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
- * (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
+ * (complex128; a 0-dim float4_e2m1fn_x2, which has no last dim to count F4 values in),
+ * DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
  */
 tensor_status_t tensor_save_safetensors(const char *path,
                                         const char *const *names,
@@ -1765,7 +1820,7 @@ tensor_status_t tensor_save_safetensors(const char *path,
  * Errors: NULL_POINTER (path; names / tensors with n > 0, keys / values with
  * n_meta > 0, or one of their entries), INVALID_ARGUMENT (a tensor name given twice, not
  * UTF-8, or "__metadata__"; a metadata key given twice; a key or value not UTF-8), DTYPE
- * (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for
+ * (as tensor_save_safetensors), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for
  * tensor_save_npy).
  */
 tensor_status_t tensor_save_safetensors_metadata(const char *path,

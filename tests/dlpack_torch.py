@@ -135,6 +135,8 @@ def load(path):
         "tensor_view_dtype": ([P, C.c_int32, PP], C.c_int32),
         "tensor_copy_": ([P, P], C.c_int32),
         "tensor_nbytes": ([P], C.c_size_t),
+        "tensor_dlpack_exchange_api": ([], P),
+        "tensor_memory_stats": ([P], C.c_int32),
     }
     for name, (args, res) in sig.items():
         f = getattr(lib, name)
@@ -414,6 +416,142 @@ def empty_both_ways(L):
         L.c.tensor_release(t)
 
 
+# ---- DLPack 1.3's C exchange API --------------------------------------------------------
+
+SET_ERROR = C.CFUNCTYPE(None, C.c_void_p, C.c_char_p, C.c_char_p)
+ALLOCATOR = C.CFUNCTYPE(C.c_int, C.POINTER(DLTensor), C.POINTER(C.c_void_p), C.c_void_p, SET_ERROR)
+DELETER = C.CFUNCTYPE(None, C.c_void_p)
+
+
+class DLPackExchangeAPIHeader(C.Structure):
+    _fields_ = [("version", DLPackVersion), ("prev_api", C.c_void_p)]
+
+
+class DLPackExchangeAPI(C.Structure):
+    _fields_ = [
+        ("header", DLPackExchangeAPIHeader),
+        ("managed_tensor_allocator", ALLOCATOR),
+        ("managed_tensor_from_py_object_no_sync", C.c_void_p),
+        ("managed_tensor_to_py_object_no_sync", C.c_void_p),
+        ("dltensor_from_py_object_no_sync", C.c_void_p),
+        ("current_work_stream", C.c_void_p),
+    ]
+
+
+class MemoryStats(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("live_storages", C.c_uint64), ("live_bytes", C.c_uint64)] + [
+        (f"rest{i}", C.c_uint64) for i in range(16)
+    ]
+
+
+def live_bytes(L):
+    st = MemoryStats()
+    st.struct_size = C.sizeof(st)
+    L.ok(L.c.tensor_memory_stats(C.byref(st)), "tensor_memory_stats")
+    return st.live_bytes
+
+
+class Allocated:
+    """A producer for torch.from_dlpack around a managed tensor the allocator made."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        return api.PyCapsule_New(self.ptr, b"dltensor_versioned", None)
+
+
+def allocate(table, proto, errors):
+    @SET_ERROR
+    def record(_ctx, kind, message):
+        errors.append((kind.decode(), message.decode()))
+
+    out = C.c_void_p()
+    r = table.managed_tensor_allocator(C.byref(proto), C.byref(out), None, record)
+    return r, out.value
+
+
+def prototype(code, bits, lanes, shape, device_type=1):
+    n = len(shape)
+    garbage = ints([7] * n) if n else None  # strides: dlpack.h says they are not read
+    return DLTensor(None, DLDevice(device_type, 0), n, DLDataType(code, bits, lanes),
+                    ints(shape) if n else None, garbage, 0)
+
+
+def geometry_of(m):
+    d = m.dl_tensor
+    return ((m.version.major, m.version.minor), m.flags, (d.device.device_type, d.device.device_id),
+            (d.dtype.code, d.dtype.bits, d.dtype.lanes), [d.shape[i] for i in range(d.ndim)],
+            [d.strides[i] for i in range(d.ndim)], d.byte_offset)
+
+
+def exchange_api(L):
+    """tensor_dlpack_exchange_api's table, read through the same ctypes layout as torch's
+    own table (torch.Tensor.__dlpack_c_exchange_api__): the allocator gives what torch's
+    gives for the same prototype, and torch.from_dlpack consumes it zero-copy."""
+    ours = DLPackExchangeAPI.from_address(L.c.tensor_dlpack_exchange_api())
+    cap = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+    theirs = None
+    if cap is not None:
+        theirs = DLPackExchangeAPI.from_address(api.PyCapsule_GetPointer(cap, b"dlpack_exchange_api"))
+    hv = (ours.header.version.major, ours.header.version.minor)
+    check(hv == (1, 3) and not ours.header.prev_api, f"exchange api: version {hv}")
+    check(not ours.managed_tensor_from_py_object_no_sync and not ours.managed_tensor_to_py_object_no_sync
+          and not ours.dltensor_from_py_object_no_sync, "exchange api: the Python-object entries are NULL")
+    check(bool(ours.current_work_stream), "exchange api: current_work_stream")
+    if theirs is not None:
+        tv = (theirs.header.version.major, theirs.header.version.minor)
+        check(tv == hv and bool(theirs.managed_tensor_from_py_object_no_sync),
+              f"torch's table read through the same layout: version {tv}")
+    cases = [((2, 32, 1), torch.float32, [3, 4]), ((0, 64, 1), torch.int64, [2, 0, 5]),
+             ((2, 64, 1), torch.float64, []), ((4, 16, 1), torch.bfloat16, [5]),
+             ((6, 8, 1), torch.bool, [2, 3]), ((10, 8, 1), torch.float8_e4m3fn, [4, 4])]
+    if hasattr(torch, "float4_e2m1fn_x2"):
+        cases.append(((17, 4, 2), torch.float4_e2m1fn_x2, [4, 3]))
+    for (code, bits, lanes), tdt, shape in cases:
+        tag = f"allocator {tdt} {shape}"
+        before = live_bytes(L)
+        errors = []
+        r, ptr = allocate(ours, prototype(code, bits, lanes, shape), errors)
+        check(r == 0 and ptr and not errors, f"{tag}: {r} {errors} {L.c.tensor_last_error()}")
+        if r != 0:
+            continue
+        mine = geometry_of(DLManagedTensorVersioned.from_address(ptr))
+        if theirs is not None:
+            r2, p2 = allocate(theirs, prototype(code, bits, lanes, shape), errors)
+            if r2 == 0:
+                m2 = DLManagedTensorVersioned.from_address(p2)
+                check(geometry_of(m2) == mine, f"{tag}: ours {mine}, torch's {geometry_of(m2)}")
+                DELETER(m2.deleter)(p2)
+        x = torch.from_dlpack(Allocated(ptr))
+        check(x.dtype == tdt and list(x.shape) == shape and x.is_contiguous(), f"{tag}: torch sees {x.dtype} {x.shape}")
+        nbytes = x.numel() * x.element_size()
+        check(live_bytes(L) >= before + nbytes, f"{tag}: the block is libtensor's ({live_bytes(L) - before} bytes)")
+        if nbytes:
+            check(x.data_ptr() == DLManagedTensorVersioned.from_address(ptr).dl_tensor.data, f"{tag}: zero-copy")
+            x.reshape(-1).view(torch.uint8).fill_(0x35)
+            check(C.string_at(x.data_ptr(), nbytes) == b"\x35" * nbytes, f"{tag}: torch's writes in libtensor's block")
+        del x
+        gc.collect()
+        check(live_bytes(L) == before, f"{tag}: torch called the deleter ({live_bytes(L) - before} bytes live)")
+    # Errors: -1 and one SetError call with a Python exception name, nothing allocated.
+    for proto, kind, needle in [
+        (prototype(99, 8, 1, [2]), "TypeError", "99"),
+        (prototype(2, 32, 1, [2, -3]), "ValueError", "-3"),
+        (prototype(2, 32, 1, [2], device_type=2), "ValueError", "device_type 2"),
+        (prototype(2, 32, 1, [1 << 62, 8]), "OverflowError", "overflow"),
+        (prototype(2, 32, 1, [1 << 60]), "MemoryError", "allocate"),
+    ]:
+        errors = []
+        r, ptr = allocate(ours, proto, errors)
+        ok = r == -1 and not ptr and len(errors) == 1 and errors[0][0] == kind and needle in errors[0][1]
+        check(ok and errors[0][1].startswith("tensor_dlpack_managed_tensor_allocator: "),
+              f"allocator error {kind}: {r} {errors}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="target/debug/libtensor.so")
@@ -428,6 +566,7 @@ def main():
     torch_read_only_and_refusal(L)
     float4_both_ways(L)
     empty_both_ways(L)
+    exchange_api(L)
     print(f"dlpack_torch: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 

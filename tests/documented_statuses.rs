@@ -768,8 +768,9 @@ fn crafted_files() -> Vec<(&'static str, Vec<u8>)> {
         (
             "st_float4",
             safetensors_bytes(
-                r#"{"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}}"#,
-                &[0],
+                // F4 with an odd last dim: no whole float4_e2m1fn_x2 pairs (DTYPE).
+                r#"{"a":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]}}"#,
+                &[0; 3],
             ),
         ),
         (
@@ -1086,6 +1087,124 @@ fn last_error() -> String {
     unsafe { CStr::from_ptr(tensor_last_error()) }
         .to_string_lossy()
         .into_owned()
+}
+
+/// What tensor_dlpack_managed_tensor_allocator passed to SetError (fixed buffers: the
+/// callback runs inside the call, where allocations may be made to fail).
+struct ErrorSink {
+    calls: usize,
+    kind: [u8; 64],
+    message: [u8; 1024],
+}
+
+impl ErrorSink {
+    fn text(b: &[u8]) -> String {
+        let n = b.iter().position(|&x| x == 0).unwrap_or(b.len());
+        String::from_utf8_lossy(&b[..n]).into_owned()
+    }
+    fn kind(&self) -> String {
+        Self::text(&self.kind)
+    }
+}
+
+/// dlpack.h's `SetError`: records into the ErrorSink at `ctx`.
+unsafe extern "C" fn record_error(
+    ctx: *mut c_void,
+    kind: *const std::ffi::c_char,
+    message: *const std::ffi::c_char,
+) {
+    // SAFETY: ctx is the caller's live ErrorSink; kind and message are C strings.
+    let e = unsafe { &mut *(ctx as *mut ErrorSink) };
+    e.calls += 1;
+    for (dst, src) in [(&mut e.kind[..], kind), (&mut e.message[..], message)] {
+        // SAFETY: a C string live for the call.
+        let b = unsafe { CStr::from_ptr(src) }.to_bytes();
+        let n = b.len().min(dst.len() - 1);
+        dst[..n].copy_from_slice(&b[..n]);
+        dst[n] = 0;
+    }
+}
+
+/// One allocator call: its return value and what SetError received.
+fn allocator_call(
+    proto: *mut c_void,
+    out: *mut *mut DLManagedTensorVersioned,
+    with_callback: bool,
+) -> (i32, ErrorSink) {
+    let mut e = ErrorSink {
+        calls: 0,
+        kind: [0; 64],
+        message: [0; 1024],
+    };
+    let r = fdl::tensor_dlpack_managed_tensor_allocator(
+        proto,
+        out,
+        &mut e as *mut ErrorSink as *mut c_void,
+        if with_callback {
+            Some(record_error)
+        } else {
+            None
+        },
+    );
+    (r, e)
+}
+
+/// The allocator's contract after a call: 0 with a version {1, 3} managed tensor in `m`
+/// (deleted here) and no SetError call, or -1 with `m` untouched and, with a callback, one
+/// SetError call whose kind is that of a status its `Errors:` line documents and whose
+/// message names it.
+fn check_allocation(r: i32, m: *mut DLManagedTensorVersioned, e: &ErrorSink, with_callback: bool) {
+    const NAME: &str = "tensor_dlpack_managed_tensor_allocator";
+    if r == 0 {
+        assert!(
+            !m.is_null() && e.calls == 0,
+            "{NAME}: success without a tensor"
+        );
+        // SAFETY: the managed tensor just made; its deleter runs once, here.
+        unsafe {
+            assert_eq!((*m).version, DLPackVersion { major: 1, minor: 3 });
+            ((*m).deleter.unwrap())(m);
+        }
+        return;
+    }
+    assert_eq!(r, -1, "{NAME} returned {r}");
+    assert!(m.is_null(), "{NAME}: *out written on failure");
+    let msg = last_error();
+    assert!(
+        msg.starts_with(&format!("{NAME}: ")) || msg.starts_with("libtensor: out of memory"),
+        "{msg}"
+    );
+    if !with_callback {
+        assert_eq!(e.calls, 0);
+        return;
+    }
+    assert_eq!(e.calls, 1, "{NAME}: SetError calls");
+    assert_eq!(
+        ErrorSink::text(&e.message),
+        msg,
+        "{NAME}: SetError's message"
+    );
+    static KINDS: std::sync::OnceLock<BTreeSet<&'static str>> = std::sync::OnceLock::new();
+    let kinds = KINDS.get_or_init(|| {
+        header()
+            .documented(NAME)
+            .unwrap()
+            .iter()
+            .filter(|s| *s != "OK")
+            .map(|s| match s.as_str() {
+                "DTYPE" => "TypeError",
+                "OVERFLOW" => "OverflowError",
+                "OUT_OF_MEMORY" => "MemoryError",
+                "NULL_POINTER" | "INVALID_ARGUMENT" | "DEVICE" => "ValueError",
+                _ => "RuntimeError",
+            })
+            .collect()
+    });
+    assert!(
+        kinds.contains(e.kind().as_str()),
+        "{NAME}: SetError kind {:?} is no documented status's ({kinds:?}): {msg}",
+        e.kind()
+    );
 }
 
 /// Releases a tensor written to an out-parameter.
@@ -1435,7 +1554,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             } else {
                 tensor_safetensors_load
             };
-            // Targeted: F4 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
+            // Targeted: F4 with an odd last dim (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
             // count overflows (OVERFLOW), a misaligned tensor, which is copied, with the
             // allocator failing (OUT_OF_MEMORY).
             if let Some(k @ 0..4) = c.case {
@@ -1464,7 +1583,7 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             } else {
                 tensor_safetensors_load_mode
             };
-            // Targeted: float4 (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
+            // Targeted: F4 with an odd last dim (DTYPE), 65 dims (INVALID_ARGUMENT), a shape whose element
             // count overflows (OVERFLOW), a misaligned tensor mapped shared (DTYPE), and
             // copied with the allocator failing (OUT_OF_MEMORY), a non-string metadata
             // value (IO).
@@ -2360,6 +2479,77 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             }
             drop_out(slot); // the deleter runs here, while `m` is alive
             Some(Some(st.0))
+        }
+        "tensor_dlpack_exchange_api" => {
+            let api = fdl::tensor_dlpack_exchange_api();
+            assert!(!api.is_null() && api == fdl::tensor_dlpack_exchange_api());
+            Some(None)
+        }
+        "tensor_dlpack_managed_tensor_allocator" => {
+            // Returns 0 / -1, not a status: allocator_call checks the contract (SetError
+            // exactly on failure, with the kind of a documented status).
+            let (mut shape, mut strides) = ([0i64; 8], [0i64; 8]);
+            let mut dl = c.dl_tensor(&mut shape, &mut strides);
+            for x in shape.iter_mut().filter(|x| **x > 4 && **x < 1 << 40) {
+                *x = 4;
+            }
+            // Half the calls with a valid dtype on the host, so that allocations happen.
+            if c.rng.one_in(2) {
+                dl.dtype = DLDataType {
+                    code: 2,
+                    bits: 32,
+                    lanes: 1,
+                };
+                dl.device = DLDevice {
+                    device_type: 1,
+                    device_id: 0,
+                };
+            }
+            let proto = if c.rng.one_in(10) {
+                null_mut()
+            } else {
+                &mut dl as *mut DLTensor as *mut c_void
+            };
+            let mut m: *mut DLManagedTensorVersioned = null_mut();
+            let o = out_ptr(c, &mut m);
+            let with_callback = !c.rng.one_in(4);
+            // Targeted: a valid prototype with the allocator failing, and with the heap
+            // exhausted (OUT_OF_MEMORY, "MemoryError").
+            match c.case {
+                Some(0) => {
+                    let mut four = [4i64];
+                    dl = c.dl_tensor(&mut shape, &mut strides);
+                    dl.ndim = 1;
+                    dl.shape = four.as_mut_ptr();
+                    dl.dtype = DLDataType {
+                        code: 2,
+                        bits: 32,
+                        lanes: 1,
+                    };
+                    dl.device = DLDevice {
+                        device_type: 1,
+                        device_id: 0,
+                    };
+                    let p = &mut dl as *mut DLTensor as *mut c_void;
+                    let (r, e) = allocator_failing(|| allocator_call(p, &mut m, true));
+                    assert_eq!((r, e.kind()), (-1, "MemoryError".to_string()));
+                    check_allocation(r, m, &e, true);
+                    let (r, e) = exhausted(|| allocator_call(p, &mut m, true));
+                    assert_eq!((r, e.kind()), (-1, "MemoryError".to_string()));
+                    check_allocation(r, m, &e, true);
+                }
+                Some(_) => {}
+                None => {
+                    let (r, e) = lib(|| allocator_call(proto, o, with_callback));
+                    check_allocation(
+                        r,
+                        if o.is_null() { null_mut() } else { m },
+                        &e,
+                        with_callback,
+                    );
+                }
+            }
+            Some(None)
         }
         "tensor_from_dlpack_unversioned" => {
             let (mut shape, mut strides) = ([0i64; 8], [0i64; 8]);

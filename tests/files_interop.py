@@ -344,8 +344,8 @@ def test_safetensors_to_us(L, d, rng):
             ok = np.array_equal(got, want.numpy())
         check(ok and L.tensor_dtype(t) == int(k[1:]), f"safetensors.torch {k}: values")
         L.tensor_release(t)
-    # float8: every kind torch saves loads with c10's dtype code and the same bytes; float4
-    # (F4 counts single 4-bit values, float4_e2m1fn_x2 pairs) is refused by name.
+    # float8: every kind torch saves loads with c10's dtype code and the same bytes (float4:
+    # test_safetensors_float4).
     f8 = {"e5m2": (torch.float8_e5m2, 23), "e4m3fn": (torch.float8_e4m3fn, 24),
           "e5m2fnuz": (torch.float8_e5m2fnuz, 25), "e4m3fnuz": (torch.float8_e4m3fnuz, 26),
           "e8m0fnu": (torch.float8_e8m0fnu, 44)}
@@ -360,11 +360,6 @@ def test_safetensors_to_us(L, d, rng):
         got = C.string_at(L.tensor_data_ptr(t), L.tensor_numel(t))
         check(L.tensor_dtype(t) == f8[k][1] and got == want, f"float8 {k}: dtype code and bytes")
         L.tensor_release(t)
-    if hasattr(torch, "float4_e2m1fn_x2"):
-        p = os.path.join(d, "f4.safetensors")
-        torch_save_st({"w": torch.zeros(4, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)}, p)
-        st, _ = load_st(L, p)
-        check(st == ERR_DTYPE and b"F4" in L.tensor_last_error(), f"float4 refused by name ({st})")
     # Truncated file: IO.
     with open(os.path.join(d, "torch.safetensors"), "rb") as f:
         data = f.read()
@@ -414,6 +409,50 @@ def test_us_to_safetensors(L, d, rng):
     for h in handles:
         L.tensor_release(h)
     L.tensor_release(t)
+
+
+def test_safetensors_float4(L, d, rng):
+    """float4_e2m1fn_x2 [.., n] is F4 [.., 2n] with the same bytes, as safetensors.torch
+    writes and reads it; both ways, and an odd F4 last dim refused by name."""
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        return
+    raw = rng.integers(0, 256, (3, 4), dtype=np.uint8)
+    want = torch.from_numpy(raw.copy()).view(torch.float4_e2m1fn_x2)
+    p = os.path.join(d, "f4.safetensors")
+    torch_save_st({"w": want}, p)
+    with open(p, "rb") as f:
+        data = f.read()
+    check(b'"dtype":"F4","shape":[3,8]' in data, "safetensors.torch writes float4 [3, 4] as F4 [3, 8]")
+    st, ts = load_st(L, p)
+    check(st == OK, f"float4 file: load ({L.tensor_last_error()})")
+    if st == OK:
+        t = ts["w"]
+        nd = L.tensor_ndim(t)
+        sizes = [L.tensor_sizes(t)[i] for i in range(nd)]
+        got = C.string_at(L.tensor_data_ptr(t), L.tensor_numel(t))
+        check(L.tensor_dtype(t) == 45 and sizes == [3, 4], f"float4: dtype {L.tensor_dtype(t)}, sizes {sizes}")
+        check(got == raw.tobytes(), "float4: the same bytes")
+        q = os.path.join(d, "f4_us.safetensors")
+        names = (C.c_char_p * 1)(b"w")
+        ptrs = (C.c_void_p * 1)(t.value)
+        st = L.tensor_save_safetensors(q.encode(), names, ptrs, 1)
+        check(st == OK, f"float4: tensor_save_safetensors ({L.tensor_last_error()})")
+        back = torch_load_st(q)["w"]
+        check(back.dtype == torch.float4_e2m1fn_x2 and tuple(back.shape) == (3, 4), f"safetensors.torch reads our float4 ({back.dtype}, {tuple(back.shape)})")
+        check(np.array_equal(back.view(torch.uint8).numpy(), raw), "safetensors.torch reads our float4's bytes")
+        L.tensor_release(t)
+    # F4 [2, 3] (3 bytes): no whole pairs; safetensors.torch refuses it too.
+    hdr = b'{"w":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]}}'
+    p = os.path.join(d, "f4_odd.safetensors")
+    with open(p, "wb") as f:
+        f.write(len(hdr).to_bytes(8, "little") + hdr + bytes(3))
+    st, _ = load_st(L, p)
+    check(st == ERR_DTYPE and b"even last dim" in L.tensor_last_error(), f"odd F4 last dim refused ({st})")
+    try:
+        torch_load_st(p)
+        check(False, "safetensors.torch refuses an odd F4 last dim")
+    except Exception:
+        check(True, "safetensors.torch refuses an odd F4 last dim")
 
 
 def load_st_meta(L, path, mode=MAP_READ_ONLY):
@@ -547,6 +586,7 @@ def main():
         test_us_to_numpy(L, d, rng)
         test_safetensors_to_us(L, d, rng)
         test_us_to_safetensors(L, d, rng)
+        test_safetensors_float4(L, d, rng)
         test_safetensors_metadata(L, d, rng)
         test_safetensors_map_modes(L, d, rng)
     print(f"files_interop: {passed} passed, {failed} failed")

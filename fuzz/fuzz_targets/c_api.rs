@@ -877,7 +877,7 @@ fn storage_op(w: &mut World, i: &mut Input) {
 }
 
 fn dlpack_op(w: &mut World, i: &mut Input) {
-    match i.byte() % 6 {
+    match i.byte() % 7 {
         0 => {
             let Some(t) = w.tensor(i) else { return };
             let mut m: *mut DLManagedTensorVersioned = std::ptr::null_mut();
@@ -936,13 +936,129 @@ fn dlpack_op(w: &mut World, i: &mut Input) {
                 unsafe { ((*m).deleter.unwrap())(m) };
             }
         }
-        _ => {
+        5 => {
             if let Some(k) = i.index(&w.exports_legacy) {
                 let m = w.exports_legacy.swap_remove(k);
                 // SAFETY: m is a live export this world still owns (just removed from the list): its deleter runs once.
                 unsafe { ((*m).deleter.unwrap())(m) };
             }
         }
+        _ => allocate_op(w, i),
+    }
+}
+
+/// What the DLPack allocator passed to SetError.
+struct SetErrorLog {
+    calls: usize,
+    kind_ok: bool,
+}
+
+/// dlpack.h's `SetError`: counts the calls and checks the kind is a Python exception name.
+unsafe extern "C" fn log_set_error(
+    ctx: *mut c_void,
+    kind: *const std::ffi::c_char,
+    message: *const std::ffi::c_char,
+) {
+    // SAFETY: ctx is the caller's live SetErrorLog; kind and message are C strings.
+    let (log, kind, message) = unsafe {
+        (
+            &mut *(ctx as *mut SetErrorLog),
+            std::ffi::CStr::from_ptr(kind).to_bytes(),
+            std::ffi::CStr::from_ptr(message).to_bytes(),
+        )
+    };
+    log.calls += 1;
+    log.kind_ok = kind.ends_with(b"Error") && !message.is_empty();
+}
+
+/// tensor_dlpack_managed_tensor_allocator (through tensor_dlpack_exchange_api's table) on
+/// a prototype decoded from the input: 0 with a version {1, 3} host tensor of the
+/// prototype's shape (kept as an export, so imports and deleters reach it), or -1 with
+/// `*out` untouched and SetError called exactly once.
+fn allocate_op(w: &mut World, i: &mut Input) {
+    // SAFETY: the library's static table.
+    let api = unsafe { &*tensor_dlpack_exchange_api() };
+    if api.header.version != (DLPackVersion { major: 1, minor: 3 }) {
+        fail("tensor_dlpack_exchange_api: version is not 1.3".to_string());
+    }
+    let ndim = i.ndim();
+    let mut shape = i.list(ndim, Input::size);
+    let mut strides = i.list(ndim, Input::stride);
+    if too_slow(product(&shape)) {
+        return;
+    }
+    let (code, bits, lanes) = i.pick(&[
+        (2u8, 32u8, 1u16),
+        (0, 64, 1),
+        (6, 8, 1),
+        (10, 8, 1),
+        (17, 4, 2),
+        (17, 4, 1),
+        (2, 32, 4),
+        (99, 8, 1),
+    ]);
+    let device_type = i.pick(&[1, 1, 1, 2, 18, 0]);
+    let mut proto = dl::DLTensor {
+        data: std::ptr::null_mut(),
+        device: dl::DLDevice {
+            device_type,
+            device_id: 0,
+        },
+        ndim: ndim as i32,
+        dtype: dl::DLDataType { code, bits, lanes },
+        shape: if i.byte() % 8 == 0 {
+            std::ptr::null_mut()
+        } else {
+            shape.as_mut_ptr()
+        },
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // ndim 65 with 8 sizes: refused before the shape is read.
+    let p = &mut proto as *mut dl::DLTensor as *mut c_void;
+    let mut log = SetErrorLog {
+        calls: 0,
+        kind_ok: false,
+    };
+    let mut m: *mut DLManagedTensorVersioned = std::ptr::null_mut();
+    let with_callback = i.byte() % 4 != 0;
+    let r = tensor_dlpack_managed_tensor_allocator(
+        p,
+        &mut m,
+        &mut log as *mut SetErrorLog as *mut c_void,
+        if with_callback {
+            Some(log_set_error)
+        } else {
+            None
+        },
+    );
+    match r {
+        0 => {
+            if m.is_null() || log.calls != 0 {
+                fail("tensor_dlpack_managed_tensor_allocator: 0 without a tensor".to_string());
+            }
+            // SAFETY: the managed tensor just made.
+            let dl_t = unsafe { &(*m).dl_tensor };
+            let nd = dl_t.ndim as usize;
+            // SAFETY: a successful export's shape holds ndim values.
+            let got = unsafe { std::slice::from_raw_parts(dl_t.shape, nd) };
+            if got != &shape[..nd] || dl_t.device.device_type != 1 {
+                fail(format!(
+                    "tensor_dlpack_managed_tensor_allocator: shape {got:?} for {shape:?}"
+                ));
+            }
+            w.exports.push(m);
+        }
+        -1 => {
+            if !m.is_null() || log.calls != usize::from(with_callback) || (with_callback && !log.kind_ok) {
+                fail(format!(
+                    "tensor_dlpack_managed_tensor_allocator: -1 with {} SetError calls: {}",
+                    log.calls,
+                    last_error()
+                ));
+            }
+        }
+        r => fail(format!("tensor_dlpack_managed_tensor_allocator returned {r}")),
     }
 }
 

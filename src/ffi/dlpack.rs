@@ -9,6 +9,7 @@
 use super::*;
 use crate::dlpack::{self, Export, Import};
 use crate::storage::DeleterFn;
+use std::ffi::{c_char, c_int, CStr};
 
 /// The DLPack ABI version this module implements (and exports).
 pub const DLPACK_MAJOR_VERSION: u32 = 1;
@@ -445,10 +446,281 @@ pub extern "C" fn tensor_from_dlpack_unversioned(
     })
 }
 
+// ---- the C exchange API (DLPack 1.3) ----------------------------------------------------
+
+/// dlpack.h's `SetError` callback of `DLPackManagedTensorAllocator`: `(error_ctx, kind,
+/// message)`, both strings valid for the call only.
+pub type DLPackSetError = Option<
+    unsafe extern "C" fn(error_ctx: *mut c_void, kind: *const c_char, message: *const c_char),
+>;
+
+/// dlpack.h's `DLPackManagedTensorAllocator` (the prototype is a `DLTensor *`).
+pub type DLPackManagedTensorAllocator = unsafe extern "C" fn(
+    prototype: *mut c_void,
+    out: *mut *mut DLManagedTensorVersioned,
+    error_ctx: *mut c_void,
+    set_error: DLPackSetError,
+) -> c_int;
+
+/// dlpack.h's `struct DLPackExchangeAPIHeader`.
+#[repr(C)]
+pub struct DLPackExchangeAPIHeader {
+    pub version: DLPackVersion,
+    pub prev_api: *mut DLPackExchangeAPIHeader,
+}
+
+/// dlpack.h's `struct DLPackExchangeAPI` (1.3): the header, then five function pointers.
+#[repr(C)]
+pub struct DLPackExchangeAPI {
+    pub header: DLPackExchangeAPIHeader,
+    pub managed_tensor_allocator: Option<DLPackManagedTensorAllocator>,
+    /// `(PyObject *, DLManagedTensorVersioned **)`: NULL here (no Python objects).
+    pub managed_tensor_from_py_object_no_sync:
+        Option<unsafe extern "C" fn(*mut c_void, *mut *mut DLManagedTensorVersioned) -> c_int>,
+    /// `(DLManagedTensorVersioned *, PyObject **)`: NULL here (no Python objects).
+    pub managed_tensor_to_py_object_no_sync:
+        Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned, *mut *mut c_void) -> c_int>,
+    /// `(PyObject *, DLTensor *)`: NULL here (no Python objects; optional in dlpack.h).
+    pub dltensor_from_py_object_no_sync:
+        Option<unsafe extern "C" fn(*mut c_void, *mut DLTensor) -> c_int>,
+    /// `(DLDeviceType, int32_t device_id, void **out_current_stream)`.
+    pub current_work_stream: Option<unsafe extern "C" fn(i32, i32, *mut *mut c_void) -> c_int>,
+}
+
+/// The table behind [`tensor_dlpack_exchange_api`]: immutable, so shared by every thread.
+struct ExchangeApi(DLPackExchangeAPI);
+// SAFETY: never written after initialisation; it holds NULL and function pointers only.
+unsafe impl Sync for ExchangeApi {}
+
+static EXCHANGE_API: ExchangeApi = ExchangeApi(DLPackExchangeAPI {
+    header: DLPackExchangeAPIHeader {
+        version: DLPackVersion {
+            major: DLPACK_MAJOR_VERSION,
+            minor: DLPACK_MINOR_VERSION,
+        },
+        prev_api: std::ptr::null_mut(),
+    },
+    managed_tensor_allocator: Some(tensor_dlpack_managed_tensor_allocator),
+    managed_tensor_from_py_object_no_sync: None,
+    managed_tensor_to_py_object_no_sync: None,
+    dltensor_from_py_object_no_sync: None,
+    current_work_stream: Some(current_work_stream),
+});
+
+/// The Python exception name a consumer raises for a failed allocation (dlpack.h leaves
+/// the kind to the producer; TVM-FFI and PyTorch pass a Python exception name).
+fn error_kind(status: tensor_status_t) -> &'static CStr {
+    match status {
+        TENSOR_ERR_DTYPE => c"TypeError",
+        TENSOR_ERR_OVERFLOW => c"OverflowError",
+        TENSOR_ERR_OUT_OF_MEMORY => c"MemoryError",
+        TENSOR_ERR_NULL_POINTER | TENSOR_ERR_INVALID_ARGUMENT | TENSOR_ERR_DEVICE => c"ValueError",
+        _ => c"RuntimeError",
+    }
+}
+
+/// Passes this thread's last error to `set_error` with the kind of `status`. The message
+/// is first copied to the stack (no allocation that could fail; cut at a character
+/// boundary past [`SET_ERROR_MESSAGE_MAX`] bytes), so a callback that calls back into the
+/// library (replacing the last error) still reads it whole.
+fn report_error(set_error: DLPackSetError, error_ctx: *mut c_void, status: tensor_status_t) {
+    let Some(set_error) = set_error else {
+        return;
+    };
+    // SAFETY: this thread's last message, NUL-terminated.
+    let text = unsafe { CStr::from_ptr(last_error_ptr()) }.to_bytes();
+    let mut n = text.len().min(SET_ERROR_MESSAGE_MAX);
+    while n < text.len() && n > 0 && text[n] & 0xC0 == 0x80 {
+        n -= 1;
+    }
+    let mut copy = [0u8; SET_ERROR_MESSAGE_MAX + 1];
+    copy[..n].copy_from_slice(&text[..n]);
+    // SAFETY: the caller's callback, given two NUL-terminated strings live for the call.
+    unsafe {
+        set_error(
+            error_ctx,
+            error_kind(status).as_ptr(),
+            copy.as_ptr() as *const c_char,
+        )
+    };
+}
+
+/// The longest message (in bytes) passed to `SetError`.
+const SET_ERROR_MESSAGE_MAX: usize = 1023;
+
+/// A new host tensor with the shape and dtype of the prototype (see
+/// [`tensor_dlpack_managed_tensor_allocator`]).
+fn allocate_like(p: &DLTensor) -> Result<Tensor> {
+    ensure!(
+        p.ndim >= 0,
+        InvalidArgument,
+        "prototype ndim {} is negative",
+        p.ndim
+    );
+    let nd = p.ndim as usize;
+    shape::check_ndim(nd)?;
+    ensure!(
+        p.device.device_type == 1 && p.device.device_id == 0,
+        Device,
+        "libtensor allocates host memory only (kDLCPU, device_id 0); the prototype's device is (device_type {}, device_id {})",
+        p.device.device_type,
+        p.device.device_id
+    );
+    let dtype = dtype_from_dl(p.dtype, 0)?;
+    let sizes: &[i64] = if nd == 0 {
+        &[]
+    } else {
+        ensure!(
+            !p.shape.is_null(),
+            NullPointer,
+            "prototype shape is NULL but ndim is {nd}"
+        );
+        // SAFETY: non-NULL, and the C contract: ndim readable values.
+        unsafe { std::slice::from_raw_parts(p.shape, nd) }
+    };
+    Tensor::empty(sizes, dtype)
+}
+
+/// DLPack 1.3's `DLPackManagedTensorAllocator`, backed by the library's allocator (the
+/// one tensor_empty uses): a new uninitialised contiguous host tensor with `prototype`'s
+/// ndim, shape and dtype (dtypes as tensor_from_dlpack reads them, the packed float4
+/// included), exported in `*out` as tensor_to_dlpack exports (version {1, 3}, flags 0,
+/// row-major strides, NULL data when it has no elements); the consumer frees it with its
+/// deleter. `prototype` is a `DLTensor *` (tensor.h cannot name dlpack.h's untagged
+/// `DLTensor`; `tensor_dlpack_exchange_api()->managed_tensor_allocator` is this function
+/// typed as dlpack.h's `DLPackManagedTensorAllocator`). As dlpack.h says, only its dtype,
+/// ndim, shape and device are read: `data`, `strides` and `byte_offset` are ignored (as
+/// PyTorch's allocator does), and the device must be the host (`kDLCPU`, id 0).
+/// Returns 0, or -1 on failure after recording the message (tensor_last_error, naming
+/// this function) and, when `SetError` is non-NULL, calling `SetError(error_ctx, kind,
+/// message)` once with that message (cut at a character boundary past 1023 bytes) and the
+/// Python exception name of the failure:
+/// "ValueError" (NULL_POINTER, INVALID_ARGUMENT, DEVICE), "TypeError" (DTYPE),
+/// "OverflowError" (OVERFLOW), "MemoryError" (OUT_OF_MEMORY), "RuntimeError" (INTERNAL);
+/// `*out` is then untouched. Errors: NULL_POINTER (prototype, out, shape with ndim > 0),
+/// INVALID_ARGUMENT (ndim < 0 or > 64, a negative size), DEVICE (not the host), DTYPE (as
+/// tensor_from_dlpack), OVERFLOW, OUT_OF_MEMORY.
+#[no_mangle]
+#[allow(non_snake_case)]
+pub extern "C" fn tensor_dlpack_managed_tensor_allocator(
+    prototype: *mut c_void,
+    out: *mut *mut DLManagedTensorVersioned,
+    error_ctx: *mut c_void,
+    SetError: DLPackSetError,
+) -> c_int {
+    let name = fn_name!();
+    guard_or(name, -1, || {
+        let status = call(name, || {
+            let out = out_arg(out)?;
+            // SAFETY: the C contract: a non-NULL prototype is a live DLTensor.
+            let p = unsafe { (prototype as *const DLTensor).as_ref() }
+                .ok_or_else(|| null("prototype"))?;
+            *out = to_dlpack_versioned(allocate_like(p)?)?;
+            Ok(())
+        });
+        if status == TENSOR_OK {
+            return 0;
+        }
+        report_error(SetError, error_ctx, status);
+        -1
+    })
+}
+
+/// The table's `current_work_stream`: libtensor queues no work on any device, so there is
+/// no stream to order after; `*out` is NULL, as dlpack.h allows a CPU-only producer.
+/// -1 for a NULL `out` (no Python error can be set).
+extern "C" fn current_work_stream(
+    _device_type: i32,
+    _device_id: i32,
+    out: *mut *mut c_void,
+) -> c_int {
+    guard_or(fn_name!(), -1, || {
+        // SAFETY: NULL or the caller's writable slot.
+        match unsafe { out.as_mut() } {
+            Some(out) => {
+                *out = std::ptr::null_mut();
+                0
+            }
+            None => -1,
+        }
+    })
+}
+
+/// DLPack 1.3's C exchange API table of this library (static, immutable, valid for the
+/// life of the process; the same pointer every call): `header.version` {1, 3},
+/// `header.prev_api` NULL, `managed_tensor_allocator` =
+/// tensor_dlpack_managed_tensor_allocator, `current_work_stream` setting `*out` to NULL
+/// for every device (returning 0; -1 for a NULL out), as dlpack.h allows a producer that
+/// runs no device work. The three Python-object entries
+/// (`managed_tensor_from_py_object_no_sync`, `managed_tensor_to_py_object_no_sync`,
+/// `dltensor_from_py_object_no_sync`) are NULL: a C library has no Python objects. A
+/// Python binding of libtensor copies this table into its own, fills them in, and
+/// publishes that as its type's `__dlpack_c_exchange_api__` capsule. The struct is
+/// dlpack.h's `struct DLPackExchangeAPI` (tensor.h forward-declares it; include dlpack.h
+/// 1.3 to read it).
+#[no_mangle]
+pub extern "C" fn tensor_dlpack_exchange_api() -> *const DLPackExchangeAPI {
+    guard(fn_name!(), || &EXCHANGE_API.0 as *const DLPackExchangeAPI)
+}
+
 #[cfg(test)]
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod tests {
     use super::*;
+
+    /// The exchange table's layout is dlpack.h 1.3's (checked against the real header by
+    /// c_tests/test_torch.cpp's static_asserts, with the same figures).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn exchange_api_has_dlpack_h_layout() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(size_of::<DLPackExchangeAPIHeader>(), 16);
+        assert_eq!(offset_of!(DLPackExchangeAPIHeader, prev_api), 8);
+        assert_eq!(
+            (
+                size_of::<DLPackExchangeAPI>(),
+                align_of::<DLPackExchangeAPI>()
+            ),
+            (56, 8)
+        );
+        assert_eq!(offset_of!(DLPackExchangeAPI, managed_tensor_allocator), 16);
+        assert_eq!(
+            offset_of!(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync),
+            24
+        );
+        assert_eq!(
+            offset_of!(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync),
+            32
+        );
+        assert_eq!(
+            offset_of!(DLPackExchangeAPI, dltensor_from_py_object_no_sync),
+            40
+        );
+        assert_eq!(offset_of!(DLPackExchangeAPI, current_work_stream), 48);
+    }
+
+    /// A long message reaches SetError cut at a character boundary, NUL-terminated.
+    #[test]
+    fn set_error_message_is_cut_at_a_character_boundary() {
+        unsafe extern "C" fn keep(ctx: *mut c_void, _kind: *const c_char, message: *const c_char) {
+            let out = unsafe { &mut *(ctx as *mut Vec<u8>) };
+            out.extend_from_slice(unsafe { CStr::from_ptr(message) }.to_bytes());
+        }
+        // 1400 bytes of two-byte characters after "name: " and no or one byte of padding:
+        // for one of the two, byte 1023 is inside a character.
+        for pad in ["", "x"] {
+            set_last_error(fn_name!(), &format!("{pad}{}", "é".repeat(700)));
+            let mut got = Vec::new();
+            report_error(
+                Some(keep),
+                &mut got as *mut Vec<u8> as *mut c_void,
+                TENSOR_ERR_DTYPE,
+            );
+            assert!(got.len() <= SET_ERROR_MESSAGE_MAX && got.len() > 1000);
+            let text = std::str::from_utf8(&got).expect("whole characters");
+            assert!(text.ends_with('é'));
+        }
+    }
     use crate::dlpack::{KDL_FLOAT, KDL_UINT};
     use crate::dtype::Scalar;
     use crate::tensor_impl::MemoryFormat;

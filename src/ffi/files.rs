@@ -255,8 +255,10 @@ pub extern "C" fn tensor_save_npy(path: *const c_char, t: *const tensor_t) -> te
 /// a regular file or block device, as in storage_from_file; truncated, bad header length,
 /// invalid JSON, offsets overlapping, with gaps or outside the data, shape not matching the
 /// byte length, a name, metadata key or value with a NUL byte, a metadata value that is
-/// not a string), DTYPE (a dtype libtensor lacks: float8, float6, float4, named in the
-/// message), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
+/// not a string), DTYPE (a dtype libtensor lacks: F6_E2M3, F6_E3M2, named in the message;
+/// F4 with an odd last dim), OVERFLOW (shape), OUT_OF_MEMORY (mmap's ENOMEM, or a copy).
+/// F4 (single 4-bit values) `[..., 2n]` loads as float4_e2m1fn_x2 (pairs) `[..., n]` over
+/// the same bytes, as Python's `safetensors.torch` reads it.
 #[no_mangle]
 pub extern "C" fn tensor_load_safetensors(
     path: *const c_char,
@@ -457,7 +459,9 @@ pub extern "C" fn tensor_safetensors_metadata_value(
 
 /// Writes `n` tensors named `names[i]` to `path` as a `.safetensors` file that the
 /// format's readers (Python `safetensors.numpy` / `safetensors.torch`) read back; each is
-/// written in C order. Every libtensor dtype but complex128 (the format has none). The
+/// written in C order. Every libtensor dtype but complex128 (the format has none);
+/// float4_e2m1fn_x2 `[..., n]` (pairs) as F4 `[..., 2n]` (single values, the same bytes),
+/// as Python's `safetensors.torch` writes it. The
 /// save is atomic, as tensor_save_npy's (same writer, same rules): a temporary file
 /// fsynced and renamed over the destination; a symbolic link's target is replaced, the
 /// link kept; the old file's permission bits kept; anything but a regular file at `path`
@@ -465,7 +469,8 @@ pub extern "C" fn tensor_safetensors_metadata_value(
 /// `__metadata__`: this is tensor_save_safetensors_metadata with no pairs.
 /// Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
 /// INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
-/// (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
+/// (complex128; a 0-dim float4_e2m1fn_x2, which has no last dim to count F4 values in),
+/// DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
 #[no_mangle]
 pub extern "C" fn tensor_save_safetensors(
     path: *const c_char,
@@ -497,7 +502,7 @@ pub extern "C" fn tensor_save_safetensors(
 /// Errors: NULL_POINTER (path; names / tensors with n > 0, keys / values with
 /// n_meta > 0, or one of their entries), INVALID_ARGUMENT (a tensor name given twice, not
 /// UTF-8, or "__metadata__"; a metadata key given twice; a key or value not UTF-8), DTYPE
-/// (complex128), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for
+/// (as tensor_save_safetensors), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for
 /// tensor_save_npy).
 #[no_mangle]
 pub extern "C" fn tensor_save_safetensors_metadata(

@@ -9,9 +9,11 @@
 //! (the format does not promise alignment; files written by the reference writers are
 //! aligned, since they pad the header to 8 bytes and order tensors by decreasing
 //! alignment) is copied into its own aligned block instead: reading a misaligned element
-//! is undefined behaviour in the kernels. Dtypes libtensor lacks (float8, float4, float6)
-//! are refused by name (DType); complex128 has no safetensors dtype, so saving one is
-//! refused.
+//! is undefined behaviour in the kernels. Dtypes libtensor lacks (F6_E2M3, F6_E3M2) are
+//! refused by name (DType); complex128 has no safetensors dtype, so saving one is refused.
+//! F4 counts single 4-bit values and float4_e2m1fn_x2 pairs of them along the last dim:
+//! F4 `[.., 2n]` is float4_e2m1fn_x2 `[.., n]` over the same bytes, both ways, as the
+//! Python package's `safetensors.torch` maps it.
 //!
 //! The header's `__metadata__` (string keys to string values, as the format defines it) is
 //! kept, sorted by key, and written back by [`save`] with the tensors.
@@ -25,6 +27,44 @@ use crate::tensor_impl::Tensor;
 use ::safetensors::tensor::{Dtype, Metadata, SafeTensorError, SafeTensors, TensorInfo};
 use std::ffi::{CStr, CString};
 use std::path::Path;
+
+/// An F4 entry's shape (single 4-bit values) as float4_e2m1fn_x2's (pairs): the last dim
+/// halved, as PyTorch's safetensors loader does; an odd last dim (a pair split across
+/// rows) is refused (DType). The crate already refused a shape whose values do not fill
+/// whole bytes (a 0-dim F4 among them).
+fn f4_pairs(name: &str, dims: &mut [i64]) -> Result<()> {
+    match dims.last_mut() {
+        Some(last) if *last % 2 == 0 => {
+            *last /= 2;
+            Ok(())
+        }
+        _ => bail!(
+            DType,
+            "tensor '{name}': safetensors dtype F4 with shape {dims:?}: libtensor reads F4 as float4_e2m1fn_x2 (pairs of values along the last dim, as PyTorch does), which needs an even last dim"
+        ),
+    }
+}
+
+/// float4_e2m1fn_x2's shape `sizes` (pairs) as the F4 shape a file holds (single values):
+/// the last dim doubled, as PyTorch's safetensors saver writes it. A 0-dim tensor has no
+/// last dim to double (PyTorch's saver refuses it too: DType).
+fn f4_values(name: &str, sizes: &[i64]) -> Result<Vec<usize>> {
+    let mut shape: Vec<usize> = sizes.iter().map(|&d| d as usize).collect();
+    let Some(last) = shape.last_mut() else {
+        bail!(
+            DType,
+            "tensor '{name}': a 0-dim float4_e2m1fn_x2 tensor cannot be saved as safetensors F4 (its shape counts single values along the last dim, which a 0-dim tensor lacks)"
+        );
+    };
+    let pairs = *last;
+    *last = pairs.checked_mul(2).ok_or_else(|| {
+        Error::from_fmt(
+            Status::Overflow,
+            format_args!("tensor '{name}': the F4 last dim (twice {pairs}) overflows"),
+        )
+    })?;
+    Ok(shape)
+}
 
 /// One tensor of a parsed file: absolute byte range in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +97,8 @@ fn to_ours(d: Dtype) -> Result<DType> {
         Dtype::F8_E5M2FNUZ => DType::F8E5M2Fnuz,
         Dtype::F8_E4M3FNUZ => DType::F8E4M3Fnuz,
         Dtype::F8_E8M0 => DType::F8E8M0Fnu,
+        // F4 counts single values, float4_e2m1fn_x2 pairs: `parse` halves the last dim.
+        Dtype::F4 => DType::F4E2M1FnX2,
         other => bail!(
             DType,
             "safetensors dtype {other:?} is not supported by libtensor"
@@ -86,11 +128,8 @@ fn to_theirs(d: DType) -> Result<Dtype> {
         DType::F8E4M3Fnuz => Dtype::F8_E4M3FNUZ,
         DType::F8E8M0Fnu => Dtype::F8_E8M0,
         DType::C128 => bail!(DType, "the safetensors format has no complex128 dtype"),
-        // safetensors' F4 counts single 4-bit values; ours are pairs.
-        DType::F4E2M1FnX2 => bail!(
-            DType,
-            "float4_e2m1fn_x2 is not saved to safetensors (its F4 dtype counts single 4-bit values, not pairs)"
-        ),
+        // F4 counts single values: `save` doubles the last dim.
+        DType::F4E2M1FnX2 => Dtype::F4,
     })
 }
 
@@ -154,6 +193,9 @@ pub fn parse(bytes: &[u8]) -> Result<Header> {
                 "tensor '{name}': dimension {d} overflows int64"
             );
             dims.push(d as i64);
+        }
+        if info.dtype == Dtype::F4 {
+            f4_pairs(&name, &mut dims)?;
         }
         out.push(Entry {
             name,
@@ -362,7 +404,7 @@ pub fn load(path: &Path, mode: MapMode) -> Result<SafetensorsFile> {
 /// Errors: InvalidArgument (duplicate or reserved name, duplicate metadata key), DType
 /// (complex128), Device, OutOfBounds, Overflow, OutOfMemory, Io.
 pub fn save(path: &Path, named: &[(&str, &Tensor)], metadata: &[(&str, &str)]) -> Result<()> {
-    let mut items: Vec<(&str, Dtype, Tensor, usize)> = Vec::with_capacity(named.len());
+    let mut items: Vec<(&str, Dtype, Tensor, usize, Vec<usize>)> = Vec::with_capacity(named.len());
     for &(name, t) in named {
         ensure!(
             name != "__metadata__",
@@ -377,8 +419,13 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)], metadata: &[(&str, &str)]) -
         let dtype = to_theirs(t.dtype()).map_err(|e| {
             Error::from_fmt(e.status, format_args!("tensor '{name}': {}", e.text()))
         })?;
+        let shape = if dtype == Dtype::F4 {
+            f4_values(name, t.sizes())?
+        } else {
+            t.sizes().iter().map(|&d| d as usize).collect()
+        };
         let (c, nbytes) = super::npy::contiguous_bytes(t)?;
-        items.push((name, dtype, c, nbytes));
+        items.push((name, dtype, c, nbytes, shape));
     }
     let mut meta: Vec<(&str, &str)> = metadata.to_vec();
     meta.sort_unstable();
@@ -388,10 +435,10 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)], metadata: &[(&str, &str)]) -
     items.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let mut infos = Vec::with_capacity(items.len());
     let mut offset = 0usize;
-    for (name, dtype, t, nbytes) in &items {
+    for (name, dtype, _, nbytes, shape) in &items {
         let info = TensorInfo {
             dtype: *dtype,
-            shape: t.sizes().iter().map(|&d| d as usize).collect(),
+            shape: shape.clone(),
             data_offsets: (offset, offset.saturating_add(*nbytes)),
         };
         offset = offset
@@ -434,7 +481,7 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)], metadata: &[(&str, &str)]) -
     let len = (header.len() as u64).to_le_bytes();
     parts.push(&len);
     parts.push(&header);
-    for (_, _, t, nbytes) in &items {
+    for (_, _, t, nbytes, _) in &items {
         if *nbytes > 0 {
             // SAFETY: a contiguous host tensor (contiguous_bytes checked it) has nbytes
             // readable bytes at data_ptr().

@@ -254,7 +254,8 @@ fn safetensors_hostile_headers_get_a_status() {
             Status::DType,
         ),
         (
-            r#"{"a":{"dtype":"F4","shape":[32],"data_offsets":[0,16]}}"#,
+            // F4 with an odd last dim: no whole float4_e2m1fn_x2 pairs.
+            r#"{"a":{"dtype":"F4","shape":[32,1],"data_offsets":[0,16]}}"#,
             Status::DType,
         ),
         ("not json at all", Status::Io),
@@ -266,7 +267,7 @@ fn safetensors_hostile_headers_get_a_status() {
     }
     let e = safetensors::tensors_from_storage(
         &storage_from_bytes(&st_with_header(
-            r#"{"w":{"dtype":"F4","shape":[32],"data_offsets":[0,16]}}"#,
+            r#"{"w":{"dtype":"F4","shape":[32,1],"data_offsets":[0,16]}}"#,
             &data,
         ))
         .unwrap(),
@@ -336,8 +337,9 @@ proptest! {
 }
 
 /// The safetensors float8 names (as the Python package writes them for torch's float8
-/// dtypes) load as the float8 dtypes, sharing the file's bytes; F4 (single 4-bit values,
-/// where float4_e2m1fn_x2 counts pairs) stays refused.
+/// dtypes) load as the float8 dtypes, sharing the file's bytes; F4 (single 4-bit values)
+/// `[2, 6]` as float4_e2m1fn_x2 (pairs) `[2, 3]` over the same bytes; F6 (no libtensor
+/// dtype) is refused by name.
 #[test]
 fn safetensors_float8_dtypes_load() {
     use crate::dtype::DType;
@@ -348,8 +350,11 @@ fn safetensors_float8_dtypes_load() {
         ("F8_E5M2FNUZ", DType::F8E5M2Fnuz),
         ("F8_E4M3FNUZ", DType::F8E4M3Fnuz),
         ("F8_E8M0", DType::F8E8M0Fnu),
+        ("F4", DType::F4E2M1FnX2),
     ] {
-        let json = format!(r#"{{"a":{{"dtype":"{name}","shape":[2,3],"data_offsets":[0,6]}}}}"#);
+        let last = if name == "F4" { 6 } else { 3 };
+        let json =
+            format!(r#"{{"a":{{"dtype":"{name}","shape":[2,{last}],"data_offsets":[0,6]}}}}"#);
         let s = storage_from_bytes(&st_with_header(&json, &data)).unwrap();
         let got = safetensors::tensors_from_storage(&s).unwrap();
         let t = &got[0].1;
@@ -357,5 +362,12 @@ fn safetensors_float8_dtypes_load() {
         // SAFETY: a [2, 3] tensor of 1-byte elements over the storage's data.
         let bytes = unsafe { std::slice::from_raw_parts(t.data_ptr(), 6) };
         assert_eq!(bytes, &data[..], "{name}");
+    }
+    for name in ["F6_E2M3", "F6_E3M2"] {
+        let json = format!(r#"{{"a":{{"dtype":"{name}","shape":[8],"data_offsets":[0,6]}}}}"#);
+        let s = storage_from_bytes(&st_with_header(&json, &data)).unwrap();
+        let e = safetensors::tensors_from_storage(&s).err().unwrap();
+        assert_eq!(e.status, Status::DType, "{name}");
+        assert!(e.message.contains(name), "{}", e.message);
     }
 }
