@@ -3,7 +3,9 @@
  * rounds (best round of each reported, so machine noise hits both alike). Then clones of
  * 1, 4, 16 and 64 KiB + release against malloc + memcpy + free of the same bytes, the same
  * way (iters_per_round / 8 calls per round).
- * Usage: bench_small [iters_per_round [rounds]]   Build and run: benches/c/run.sh small */
+ * Usage: bench_small [iters_per_round [rounds [small]]]   ("small": the first row only, for
+ * callgrind: valgrind --tool=callgrind bench_small 20000 1 small)
+ * Build and run: benches/c/run.sh small */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +53,7 @@ int main(int argc, char **argv) {
   tensor_release(x);
   printf("| clone 64 f32 + release | %.1f ns | malloc(160)+free %.1f ns | %.2fx |\n", best_clone,
          best_malloc, best_clone / best_malloc);
-  {
+  if (argc <= 3 || strcmp(argv[3], "small") != 0) {
     static const int64_t kib[4] = {1, 4, 16, 64};
     long k, mid_iters = iters / 8 > 0 ? iters / 8 : 1;
     for (k = 0; k < 4; k++) {
