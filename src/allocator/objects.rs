@@ -1,6 +1,6 @@
 //! Object boxes: the heap boxes of the two objects a tensor is made of, its TensorImpl and
 //! (for a new tensor) its StorageImpl, and the sizes-and-strides block of a 6- to 8-dim
-//! layout, kept per thread for reuse, [`OBJ_PER_SLOT`] of each (about 7 KiB per thread).
+//! layout, kept per thread for reuse, 16 of each (`thread::OBJ_PER_SLOT`) (about 7 KiB per thread).
 //! A view makes one such box (and a dims block past 5 dims) and a small clone two; glibc's
 //! malloc + free of one costs about 140 instructions, which here become about 40 (a fifth
 //! of a view: benches/c/count.sh). They come from and go back to Rust's global allocator
@@ -14,15 +14,9 @@
 //! with `type Boxes = TensorBoxes` (or `StorageBoxes`) in its `Intrusive` impl.
 
 use super::policy::thread_caching;
-use super::small::{pop, push};
-use super::thread::with;
+use super::thread::{pop, push, with};
 use crate::refcount::BoxAlloc;
 use std::alloc::Layout;
-
-/// Slots: one per boxed type (a slot keeps blocks of one layout only; another type's
-/// blocks would be freed instead of kept).
-const OBJ_SLOTS: usize = 3;
-const OBJ_PER_SLOT: usize = 16;
 
 /// The boxes of one type, kept in slot `SLOT` of each thread's cache.
 pub struct PerThread<const SLOT: usize>;
@@ -34,36 +28,6 @@ pub type StorageBoxes = PerThread<1>;
 /// one block size for all three), which would otherwise cost a glibc `malloc`/`free` per
 /// view.
 pub type DimsBoxes = PerThread<2>;
-
-pub(super) struct ObjectCache {
-    len: [u8; OBJ_SLOTS],
-    obj: [[*mut u8; OBJ_PER_SLOT]; OBJ_SLOTS],
-    /// The layout of each slot's blocks (all of a slot's blocks share it: `put` refuses
-    /// another).
-    layout: [Layout; OBJ_SLOTS],
-}
-
-impl ObjectCache {
-    pub(super) const fn new() -> ObjectCache {
-        ObjectCache {
-            len: [0; OBJ_SLOTS],
-            obj: [[std::ptr::null_mut(); OBJ_PER_SLOT]; OBJ_SLOTS],
-            layout: [Layout::new::<u8>(); OBJ_SLOTS],
-        }
-    }
-
-    /// Gives every block back to the global allocator.
-    pub(super) fn drain(&mut self) {
-        for slot in 0..OBJ_SLOTS {
-            for &p in &self.obj[slot][..self.len[slot] as usize] {
-                // SAFETY: cached object blocks came from std::alloc::alloc with this
-                // slot's layout (put's contract) and are owned here.
-                unsafe { std::alloc::dealloc(p, self.layout[slot]) };
-            }
-            self.len[slot] = 0;
-        }
-    }
-}
 
 /// A cached object block of `slot` with `layout` (from `std::alloc::alloc(layout)`,
 /// uninitialised), if this thread has one.

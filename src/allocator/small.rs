@@ -1,9 +1,9 @@
 //! Small and medium blocks: a per-thread cache of freed data blocks. Small blocks come in
-//! 64-byte classes up to [`SMALL_MAX`]; each thread keeps up to [`SMALL_PER_CLASS`] freed
+//! 64-byte classes up to [`SMALL_MAX`]; each thread keeps up to 8 freed
 //! blocks per class (at most 68 KiB per thread) and reuses them without calling
 //! `posix_memalign`/`free`, whose aligned path costs more than a small clone's copy.
 //! Medium blocks (above `SMALL_MAX`, up to [`MID_MAX`]) keep their exact size: each thread
-//! keeps the last [`MID_SLOTS`] freed ones, at most [`MID_BYTES`] together (the oldest go
+//! keeps the last 8 freed ones, at most 256 KiB together (the oldest go
 //! back to the system first), and a request of the same size takes the most recently
 //! freed, whose lines are still in the cache (a fresh `posix_memalign` block is written
 //! cold: a clone of 4-64 KiB cost 3x a `malloc` + `memcpy` + `free`).
@@ -16,102 +16,13 @@
 use super::policy::thread_caching;
 use super::stats::CACHED_BYTES;
 use super::system::{fresh_alloc, system_free, ALIGNMENT};
-use super::thread::with;
+use super::thread::{pop, push, with, MID_BYTES, MID_SLOTS, SMALL_CLASSES};
 use std::sync::atomic::Ordering;
 
 pub(super) const SMALL_MAX: usize = 1024;
-const SMALL_CLASSES: usize = SMALL_MAX / ALIGNMENT;
-const SMALL_PER_CLASS: usize = 8;
+const _: () = assert!(SMALL_MAX / ALIGNMENT == SMALL_CLASSES);
 /// The largest medium block.
 pub(super) const MID_MAX: usize = 64 << 10;
-/// Medium blocks kept per thread.
-const MID_SLOTS: usize = 8;
-/// Bytes of medium blocks kept per thread.
-const MID_BYTES: usize = 256 << 10;
-
-pub(super) struct SmallCache {
-    len: [u8; SMALL_CLASSES],
-    blocks: [[*mut u8; SMALL_PER_CLASS]; SMALL_CLASSES],
-    /// Medium blocks, oldest first, and their sizes.
-    mid_len: usize,
-    mid: [(*mut u8, usize); MID_SLOTS],
-    mid_bytes: usize,
-}
-
-impl SmallCache {
-    pub(super) const fn new() -> SmallCache {
-        SmallCache {
-            len: [0; SMALL_CLASSES],
-            blocks: [[std::ptr::null_mut(); SMALL_PER_CLASS]; SMALL_CLASSES],
-            mid_len: 0,
-            mid: [(std::ptr::null_mut(), 0); MID_SLOTS],
-            mid_bytes: 0,
-        }
-    }
-
-    /// Frees every block; the bytes released.
-    pub(super) fn drain(&mut self) -> u64 {
-        let mut freed = 0u64;
-        for c in 0..SMALL_CLASSES {
-            let cap = (c + 1) * ALIGNMENT;
-            for &p in &self.blocks[c][..self.len[c] as usize] {
-                // SAFETY: cached blocks came from fresh_alloc(cap) and are owned here.
-                unsafe { release(p, cap) };
-                freed += cap as u64;
-            }
-            self.len[c] = 0;
-        }
-        while self.mid_len > 0 {
-            let n = self.evict_oldest();
-            freed += n as u64;
-        }
-        freed
-    }
-
-    /// Gives the oldest medium block back to the system (`mid_len > 0`); its size.
-    fn evict_oldest(&mut self) -> usize {
-        let (p, n) = self.mid[0];
-        self.mid.copy_within(1..self.mid_len, 0);
-        self.mid_len -= 1;
-        self.mid_bytes -= n;
-        // SAFETY: cached medium blocks came from fresh_alloc(n) and are owned here.
-        unsafe { release(p, n) };
-        n
-    }
-}
-
-/// A cached block of `cap` bytes back to the system.
-///
-/// # Safety
-/// `p` came from `fresh_alloc(cap)` and was held by a cache, which gives it up.
-unsafe fn release(p: *mut u8, cap: usize) {
-    CACHED_BYTES.fetch_sub(cap as u64, Ordering::Relaxed);
-    // SAFETY: the contract.
-    unsafe { system_free(p, cap) };
-}
-
-/// Pops the last of `len` blocks of `list`, if any.
-#[inline]
-pub(super) fn pop(len: &mut u8, list: &[*mut u8]) -> Option<*mut u8> {
-    let n = *len as usize;
-    if n == 0 {
-        return None;
-    }
-    *len = (n - 1) as u8;
-    Some(list[n - 1])
-}
-
-/// Pushes `p` after the `len` blocks of `list`; false when it is full.
-#[inline]
-pub(super) fn push(len: &mut u8, list: &mut [*mut u8], p: *mut u8) -> bool {
-    let n = *len as usize;
-    if n == list.len() {
-        return false;
-    }
-    list[n] = p;
-    *len = (n + 1) as u8;
-    true
-}
 
 /// The class of a small request (`nbytes` in 1..=SMALL_MAX) and its capacity.
 #[inline]
@@ -169,7 +80,7 @@ pub(super) fn alloc_mid(nbytes: usize) -> *mut u8 {
 }
 
 /// Keeps a freed medium block for reuse on this thread (giving the oldest kept ones back
-/// to the system to stay within [`MID_SLOTS`] and [`MID_BYTES`]).
+/// to the system to stay within `MID_SLOTS` and `MID_BYTES`).
 ///
 /// # Safety
 /// `p` came from [`alloc_mid`]`(nbytes)` and the caller gives it up.
