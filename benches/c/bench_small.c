@@ -2,7 +2,9 @@
  * tensor + tensor_release of the copy, against a malloc(160)/free pair, in interleaved
  * rounds (best round of each reported, so machine noise hits both alike). Then clones of
  * 1, 4, 16 and 64 KiB + release against malloc + memcpy + free of the same bytes, the same
- * way (iters_per_round / 8 calls per round).
+ * way (iters_per_round / 8 calls per round). Last, the resident memory per live small tensor:
+ * 10^6 tensor_empty({4}) float32 kept alive, /proc/self/statm's resident pages before and
+ * after, divided by the count.
  * Usage: bench_small [iters_per_round [rounds [small]]]   ("small": the first row only, for
  * callgrind: valgrind --tool=callgrind bench_small 20000 1 small)
  * Build and run: benches/c/run.sh small */
@@ -13,6 +15,16 @@
 #include <time.h>
 
 #include "tensor.h"
+
+/* Resident bytes of this process (Linux /proc/self/statm), or -1. */
+static double resident_bytes(void) {
+  long pages_total = 0, pages_resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f == NULL) return -1;
+  if (fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2) pages_resident = -1;
+  fclose(f);
+  return pages_resident < 0 ? -1 : (double)pages_resident * 4096.0;
+}
 
 static double now_ns(void) {
   struct timespec t;
@@ -88,6 +100,22 @@ int main(int argc, char **argv) {
       printf("| clone %lld KiB f32 + release | %.1f ns | malloc+memcpy+free %.1f ns | %.2fx |\n",
              (long long)kib[k], best_c, best_m, best_c / best_m);
     }
+  }
+  if (argc <= 3 || strcmp(argv[3], "small") != 0) {
+    enum { LIVE = 1000000 };
+    int64_t four[1] = {4};
+    tensor_t **live = malloc(LIVE * sizeof *live);
+    double before, after;
+    long k;
+    if (live == NULL) return 1;
+    before = resident_bytes();
+    for (k = 0; k < LIVE; k++) status |= tensor_empty(four, 1, TENSOR_FLOAT32, &live[k]);
+    after = resident_bytes();
+    for (k = 0; k < LIVE; k++) tensor_release(live[k]);
+    free(live);
+    /* The handle array's own 8 bytes per tensor are part of the delta: taken out. */
+    printf("| live empty({4}) f32 | %.0f B resident per tensor (10^6 live, /proc/self/statm) |\n",
+           (after - before) / LIVE - (double)sizeof(tensor_t *));
   }
   if (status != 0) {
     fprintf(stderr, "a timed call failed\n");

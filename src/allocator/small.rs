@@ -6,7 +6,7 @@
 //! keeps the last 8 freed ones, at most 256 KiB together (the oldest go
 //! back to the system first), and a request of the same size takes the most recently
 //! freed, whose lines are still in the cache (a fresh `posix_memalign` block is written
-//! cold: a clone of 4-64 KiB cost 3x a `malloc` + `memcpy` + `free`).
+//! cold: a clone of 4-16 KiB cost 3x a `malloc` + `memcpy` + `free`).
 //!
 //! Cached blocks are counted in `cached_bytes` and `reserved_bytes` (never in `live_bytes`),
 //! returned at thread exit, by `empty_cache` on their thread, and never kept while the
