@@ -38,6 +38,44 @@ static tensor_t *transposed(int64_t rows, int64_t cols, tensor_dtype_t d) {
   return t;
 }
 
+/* clone(PRESERVE) of a non-overlapping and dense tensor that starts inside its storage and
+ * is not contiguous: the copy has the same strides at offset 0, a storage of exactly its
+ * elements, and the same values (the layout is copied, not validated again). */
+static void test_clone_dense_offset(void) {
+  int64_t s3[3] = {2, 3, 4}, s4[4] = {2, 1, 3, 4};
+  tensor_t *t = arange_view(24, TENSOR_FLOAT32, s3, 3), *sel = NULL, *tr = NULL, *c = NULL;
+  tensor_t *u = arange_view(24, TENSOR_INT16, s4, 4), *utr = NULL;
+  bool eq = false;
+  CHECK(t != NULL && u != NULL);
+  CHECK_OK(tensor_select(t, 0, 1, &sel)); /* [3, 4] at offset 12 */
+  CHECK_OK(tensor_transpose(sel, 0, 1, &tr)); /* [4, 3], strides (1, 4), offset 12 */
+  CHECK(tensor_storage_offset(tr) == 12);
+  CHECK_OK(tensor_clone(tr, TENSOR_PRESERVE_FORMAT, &c));
+  CHECK(tensor_storage_offset(c) == 0);
+  CHECK(tensor_ndim(c) == 2 && tensor_sizes(c)[0] == 4 && tensor_sizes(c)[1] == 3);
+  CHECK(tensor_strides(c)[0] == 1 && tensor_strides(c)[1] == 4);
+  CHECK(storage_nbytes(tensor_storage(c)) == 12 * sizeof(float));
+  /* memory order kept: item 1 is element (1, 0) = 13, item 4 element (0, 1) = 16 */
+  CHECK(((const float *)tensor_data_ptr(c))[1] == 13.0f);
+  CHECK(((const float *)tensor_data_ptr(c))[4] == 16.0f);
+  CHECK_OK(tensor_equal(c, tr, &eq));
+  CHECK(eq);
+  tensor_release(c);
+  /* a size-1 dim (any stride) and a 2-byte dtype: 24 items, 48 bytes */
+  CHECK_OK(tensor_transpose(u, 0, 3, &utr));
+  CHECK_OK(tensor_clone(utr, TENSOR_PRESERVE_FORMAT, &c));
+  CHECK(storage_nbytes(tensor_storage(c)) == 24 * 2);
+  CHECK(tensor_strides(c)[0] == 1 && tensor_strides(c)[2] == 4 && tensor_strides(c)[3] == 12);
+  CHECK_OK(tensor_equal(c, utr, &eq));
+  CHECK(eq);
+  tensor_release(c);
+  tensor_release(utr);
+  tensor_release(tr);
+  tensor_release(sel);
+  tensor_release(u);
+  tensor_release(t);
+}
+
 static void test_contiguous_and_clone(void) {
   int64_t s4[4] = {2, 3, 4, 5};
   tensor_t *t = arange_view(120, TENSOR_FLOAT32, s4, 4), *c = NULL, *cl = NULL, *back = NULL;
@@ -431,6 +469,7 @@ int main(void) {
   test_empty_like();
   test_reshape_flatten();
   test_to_dtype();
+  test_clone_dense_offset();
   test_repeat();
   test_copy_and_fill();
   test_equal();

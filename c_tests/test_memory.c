@@ -153,18 +153,68 @@ static void test_small_block_cache(void) {
   (void)tensor_set_cache_limit(256 * MIB);
 }
 
+/* Medium blocks (1-64 KiB) are kept per thread at their exact size, the most recently
+ * freed reused first, at most 8 and 256 KiB together (the oldest go first): exact figures. */
+static void test_medium_block_cache(void) {
+  int64_t n4000[1] = {1000}, n4004[1] = {1001}, n64k[1] = {16384};
+  tensor_t *a = NULL, *b = NULL, *c = NULL, *big[5];
+  tensor_memory_stats_t s0, s;
+  void *pa;
+  int i;
+  (void)tensor_empty_cache();
+  s0 = harness_memory_stats();
+  CHECK(s0.cached_bytes == 0);
+  CHECK_OK(tensor_empty(n4000, 1, TENSOR_FLOAT32, &a));
+  pa = tensor_data_ptr(a);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes + 4000);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 4000); /* the exact size, not rounded */
+  tensor_release(a);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes && s.cached_bytes == 4000);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 4000);
+  CHECK_OK(tensor_empty(n4000, 1, TENSOR_FLOAT32, &b)); /* the same block again */
+  CHECK(tensor_data_ptr(b) == pa);
+  CHECK(((uintptr_t)tensor_data_ptr(b) & 63) == 0);
+  CHECK(harness_memory_stats().cached_bytes == 0);
+  CHECK_OK(tensor_empty(n4004, 1, TENSOR_FLOAT32, &c)); /* another size: a new block */
+  CHECK(harness_memory_stats().reserved_bytes == s0.reserved_bytes + 4000 + 4004);
+  tensor_release(b);
+  tensor_release(c);
+  s = harness_memory_stats();
+  CHECK(s.cached_bytes == 8004 && s.reserved_bytes == s0.reserved_bytes + 8004);
+  /* Five 64 KiB blocks: the fourth pushes out the two small ones, the fifth the oldest
+   * 64 KiB one; 256 KiB stay. */
+  for (i = 0; i < 5; i++) CHECK_OK(tensor_empty(n64k, 1, TENSOR_FLOAT32, &big[i]));
+  for (i = 0; i < 5; i++) tensor_release(big[i]);
+  s = harness_memory_stats();
+  CHECK(s.cached_bytes == 4 * 65536 && s.reserved_bytes == s0.reserved_bytes + 4 * 65536);
+  CHECK(s.live_bytes == s0.live_bytes);
+  CHECK(tensor_empty_cache() == 4 * 65536);
+  s = harness_memory_stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+  /* Off switch: nothing is kept. */
+  (void)tensor_set_cache_limit(0);
+  CHECK_OK(tensor_empty(n4000, 1, TENSOR_FLOAT32, &a));
+  tensor_release(a);
+  s = harness_memory_stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+  (void)tensor_set_cache_limit(256 * MIB);
+}
+
 static void *small_worker(void *arg) {
-  int64_t n[1] = {16};
+  int64_t n[1] = {16}, m[1] = {1000};
   tensor_t *t = NULL;
   int i;
   (void)arg;
   for (i = 0; i < 3; i++) {
     if (tensor_empty(n, 1, TENSOR_FLOAT64, &t) == TENSOR_OK) tensor_release(t);
+    if (tensor_empty(m, 1, TENSOR_FLOAT64, &t) == TENSOR_OK) tensor_release(t); /* medium */
   }
   return NULL;
 }
 
-/* A thread's cached small blocks go back to the system when it exits. */
+/* A thread's cached small and medium blocks go back to the system when it exits. */
 static void test_small_cache_thread_exit(void) {
   pthread_t th;
   tensor_memory_stats_t s0, s;
@@ -304,6 +354,7 @@ int main(void) {
   test_reserved_allocated_cached();
   test_cache_limit();
   test_small_block_cache();
+  test_medium_block_cache();
   test_small_cache_thread_exit();
   test_old_struct_size();
   test_snapshot();

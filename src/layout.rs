@@ -526,6 +526,27 @@ impl CheckedLayout {
         // validate_layout checked it non-negative and within i64.
         self.nbytes as usize
     }
+    /// A tensor's own layout moved to offset 0, for a new tensor with its dtype: valid
+    /// without checking again when `layout` (of `numel` elements at `dtype`) is
+    /// non-overlapping and dense, since then it reaches exactly `numel` items from offset 0
+    /// (and the tensor's extent already fit in i64). `None` when it does not qualify or
+    /// the copy cannot be allocated (callers then take the checking path).
+    pub fn dense_at_zero(layout: &Layout, numel: i64, dtype: DType, dense: bool) -> Option<Self> {
+        if !dense {
+            return None;
+        }
+        let nbytes = numel.checked_mul(dtype.itemsize() as i64)?;
+        Some(CheckedLayout {
+            layout: Layout {
+                dims: layout.dims.try_clone().ok()?,
+                offset: 0,
+            },
+            numel,
+            nbytes,
+            dtype,
+        })
+    }
+
     /// The layout, its numel and dtype, for the TensorImpl that takes them.
     #[inline(always)]
     pub fn into_parts(self) -> (Layout, i64, DType) {

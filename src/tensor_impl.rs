@@ -236,6 +236,22 @@ impl Tensor {
         )?)
     }
 
+    /// An uninitialised tensor with `t`'s sizes, strides and dtype at offset 0, `t`
+    /// non-overlapping and dense (what `clone` of such a tensor makes): its layout is
+    /// copied, not validated again ([`CheckedLayout::dense_at_zero`]); otherwise as
+    /// [`empty_strided`](Self::empty_strided).
+    pub fn empty_dense_like(t: &TensorImpl) -> Result<Tensor> {
+        match CheckedLayout::dense_at_zero(
+            &t.layout,
+            t.numel,
+            t.dtype,
+            t.is_non_overlapping_and_dense(),
+        ) {
+            Some(layout) => Tensor::empty_in(layout),
+            None => Tensor::empty_strided(t.sizes(), t.strides(), t.dtype),
+        }
+    }
+
     /// Uninitialised contiguous tensor.
     pub fn empty(sizes: &[i64], dtype: DType) -> Result<Tensor> {
         Tensor::empty_in(CheckedLayout::new(sizes, Strides::Contiguous, 0, dtype)?)

@@ -4,9 +4,9 @@
 //!
 //! One file per job: this one the vtable, the default allocator and the built-in
 //! allocator's routing by size; [`system`] the blocks from and back to the system;
-//! [`big`] the cache of freed big blocks; [`small`] the per-thread size-class cache;
-//! [`objects`] the per-thread cache of object boxes (an allocation strategy of
-//! `refcount`); [`policy`] when the caches keep blocks (the limit, the environment);
+//! [`big`] the cache of freed big blocks; [`small`] the per-thread cache of small and
+//! medium blocks; [`objects`] the per-thread cache of object boxes (an allocation strategy
+//! of `refcount`); [`thread`] the one thread-local both per-thread caches live in; [`policy`] when the caches keep blocks (the limit, the environment);
 //! [`stats`] the counters.
 //!
 //! Ownership of a block: from `allocate` until the matching `deallocate` it is the
@@ -20,6 +20,7 @@ mod policy;
 mod small;
 mod stats;
 mod system;
+mod thread;
 
 pub(crate) use objects::{DimsBoxes, StorageBoxes, TensorBoxes};
 pub(crate) use policy::cache_limit;
@@ -151,13 +152,15 @@ fn builtin_alloc(nbytes: usize) -> *mut u8 {
         big::alloc(nbytes)
     } else if nbytes <= small::SMALL_MAX {
         small::alloc(nbytes)
+    } else if nbytes <= small::MID_MAX {
+        small::alloc_mid(nbytes)
     } else {
         system::fresh_alloc(nbytes)
     }
 }
 
-/// Frees a block from [`builtin_alloc`]: big ones go to the reuse cache, small ones to
-/// the thread's size-class cache (unless caching is off).
+/// Frees a block from [`builtin_alloc`]: big ones go to the reuse cache, small and medium
+/// ones to the thread's cache (unless caching is off).
 ///
 /// # Safety
 /// `p` came from `builtin_alloc(nbytes)` (non-NULL) and the caller gives it up.
@@ -170,6 +173,8 @@ unsafe fn builtin_free(p: *mut u8, nbytes: usize) {
             big::free(p, nbytes);
         } else if nbytes <= small::SMALL_MAX {
             small::free(p, nbytes);
+        } else if nbytes <= small::MID_MAX {
+            small::free_mid(p, nbytes);
         } else {
             system::system_free(p, nbytes);
         }

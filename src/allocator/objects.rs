@@ -1,6 +1,6 @@
 //! Object boxes: the heap boxes of the two objects a tensor is made of, its TensorImpl and
 //! (for a new tensor) its StorageImpl, and the sizes-and-strides block of a 6- to 8-dim
-//! layout, kept per thread for reuse, [`OBJ_PER_SLOT`] of each (about 7 KiB per thread).
+//! layout, kept per thread for reuse, 16 of each (`thread::OBJ_PER_SLOT`) (about 7 KiB per thread).
 //! A view makes one such box (and a dims block past 5 dims) and a small clone two; glibc's
 //! malloc + free of one costs about 140 instructions, which here become about 40 (a fifth
 //! of a view: benches/c/count.sh). They come from and go back to Rust's global allocator
@@ -14,14 +14,9 @@
 //! with `type Boxes = TensorBoxes` (or `StorageBoxes`) in its `Intrusive` impl.
 
 use super::policy::thread_caching;
-use super::small::{pop, push};
+use super::thread::{pop, push, with};
 use crate::refcount::BoxAlloc;
 use std::alloc::Layout;
-
-/// Slots: one per boxed type (a slot keeps blocks of one layout only; another type's
-/// blocks would be freed instead of kept).
-const OBJ_SLOTS: usize = 3;
-const OBJ_PER_SLOT: usize = 16;
 
 /// The boxes of one type, kept in slot `SLOT` of each thread's cache.
 pub struct PerThread<const SLOT: usize>;
@@ -34,59 +29,12 @@ pub type StorageBoxes = PerThread<1>;
 /// view.
 pub type DimsBoxes = PerThread<2>;
 
-struct ObjectCache {
-    len: [u8; OBJ_SLOTS],
-    obj: [[*mut u8; OBJ_PER_SLOT]; OBJ_SLOTS],
-    /// The layout of each slot's blocks (all of a slot's blocks share it: `put` refuses
-    /// another).
-    layout: [Layout; OBJ_SLOTS],
-}
-
-impl ObjectCache {
-    /// Gives every block back to the global allocator.
-    fn drain(&mut self) {
-        for slot in 0..OBJ_SLOTS {
-            for &p in &self.obj[slot][..self.len[slot] as usize] {
-                // SAFETY: cached object blocks came from std::alloc::alloc with this
-                // slot's layout (put's contract) and are owned here.
-                unsafe { std::alloc::dealloc(p, self.layout[slot]) };
-            }
-            self.len[slot] = 0;
-        }
-    }
-}
-
-impl Drop for ObjectCache {
-    fn drop(&mut self) {
-        self.drain();
-    }
-}
-
-thread_local! {
-    static OBJECTS: std::cell::RefCell<ObjectCache> = const {
-        std::cell::RefCell::new(ObjectCache {
-            len: [0; OBJ_SLOTS],
-            obj: [[std::ptr::null_mut(); OBJ_PER_SLOT]; OBJ_SLOTS],
-            layout: [Layout::new::<u8>(); OBJ_SLOTS],
-        })
-    };
-}
-
-/// Runs `f` on this thread's cache; `None` when it is in use further up this thread's stack
-/// or already torn down (thread exit), when callers fall back to the global allocator.
-#[inline(always)]
-fn with_objects<R>(f: impl FnOnce(&mut ObjectCache) -> R) -> Option<R> {
-    OBJECTS
-        .try_with(|s| s.try_borrow_mut().ok().map(|mut s| f(&mut s)))
-        .ok()
-        .flatten()
-}
-
 /// A cached object block of `slot` with `layout` (from `std::alloc::alloc(layout)`,
 /// uninitialised), if this thread has one.
 #[inline(always)]
 fn take(slot: usize, layout: Layout) -> Option<*mut u8> {
-    with_objects(|s| {
+    with(|c| {
+        let s = &mut c.objects;
         // The layout test makes a slot shared by two types a miss, never a block of the
         // wrong size.
         if s.layout[slot] != layout {
@@ -94,7 +42,6 @@ fn take(slot: usize, layout: Layout) -> Option<*mut u8> {
         }
         pop(&mut s.len[slot], &s.obj[slot])
     })
-    .flatten()
 }
 
 /// Keeps the freed object block `p` of `slot` for reuse on this thread; false when the
@@ -107,14 +54,18 @@ unsafe fn put(slot: usize, p: *mut u8, layout: Layout) -> bool {
     if !thread_caching() {
         return false;
     }
-    with_objects(|s| {
+    with(|c| {
+        let s = &mut c.objects;
         if s.len[slot] > 0 && s.layout[slot] != layout {
             return false;
         }
+        if !c.may_keep() {
+            return false;
+        }
+        let s = &mut c.objects;
         s.layout[slot] = layout;
         push(&mut s.len[slot], &mut s.obj[slot], p)
     })
-    .unwrap_or(false)
 }
 
 impl<const SLOT: usize> BoxAlloc for PerThread<SLOT> {
@@ -142,5 +93,5 @@ impl<const SLOT: usize> BoxAlloc for PerThread<SLOT> {
 
 /// Empties the calling thread's object boxes (not tensor data: no bytes to report).
 pub(super) fn drain() {
-    with_objects(|s| s.drain());
+    with(|c| c.objects.drain());
 }

@@ -1,91 +1,28 @@
-//! Small blocks: a per-thread size-class cache. Small blocks come in 64-byte classes up to
-//! [`SMALL_MAX`]; each thread keeps up to [`SMALL_PER_CLASS`] freed blocks per class (at
-//! most 68 KiB per thread) and reuses them without calling `posix_memalign`/`free`, whose
-//! aligned path costs more than a small clone's copy. Cached small blocks are counted in
-//! `cached_bytes` and `reserved_bytes` (never in `live_bytes`), returned at thread exit, by
-//! `empty_cache` on their thread, and never kept while the cache limit is 0 or a memory
-//! checker runs (`policy::thread_caching`). While cached, a block belongs to its thread's
-//! cache.
+//! Small and medium blocks: a per-thread cache of freed data blocks. Small blocks come in
+//! 64-byte classes up to [`SMALL_MAX`]; each thread keeps up to 8 freed
+//! blocks per class (at most 68 KiB per thread) and reuses them without calling
+//! `posix_memalign`/`free`, whose aligned path costs more than a small clone's copy.
+//! Medium blocks (above `SMALL_MAX`, up to [`MID_MAX`]) keep their exact size: each thread
+//! keeps the last 8 freed ones, at most 256 KiB together (the oldest go
+//! back to the system first), and a request of the same size takes the most recently
+//! freed, whose lines are still in the cache (a fresh `posix_memalign` block is written
+//! cold: a clone of 4-16 KiB cost 3x a `malloc` + `memcpy` + `free`).
+//!
+//! Cached blocks are counted in `cached_bytes` and `reserved_bytes` (never in `live_bytes`),
+//! returned at thread exit, by `empty_cache` on their thread, and never kept while the
+//! cache limit is 0 or a memory checker runs (`policy::thread_caching`). While cached, a
+//! block belongs to its thread's cache.
 
 use super::policy::thread_caching;
 use super::stats::CACHED_BYTES;
 use super::system::{fresh_alloc, system_free, ALIGNMENT};
+use super::thread::{pop, push, with, MID_BYTES, MID_SLOTS, SMALL_CLASSES};
 use std::sync::atomic::Ordering;
 
 pub(super) const SMALL_MAX: usize = 1024;
-const SMALL_CLASSES: usize = SMALL_MAX / ALIGNMENT;
-const SMALL_PER_CLASS: usize = 8;
-
-struct SmallCache {
-    len: [u8; SMALL_CLASSES],
-    blocks: [[*mut u8; SMALL_PER_CLASS]; SMALL_CLASSES],
-}
-
-impl SmallCache {
-    /// Frees every block; the bytes released.
-    fn drain(&mut self) -> u64 {
-        let mut freed = 0u64;
-        for c in 0..SMALL_CLASSES {
-            let cap = (c + 1) * ALIGNMENT;
-            for &p in &self.blocks[c][..self.len[c] as usize] {
-                CACHED_BYTES.fetch_sub(cap as u64, Ordering::Relaxed);
-                // SAFETY: cached blocks came from fresh_alloc(cap) and are owned here.
-                unsafe { system_free(p, cap) };
-                freed += cap as u64;
-            }
-            self.len[c] = 0;
-        }
-        freed
-    }
-}
-
-impl Drop for SmallCache {
-    fn drop(&mut self) {
-        self.drain();
-    }
-}
-
-thread_local! {
-    static SMALL: std::cell::RefCell<SmallCache> = const {
-        std::cell::RefCell::new(SmallCache {
-            len: [0; SMALL_CLASSES],
-            blocks: [[std::ptr::null_mut(); SMALL_PER_CLASS]; SMALL_CLASSES],
-        })
-    };
-}
-
-/// Runs `f` on this thread's cache; `None` when it is in use further up this thread's stack
-/// or already torn down (thread exit), when callers fall back to the system.
-#[inline]
-fn with_small<R>(f: impl FnOnce(&mut SmallCache) -> R) -> Option<R> {
-    SMALL
-        .try_with(|s| s.try_borrow_mut().ok().map(|mut s| f(&mut s)))
-        .ok()
-        .flatten()
-}
-
-/// Pops the last of `len` blocks of `list`, if any.
-#[inline]
-pub(super) fn pop(len: &mut u8, list: &[*mut u8]) -> Option<*mut u8> {
-    let n = *len as usize;
-    if n == 0 {
-        return None;
-    }
-    *len = (n - 1) as u8;
-    Some(list[n - 1])
-}
-
-/// Pushes `p` after the `len` blocks of `list`; false when it is full.
-#[inline]
-pub(super) fn push(len: &mut u8, list: &mut [*mut u8], p: *mut u8) -> bool {
-    let n = *len as usize;
-    if n == list.len() {
-        return false;
-    }
-    list[n] = p;
-    *len = (n + 1) as u8;
-    true
-}
+const _: () = assert!(SMALL_MAX / ALIGNMENT == SMALL_CLASSES);
+/// The largest medium block.
+pub(super) const MID_MAX: usize = 64 << 10;
 
 /// The class of a small request (`nbytes` in 1..=SMALL_MAX) and its capacity.
 #[inline]
@@ -99,7 +36,7 @@ fn small_class(nbytes: usize) -> (usize, usize) {
 #[inline] // into `Allocator::allocate`, as `free` into `deallocate`
 pub(super) fn alloc(nbytes: usize) -> *mut u8 {
     let (class, cap) = small_class(nbytes);
-    if let Some(p) = with_small(|s| pop(&mut s.len[class], &s.blocks[class])).flatten() {
+    if let Some(p) = with(|c| pop(&mut c.small.len[class], &c.small.blocks[class])) {
         CACHED_BYTES.fetch_sub(cap as u64, Ordering::Relaxed);
         return p;
     }
@@ -114,7 +51,7 @@ pub(super) fn alloc(nbytes: usize) -> *mut u8 {
 pub(super) unsafe fn free(p: *mut u8, nbytes: usize) {
     let (class, cap) = small_class(nbytes);
     let kept = thread_caching()
-        && with_small(|s| push(&mut s.len[class], &mut s.blocks[class], p)).unwrap_or(false);
+        && with(|c| c.may_keep() && push(&mut c.small.len[class], &mut c.small.blocks[class], p));
     if kept {
         CACHED_BYTES.fetch_add(cap as u64, Ordering::Relaxed);
     } else {
@@ -123,7 +60,54 @@ pub(super) unsafe fn free(p: *mut u8, nbytes: usize) {
     }
 }
 
+/// A block for a medium request (`nbytes` in SMALL_MAX+1..=MID_MAX): the most recently
+/// freed cached one of exactly this size, else a fresh one; NULL when out of memory.
+pub(super) fn alloc_mid(nbytes: usize) -> *mut u8 {
+    let hit = with(|c| {
+        let s = &mut c.small;
+        let i = s.mid[..s.mid_len].iter().rposition(|&(_, n)| n == nbytes)?;
+        let p = s.mid[i].0;
+        s.mid.copy_within(i + 1..s.mid_len, i);
+        s.mid_len -= 1;
+        s.mid_bytes -= nbytes;
+        Some(p)
+    });
+    if let Some(p) = hit {
+        CACHED_BYTES.fetch_sub(nbytes as u64, Ordering::Relaxed);
+        return p;
+    }
+    fresh_alloc(nbytes)
+}
+
+/// Keeps a freed medium block for reuse on this thread (giving the oldest kept ones back
+/// to the system to stay within `MID_SLOTS` and `MID_BYTES`).
+///
+/// # Safety
+/// `p` came from [`alloc_mid`]`(nbytes)` and the caller gives it up.
+pub(super) unsafe fn free_mid(p: *mut u8, nbytes: usize) {
+    let kept = thread_caching()
+        && with(|c| {
+            if !c.may_keep() {
+                return false;
+            }
+            let s = &mut c.small;
+            while s.mid_len == MID_SLOTS || s.mid_bytes + nbytes > MID_BYTES {
+                s.evict_oldest();
+            }
+            s.mid[s.mid_len] = (p, nbytes);
+            s.mid_len += 1;
+            s.mid_bytes += nbytes;
+            true
+        });
+    if kept {
+        CACHED_BYTES.fetch_add(nbytes as u64, Ordering::Relaxed);
+    } else {
+        // SAFETY: a fresh_alloc(nbytes) block (alloc_mid), given up (the contract).
+        unsafe { system_free(p, nbytes) };
+    }
+}
+
 /// Empties the calling thread's cache; the bytes released.
 pub(super) fn drain() -> u64 {
-    with_small(|s| s.drain()).unwrap_or(0)
+    with(|c| c.small.drain())
 }

@@ -5,7 +5,7 @@
 use super::policy::cache_limit;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bytes held by the caches (big blocks and every thread's small blocks).
+/// Bytes held by the caches (big blocks and every thread's blocks of up to 64 KiB).
 pub(super) static CACHED_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Bytes the built-in allocator holds from the system: live blocks (big ones counted at
 /// their 2 MiB-rounded capacity) plus cached blocks.
@@ -71,8 +71,8 @@ pub struct MemoryStats {
     /// storages; reserved does not). malloc's own overhead is not included.
     pub reserved_bytes: u64,
     /// Bytes of freed blocks kept for reuse: big blocks (returned to the system by
-    /// `tensor_empty_cache`, by lowering the limit) and every thread's small blocks (see
-    /// `tensor_empty_cache`). Nothing is kept while the limit is 0. The library's own
+    /// `tensor_empty_cache`, by lowering the limit) and every thread's blocks of up to
+    /// 64 KiB (see `tensor_empty_cache`). Nothing is kept while the limit is 0. The library's own
     /// objects kept per thread (TensorImpl and StorageImpl boxes) are not tensor memory
     /// and are not counted.
     pub cached_bytes: u64,

@@ -47,8 +47,10 @@ pub extern "C" fn tensor_memory_stats(out: *mut MemoryStats) -> tensor_status_t 
 /// When memory goes back to the system: a storage's block is freed when its last strong
 /// reference dies (a view keeps its whole storage alive; see `tensor_memory_snapshot`).
 /// Blocks of at most 1 KiB go to the freeing thread's size-class cache (64-byte classes,
-/// up to 8 blocks per class: at most 68 KiB per thread), returned when that thread exits
-/// or calls this function. Other blocks under 2 MiB go straight back to malloc. Blocks of
+/// up to 8 blocks per class: at most 68 KiB per thread), and blocks of 1-64 KiB to its
+/// cache of the last 8 freed (at most 256 KiB per thread, oldest out first, reused by a
+/// request of exactly the same size), returned when that thread exits or calls this
+/// function. Other blocks under 2 MiB go straight back to malloc. Blocks of
 /// 2 MiB or more go to a cache
 /// (keyed by size rounded up to 2 MiB) so that ops run in a loop do not page-fault again;
 /// they stay reserved (`reserved_bytes`, `cached_bytes` in `tensor_memory_stats_t`) until
@@ -56,13 +58,13 @@ pub extern "C" fn tensor_memory_stats(out: *mut MemoryStats) -> tensor_status_t 
 /// `cache_limit_bytes` and 16 blocks, oldest out first), `tensor_set_cache_limit` lowers
 /// the limit, or this call. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
 /// size. Cached blocks are never counted in `live_bytes`. Safe to call at any time, from
-/// any thread (small blocks: the calling thread's only).
+/// any thread (blocks up to 64 KiB: the calling thread's only).
 ///
 /// The library's own objects (each tensor's TensorImpl and each storage's StorageImpl, a
 /// few hundred bytes, no tensor data) are kept the same way for reuse: up to 16 of each per
 /// thread, returned at thread exit or by this call on that thread, never kept under limit
 /// 0; they are not tensor memory, so neither the statistics nor the bytes returned here
-/// count them. The per-thread caches (small blocks and objects) keep nothing while
+/// count them. The per-thread caches (blocks up to 64 KiB and objects) keep nothing while
 /// AddressSanitizer or a heap-checking valgrind tool watches the process, unless
 /// `TENSOR_NO_CACHING=0` (docs/c-api.md, "Debugging caller bugs").
 #[no_mangle]
