@@ -2,12 +2,14 @@
 # Builds libtensor.so (release) and the C benchmarks against it, then runs them.
 # The library is copied into target/bench-c/ with its SONAME link (libtensor.so.0), so the
 # programs run against exactly the build they were linked with.
-# Usage: benches/c/run.sh [views|copy|pipe|convert|yuv|small|snapshot|contention|all|torch|torch-convert]
+# Usage: benches/c/run.sh [views|copy|bigclone|pipe|norm|convert|yuv|small|snapshot|contention|all|torch|torch-convert]
 #   (default: all;
-#   torch, not in all: the view ops and the float8 conversions against libtorch from the CI
-#   venv's torch wheel; torch-convert: only the conversions)
+#   torch, not in all: the view ops, the float8 conversions and the big clones against
+#   libtorch from the CI venv's torch wheel; torch-convert: only the conversions)
+#   bench_big_clone takes optional [rounds]: BENCH_BIG_CLONE_ARGS=5
 #   bench_pipe (C++) adds the cv::dnn::blobFromImage rows when pkg-config finds opencv4.
 #   bench_yuv (FFmpeg's libswscale) takes optional [rounds [cold|warm [rows]]]: BENCH_YUV_ARGS="31 warm c"
+#   bench_norm takes optional [rounds]: BENCH_NORM_ARGS=31
 #   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,6 +33,12 @@ if [ "$which" = copy ] || [ "$which" = all ]; then
   build bench_copy
   "$dir/bench_copy"
 fi
+if [ "$which" = bigclone ] || [ "$which" = all ]; then
+  ${CXX:-c++} -std=c++17 -O2 -DNDEBUG -Wall -Wextra -Werror -I"$root/include" benches/c/bench_big_clone.cpp \
+    -L"$dir" -Wl,-rpath,"$dir" -ltensor -o "$dir/bench_big_clone"
+  # shellcheck disable=SC2086
+  "$dir/bench_big_clone" ${BENCH_BIG_CLONE_ARGS:-}
+fi
 if [ "$which" = pipe ] || [ "$which" = all ]; then
   cv_flags=""
   if pkg-config --exists opencv4 2>/dev/null; then
@@ -43,6 +51,14 @@ if [ "$which" = pipe ] || [ "$which" = all ]; then
     -L"$dir" -Wl,-rpath,"$dir" -ltensor $cv_flags -o "$dir/bench_pipe"
   # shellcheck disable=SC2086
   "$dir/bench_pipe" ${BENCH_PIPE_ARGS:-}
+fi
+if [ "$which" = norm ] || [ "$which" = all ]; then
+  # Built at -O3 -march=native: the hand-written loop it compares with is compiled so
+  # (-std=c99: no FMA contraction, the same two float32 roundings as copy_affine_).
+  ${CC:-cc} -std=c99 -O3 -march=native -Wall -Wextra -Werror -I"$root/include" benches/c/bench_norm.c \
+    -L"$dir" -Wl,-rpath,"$dir" -ltensor -o "$dir/bench_norm"
+  # shellcheck disable=SC2086
+  "$dir/bench_norm" ${BENCH_NORM_ARGS:-}
 fi
 if [ "$which" = convert ] || [ "$which" = all ]; then
   build bench_convert
@@ -91,6 +107,14 @@ if [ "$which" = torch ] || [ "$which" = torch-convert ]; then
   build_torch bench_torch_convert
   # shellcheck disable=SC2086
   "$dir/bench_torch_convert" ${BENCH_TORCH_CONVERT_ARGS:-}
+  if [ "$which" = torch ]; then
+    ${CXX:-c++} -std=c++20 -O2 -DNDEBUG -DWITH_TORCH -D_GLIBCXX_USE_CXX11_ABI="$abi" \
+      -I"$root/include" -I"$tdir/include" benches/c/bench_big_clone.cpp \
+      -L"$dir" -Wl,-rpath,"$dir" -ltensor -L"$tdir/lib" -Wl,-rpath,"$tdir/lib" -ltorch_cpu -lc10 \
+      -o "$dir/bench_big_clone_torch"
+    # shellcheck disable=SC2086
+    "$dir/bench_big_clone_torch" ${BENCH_BIG_CLONE_ARGS:-}
+  fi
 fi
 if [ "$which" = contention ] || [ "$which" = all ]; then
   build bench_contention

@@ -7,13 +7,20 @@ use std::sync::atomic::Ordering;
 
 /// Alignment of every block (a cache line; AVX-512 loads never split).
 pub(crate) const ALIGNMENT: usize = 64;
-/// Blocks at least this big are 2 MiB aligned and advised as huge pages (one fault per
-/// 2 MiB instead of per 4 KiB).
+/// Blocks at least this big are 2 MiB aligned and, up to the big-block cache's limit,
+/// advised as huge pages (one fault per 2 MiB instead of per 4 KiB).
 pub(crate) const HUGE_THRESHOLD: usize = 2 << 20;
 pub(super) const HUGE_ALIGN: usize = 2 << 20;
 
-/// A new block of `nbytes` (> 0) from the system, `ALIGNMENT`-aligned (`HUGE_ALIGN` and
-/// advised as huge pages from `HUGE_THRESHOLD` up); NULL when out of memory.
+/// A new block of `nbytes` (> 0) from the system, `ALIGNMENT`-aligned (`HUGE_ALIGN` from
+/// `HUGE_THRESHOLD` up, and advised as huge pages when the big-block cache could keep it);
+/// NULL when out of memory.
+///
+/// A block bigger than the cache limit is faulted in afresh by every op that makes one, and
+/// with THP `defrag=madvise` (a common default) each fault of a `MADV_HUGEPAGE` range may
+/// compact memory synchronously: a 1 GiB clone then took up to 2.6x libtorch's time. Such
+/// blocks get no advice, so the kernel's own THP policy decides, as for glibc `malloc` and
+/// libtorch's CPU allocator (which advises only when an environment variable asks it to).
 pub(super) fn fresh_alloc(nbytes: usize) -> *mut u8 {
     let align = if nbytes >= HUGE_THRESHOLD {
         HUGE_ALIGN
@@ -27,7 +34,7 @@ pub(super) fn fresh_alloc(nbytes: usize) -> *mut u8 {
         return std::ptr::null_mut();
     }
     #[cfg(target_os = "linux")]
-    if nbytes >= HUGE_THRESHOLD {
+    if nbytes >= HUGE_THRESHOLD && nbytes <= super::policy::cache_limit() {
         // Advice only: failure just means 4 KiB pages.
         // SAFETY: p is HUGE_ALIGN-aligned and owns nbytes bytes.
         unsafe {
@@ -46,4 +53,53 @@ pub(super) unsafe fn system_free(p: *mut u8, cap: usize) {
     // SAFETY: a posix_memalign block (the contract), freed once.
     unsafe { libc::free(p as *mut c_void) };
     RESERVED_BYTES.fetch_sub(cap as u64, Ordering::Relaxed);
+}
+
+#[cfg(all(test, target_os = "linux", not(miri)))]
+mod tests {
+    use super::*;
+
+    /// Whether the mapping holding `p` is advised as huge pages ("hg" in its smaps
+    /// VmFlags).
+    fn advised_huge(p: *mut u8) -> bool {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let a = p as usize;
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ') {
+                if let Some((lo, hi)) = range.split_once('-') {
+                    if let (Ok(lo), Ok(hi)) =
+                        (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                    {
+                        inside = lo <= a && a < hi;
+                        continue;
+                    }
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return flags.split_whitespace().any(|f| f == "hg");
+                }
+            }
+        }
+        panic!("no mapping holds {p:p}")
+    }
+
+    /// A big block the cache could keep is advised as huge pages; one bigger than the
+    /// cache limit (faulted in afresh by every op that makes one) is left to the kernel's
+    /// THP policy. Nothing is touched: the blocks are only reserved address space.
+    #[test]
+    fn only_cacheable_big_blocks_are_advised_huge() {
+        let small_big = 2 * HUGE_ALIGN;
+        let over = (super::super::policy::cache_limit() / HUGE_ALIGN + 1) * HUGE_ALIGN;
+        assert!(over > super::super::policy::cache_limit());
+        for (n, want) in [(small_big, true), (over, false)] {
+            let want = want && n <= super::super::policy::cache_limit();
+            let p = fresh_alloc(n);
+            assert!(!p.is_null());
+            assert_eq!(advised_huge(p), want, "block of {n} bytes");
+            // SAFETY: from fresh_alloc(n), freed once.
+            unsafe { system_free(p, n) };
+        }
+    }
 }

@@ -132,7 +132,7 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
 }
 
 /// Runs the affine kernel for `S -> D` over one layout pair (the dtype dispatch).
-/// `stream`: the whole op's output is big (see [`STREAM_BYTES`](super::kernels::STREAM_BYTES)).
+/// `stream`: [`streams_output`](super::kernels::streams_output) of the whole op's output.
 ///
 /// # Safety
 /// As the engine's `execute`: both layouts valid for their pointers, `dst` writable, the

@@ -25,3 +25,48 @@ pub(crate) fn avx2_f16c() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
+
+/// The size in bytes of the last-level (L3) cache of CPU 0, read once from
+/// `/sys/devices/system/cpu/cpu0/cache/index*/` (the `index` whose `level` is 3 and whose
+/// `type` is not `Instruction`); `None` where that is not available (not Linux, no sysfs,
+/// Miri). `sysconf(_SC_LEVEL3_CACHE_SIZE)` is not used: glibc 2.36 answers 320 MiB on the
+/// Zen 4 VM whose sysfs (and `lscpu`) say 32 MiB.
+pub(crate) fn l3_bytes() -> Option<usize> {
+    static L3: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *L3.get_or_init(read_l3)
+}
+
+#[cfg(all(target_os = "linux", not(miri)))]
+fn read_l3() -> Option<usize> {
+    let base = "/sys/devices/system/cpu/cpu0/cache";
+    for i in 0..8 {
+        let read = |f: &str| std::fs::read_to_string(format!("{base}/index{i}/{f}")).ok();
+        let Some(level) = read("level") else { break };
+        if level.trim() != "3" || read("type").is_some_and(|t| t.trim() == "Instruction") {
+            continue;
+        }
+        return parse_cache_size(read("size")?.trim());
+    }
+    None
+}
+
+#[cfg(not(all(target_os = "linux", not(miri))))]
+fn read_l3() -> Option<usize> {
+    None
+}
+
+/// A sysfs cache size ("32768K", "1M", "512") in bytes; `None` for anything else or 0.
+#[cfg_attr(not(all(target_os = "linux", not(miri))), allow(dead_code))]
+pub(crate) fn parse_cache_size(s: &str) -> Option<usize> {
+    let (digits, unit) = match s.as_bytes().last()? {
+        b'K' | b'k' => (&s[..s.len() - 1], 1usize << 10),
+        b'M' | b'm' => (&s[..s.len() - 1], 1 << 20),
+        b'G' | b'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()?
+        .checked_mul(unit)
+        .filter(|&n| n > 0)
+}

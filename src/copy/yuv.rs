@@ -615,7 +615,7 @@ pub(crate) fn copy_yuv_affine_(
             d_col: st[sp[1]] as isize,
             param: ch.map(pc),
             k,
-            stream: dst.numel() as usize * dst.itemsize() >= super::kernels::STREAM_BYTES,
+            stream: super::kernels::streams_output(dst.numel() as usize * dst.itemsize()),
             m,
         };
         // SAFETY: the layouts were validated (data_for_write / data_for_read: device,

@@ -87,9 +87,9 @@ where
 
 /// The float -> integer fast path for contiguous runs (`S`, `D` as in `Convert<S, D>`):
 /// converts `src` into `dst` (equal lengths) and returns true, or returns false when
-/// `S -> D` is not such a pair. `stream`: the whole output is at least
-/// [`STREAM_BYTES`](super::kernels::STREAM_BYTES) (kernels that write it straight to
-/// memory then use streaming stores).
+/// `S -> D` is not such a pair. `stream`:
+/// [`streams_output`](super::kernels::streams_output) of the whole output (kernels that
+/// write it straight to memory then use streaming stores).
 ///
 /// The dispatch is a list of pairs rather than a table built at run time: `S` and `D` are
 /// known at compile time (one `Convert<S, D>` per pair), so each monomorphisation keeps
