@@ -161,7 +161,8 @@ typedef struct tensor_allocator_t {
 typedef struct tensor_device_t {
   /**
    * 1 CPU, 2 CUDA, 3 CUDA host (pinned), 4 OpenCL, 7 Vulkan, 8 Metal, 9 VPI, 10 ROCm,
-   * 11 ROCm host, 12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA.
+   * 11 ROCm host, 12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA,
+   * 18 Trn (AWS Trainium).
    * Element access needs host-accessible memory (1, 3, 11, 13).
    */
   int32_t device_type;
@@ -1220,7 +1221,7 @@ tensor_status_t tensor_clone(const struct tensor_t *self_,
  * layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
  * int wraps, -> bool is `!= 0`, complex -> real keeps the real part; to a float8 dtype
  * through float32, rounding to nearest even with PyTorch 2.15's overflow rules (e5m2: inf;
- * e4m3fn: saturate to ±448; fnuz: NaN; e8m0fnu: powers of two, docs/c-api.md section 4).
+ * e4m3fn: saturate to ±448; fnuz: NaN; e8m0fnu: powers of two; docs/c-api.md, "Types and constants").
  * float4_e2m1fn_x2 converts to nothing and from nothing (as in PyTorch). Errors:
  * NULL_POINTER, INVALID_ARGUMENT (unknown dtype), DTYPE (float4_e2m1fn_x2 to or from
  * another dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a tensor without
@@ -1298,8 +1299,8 @@ tensor_status_t tensor_copy_affine_(struct tensor_t *dst,
  * exactly `tensor_copy_affine_`. Everything else (arithmetic, overlap, version) as
  * `tensor_copy_affine_`.
  * Errors: NULL_POINTER, INDEX (dim out of range, a `src_index` value outside `src`'s
- * dim), INVALID_ARGUMENT (n is neither 1 nor the size of dim), DTYPE (a complex tensor),
- * SHAPE (src does not broadcast to dst), DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst
+ * dim), INVALID_ARGUMENT (n is neither 1 nor the size of dim), DTYPE (a complex or
+ * float4_e2m1fn_x2 tensor), SHAPE (src does not broadcast to dst), DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst
  * has a stride-0 dim of size > 1), OUT_OF_MEMORY.
  */
 tensor_status_t tensor_copy_affine_ex(struct tensor_t *dst,
@@ -1536,8 +1537,9 @@ tensor_status_t tensor_from_dlpack_unversioned(struct DLManagedTensor *src, stru
  * "ValueError" (NULL_POINTER, INVALID_ARGUMENT, DEVICE), "TypeError" (DTYPE),
  * "OverflowError" (OVERFLOW), "MemoryError" (OUT_OF_MEMORY), "RuntimeError" (INTERNAL);
  * `*out` is then untouched. Errors: NULL_POINTER (prototype, out, shape with ndim > 0),
- * INVALID_ARGUMENT (ndim < 0 or > 64, a negative size), DEVICE (not the host), DTYPE (as
- * tensor_from_dlpack), OVERFLOW, OUT_OF_MEMORY.
+ * INVALID_ARGUMENT (ndim < 0 or > 64, a negative size), DEVICE (not the host), DTYPE (lanes
+ * other than 1 or float4's 2, a type code/bits pair with no dtype, as tensor_from_dlpack
+ * reads them; the prototype has no flags), OVERFLOW, OUT_OF_MEMORY.
  */
 int tensor_dlpack_managed_tensor_allocator(void *prototype,
                                            struct DLManagedTensorVersioned **out,
@@ -1662,8 +1664,9 @@ tensor_status_t tensor_load_npy(const char *path, tensor_map_mode_t mode, struct
  * - Anything but a regular file at `path` (or at its target): a directory, FIFO, socket,
  *   device, is refused with IO naming it, and nothing is written.
  *
- * Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
- * OVERFLOW (an expanded `t` whose bytes overflow), OUT_OF_MEMORY, IO (the destination is not
+ * Errors: NULL_POINTER, DTYPE (bfloat16, the float8 dtypes and float4_e2m1fn_x2: NumPy has
+ * no such dtypes), DEVICE, OUT_OF_BOUNDS, OVERFLOW (an expanded `t` whose bytes overflow),
+ * OUT_OF_MEMORY, IO (the destination is not
  * a regular file; cannot create, write, fsync or rename the temporary file; cannot fsync the
  * directory, reported after the rename).
  */

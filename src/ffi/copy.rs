@@ -96,7 +96,7 @@ pub extern "C" fn tensor_clone(
 /// layout. Conversions: float -> int truncates toward zero and saturates (NaN -> 0), int ->
 /// int wraps, -> bool is `!= 0`, complex -> real keeps the real part; to a float8 dtype
 /// through float32, rounding to nearest even with PyTorch 2.15's overflow rules (e5m2: inf;
-/// e4m3fn: saturate to ±448; fnuz: NaN; e8m0fnu: powers of two, docs/c-api.md section 4).
+/// e4m3fn: saturate to ±448; fnuz: NaN; e8m0fnu: powers of two; docs/c-api.md, "Types and constants").
 /// float4_e2m1fn_x2 converts to nothing and from nothing (as in PyTorch). Errors:
 /// NULL_POINTER, INVALID_ARGUMENT (unknown dtype), DTYPE (float4_e2m1fn_x2 to or from
 /// another dtype), DEVICE, OUT_OF_BOUNDS, OVERFLOW (the new strides, on a tensor without
@@ -194,8 +194,8 @@ pub extern "C" fn tensor_copy_affine_(
 /// exactly `tensor_copy_affine_`. Everything else (arithmetic, overlap, version) as
 /// `tensor_copy_affine_`.
 /// Errors: NULL_POINTER, INDEX (dim out of range, a `src_index` value outside `src`'s
-/// dim), INVALID_ARGUMENT (n is neither 1 nor the size of dim), DTYPE (a complex tensor),
-/// SHAPE (src does not broadcast to dst), DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst
+/// dim), INVALID_ARGUMENT (n is neither 1 nor the size of dim), DTYPE (a complex or
+/// float4_e2m1fn_x2 tensor), SHAPE (src does not broadcast to dst), DEVICE, OUT_OF_BOUNDS, READ_ONLY, OVERLAP (dst
 /// has a stride-0 dim of size > 1), OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn tensor_copy_affine_ex(

@@ -598,8 +598,9 @@ fn allocate_like(p: &DLTensor) -> Result<Tensor> {
 /// "ValueError" (NULL_POINTER, INVALID_ARGUMENT, DEVICE), "TypeError" (DTYPE),
 /// "OverflowError" (OVERFLOW), "MemoryError" (OUT_OF_MEMORY), "RuntimeError" (INTERNAL);
 /// `*out` is then untouched. Errors: NULL_POINTER (prototype, out, shape with ndim > 0),
-/// INVALID_ARGUMENT (ndim < 0 or > 64, a negative size), DEVICE (not the host), DTYPE (as
-/// tensor_from_dlpack), OVERFLOW, OUT_OF_MEMORY.
+/// INVALID_ARGUMENT (ndim < 0 or > 64, a negative size), DEVICE (not the host), DTYPE (lanes
+/// other than 1 or float4's 2, a type code/bits pair with no dtype, as tensor_from_dlpack
+/// reads them; the prototype has no flags), OVERFLOW, OUT_OF_MEMORY.
 #[no_mangle]
 #[allow(non_snake_case)]
 pub extern "C" fn tensor_dlpack_managed_tensor_allocator(

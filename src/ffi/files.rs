@@ -226,8 +226,9 @@ pub extern "C" fn tensor_load_npy(
 /// - Anything but a regular file at `path` (or at its target): a directory, FIFO, socket,
 ///   device, is refused with IO naming it, and nothing is written.
 ///
-/// Errors: NULL_POINTER, DTYPE (bfloat16: NumPy has no such dtype), DEVICE, OUT_OF_BOUNDS,
-/// OVERFLOW (an expanded `t` whose bytes overflow), OUT_OF_MEMORY, IO (the destination is not
+/// Errors: NULL_POINTER, DTYPE (bfloat16, the float8 dtypes and float4_e2m1fn_x2: NumPy has
+/// no such dtypes), DEVICE, OUT_OF_BOUNDS, OVERFLOW (an expanded `t` whose bytes overflow),
+/// OUT_OF_MEMORY, IO (the destination is not
 /// a regular file; cannot create, write, fsync or rename the temporary file; cannot fsync the
 /// directory, reported after the rename).
 #[no_mangle]

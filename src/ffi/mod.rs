@@ -318,7 +318,8 @@ mod names {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct tensor_device_t {
     /// 1 CPU, 2 CUDA, 3 CUDA host (pinned), 4 OpenCL, 7 Vulkan, 8 Metal, 9 VPI, 10 ROCm,
-    /// 11 ROCm host, 12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA.
+    /// 11 ROCm host, 12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA,
+    /// 18 Trn (AWS Trainium).
     /// Element access needs host-accessible memory (1, 3, 11, 13).
     pub device_type: i32,
     /// Device ordinal (>= 0).
