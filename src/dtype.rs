@@ -481,20 +481,14 @@ macro_rules! float8_element {
             #[inline(always)]
             fn to_scalar(self) -> Scalar {
                 use crate::float8::Float8;
-                Scalar::Float(self.to_f32() as f64)
+                self.to_f32().to_scalar()
             }
             #[inline(always)]
             fn from_scalar(s: Scalar) -> Self {
                 use crate::float8::Float8;
                 // Through f32, as c10's Float8_*(float) constructors: a double or int64 is
                 // rounded to float first (the same rule as f16 / bf16 above).
-                Self::from_f32(match s {
-                    Scalar::Bool(b) => b as u8 as f32,
-                    Scalar::Int(i) => i as f32,
-                    Scalar::UInt(u) => u as f32,
-                    Scalar::Float(f) => f as f32,
-                    Scalar::Complex(re, _) => re as f32,
-                })
+                Self::from_f32(f32::from_scalar(s))
             }
         }
     )*};

@@ -55,14 +55,13 @@ unsafe fn put(slot: usize, p: *mut u8, layout: Layout) -> bool {
         return false;
     }
     with(|c| {
-        let s = &mut c.objects;
-        if s.len[slot] > 0 && s.layout[slot] != layout {
-            return false;
-        }
         if !c.may_keep() {
             return false;
         }
         let s = &mut c.objects;
+        if s.len[slot] > 0 && s.layout[slot] != layout {
+            return false;
+        }
         s.layout[slot] = layout;
         push(&mut s.len[slot], &mut s.obj[slot], p)
     })
