@@ -494,6 +494,7 @@ def exchange_api(L):
     gives for the same prototype, and torch.from_dlpack consumes it zero-copy."""
     ours = DLPackExchangeAPI.from_address(L.c.tensor_dlpack_exchange_api())
     cap = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+    check(cap is not None, "torch 2.15 publishes its DLPack exchange table")
     theirs = None
     if cap is not None:
         theirs = DLPackExchangeAPI.from_address(api.PyCapsule_GetPointer(cap, b"dlpack_exchange_api"))
@@ -509,8 +510,7 @@ def exchange_api(L):
     cases = [((2, 32, 1), torch.float32, [3, 4]), ((0, 64, 1), torch.int64, [2, 0, 5]),
              ((2, 64, 1), torch.float64, []), ((4, 16, 1), torch.bfloat16, [5]),
              ((6, 8, 1), torch.bool, [2, 3]), ((10, 8, 1), torch.float8_e4m3fn, [4, 4])]
-    if hasattr(torch, "float4_e2m1fn_x2"):
-        cases.append(((17, 4, 2), torch.float4_e2m1fn_x2, [4, 3]))
+    cases.append(((17, 4, 2), torch.float4_e2m1fn_x2, [4, 3]))
     for (code, bits, lanes), tdt, shape in cases:
         tag = f"allocator {tdt} {shape}"
         before = live_bytes(L)
@@ -521,7 +521,9 @@ def exchange_api(L):
             continue
         mine = geometry_of(DLManagedTensorVersioned.from_address(ptr))
         if theirs is not None:
-            r2, p2 = allocate(theirs, prototype(code, bits, lanes, shape), errors)
+            theirs_errors = []
+            r2, p2 = allocate(theirs, prototype(code, bits, lanes, shape), theirs_errors)
+            check(r2 == 0 and p2 and not theirs_errors, f"{tag}: torch's allocator: {r2} {theirs_errors}")
             if r2 == 0:
                 m2 = DLManagedTensorVersioned.from_address(p2)
                 check(geometry_of(m2) == mine, f"{tag}: ours {mine}, torch's {geometry_of(m2)}")

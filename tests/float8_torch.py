@@ -71,8 +71,10 @@ def ours_to(L, x, code, strided):
     """x converted to our dtype `code` by libtensor, as a torch tensor (via DLPack)."""
     if strided:
         # A transposed view of a 2-d arrangement: the engine's per-item path.
-        n = x.numel()
-        x = x.reshape(n // 2, 2).t() if n % 2 == 0 else x
+        # (An odd count drops its last item: the view must be strided whatever the list.)
+        n = x.numel() - x.numel() % 2
+        x = x[:n].reshape(n // 2, 2).t()
+        check(not x.is_contiguous(), f"a strided {x.dtype} source")
     st, t = import_capsule(L, x.__dlpack__(max_version=(1, 3)), True)
     L.ok(st, f"import {x.dtype}")
     out = C.c_void_p()
