@@ -122,6 +122,24 @@ static int equal(const tensor_t *a, const tensor_t *b) {
   return a && b && tensor_equal(a, b, &eq) == TENSOR_OK && eq;
 }
 
+/* The references checked against the formulas, not only against each other: 0 holds the
+ * transpose of arange (element (i, j) = j * 1024 + i), 1 and 2 real parts 0..2^20 - 1 and
+ * the row index's column (c), every imaginary part 0. */
+static int refs_hold_their_formulas(tensor_t *const ref[3]) {
+  int64_t i, j;
+  for (int k = 0; k < 3; k++) {
+    const double *p = (const double *)tensor_data_ptr(ref[k]);
+    if (!p || !tensor_is_contiguous(ref[k], TENSOR_CONTIGUOUS_FORMAT)) return 0;
+    for (i = 0; i < 1024; i++)
+      for (j = 0; j < 1024; j++) {
+        int64_t e = i * 1024 + j;
+        double want = k == 0 ? (double)(j * 1024 + i) : k == 1 ? (double)e : (double)j;
+        if (p[2 * e] != want || p[2 * e + 1] != 0.0) return 0;
+      }
+  }
+  return 1;
+}
+
 static int all_once(const counter_t *c, size_t n) {
   size_t i;
   for (i = 0; i < n; i++)
@@ -149,6 +167,7 @@ int main(void) {
   /* The references: single-threaded (the default count, no executor). */
   CHECK(tensor_copy_threads() == 1);
   for (k = 0; k < 3; k++) ref[k] = big_copy(k, tr, f32, row);
+  CHECK(refs_hold_their_formulas(ref));
   baseline = threads_now();
   CHECK(baseline >= 1);
 
