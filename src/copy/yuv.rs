@@ -386,10 +386,13 @@ mod simd {
         c
     }
 
-    /// [`row`](super::row) for contiguous luma and float32 output, 8 pixels at a time with
-    /// the same float32 operations in the same order (so the same values); `stream`:
-    /// streaming stores when the three rows are equally aligned (after a scalar head up
-    /// to 32 bytes), fenced by the caller.
+    /// [`row`](super::row) for contiguous luma and float32 output, 16 pixels at a time
+    /// (then 8) with the same float32 operations in the same order (so the same values);
+    /// `stream`: streaming stores when the three rows are equally aligned (after a scalar
+    /// head up to 64 bytes), fenced by the caller. A 16-pixel block writes each channel's
+    /// 64-byte line with two consecutive stores, so every write-combining buffer fills
+    /// completely before the next channel's (8-pixel blocks left each line half written
+    /// while the other two channels were stored).
     ///
     /// # Safety
     /// The CPU supports AVX2; `w` bytes readable at `y`; `w` float32 writable at each of
@@ -405,13 +408,13 @@ mod simd {
         p: &[(f32, f32); 3],
     ) {
         let (cr, cg, cb) = (&c.0[..w], &c.1[..w], &c.2[..w]);
-        let mis = |o: *mut f32| (o as usize) % 32;
+        let mis = |o: *mut f32| (o as usize) % 64;
         let aligned = stream
             && mis(out[0]) % 4 == 0
             && mis(out[0]) == mis(out[1])
             && mis(out[0]) == mis(out[2]);
         let head = if aligned {
-            ((32 - mis(out[0])) % 32 / 4).min(w)
+            ((64 - mis(out[0])) % 64 / 4).min(w)
         } else {
             0
         };
@@ -434,30 +437,49 @@ mod simd {
         let (lo, hi) = (_mm256_setzero_ps(), _mm256_set1_ps(255.0));
         let sc = p.map(|(a, _)| _mm256_set1_ps(a));
         let sh = p.map(|(_, b)| _mm256_set1_ps(b));
-        let mut j = head;
-        // SAFETY: each block reads bytes j..j + 8 of the luma row and values j..j + 8 of
-        // the chroma terms, and writes items j..j + 8 of the three output rows, j + 8 <= w;
-        // streaming stores only when aligned (then out[c] + j is 32-byte aligned: j - head
-        // is a multiple of 8 and the head brought each row to a 32-byte boundary).
-        unsafe {
-            while j + 8 <= w {
+        let terms = [cr.as_ptr(), cg.as_ptr(), cb.as_ptr()];
+        // The block's luma (8 pixels from item j) and one channel's stored value; called
+        // with j + 8 <= w only.
+        let luma = |j: usize| {
+            // SAFETY: bytes j..j + 8 of the luma row, j + 8 <= w.
+            unsafe {
                 let yb = _mm_loadl_epi64(y.add(j) as *const __m128i);
                 let yv = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(yb));
-                let yv = _mm256_mul_ps(_mm256_sub_ps(yv, y0), ky);
-                let terms = [cr.as_ptr(), cg.as_ptr(), cb.as_ptr()];
-                for ch in 0..3 {
-                    let x = _mm256_add_ps(yv, _mm256_loadu_ps(terms[ch].add(j)));
-                    // clamp255: max with 0 first, then min with 255 (no NaN here).
-                    let x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-                    let v = _mm256_add_ps(_mm256_mul_ps(x, sc[ch]), sh[ch]);
-                    if aligned {
-                        _mm256_stream_ps(out[ch].add(j), v);
-                    } else {
-                        _mm256_storeu_ps(out[ch].add(j), v);
-                    }
-                }
-                j += 8;
+                _mm256_mul_ps(_mm256_sub_ps(yv, y0), ky)
             }
+        };
+        let put = |ch: usize, j: usize, yv: __m256| {
+            // SAFETY: values j..j + 8 of the chroma terms and items j..j + 8 of output row
+            // `ch`, j + 8 <= w; streaming stores only when aligned (then out[ch] + j is
+            // 32-byte aligned: j - head is a multiple of 8 and the head brought each row to
+            // a 64-byte boundary).
+            unsafe {
+                let x = _mm256_add_ps(yv, _mm256_loadu_ps(terms[ch].add(j)));
+                // clamp255: max with 0 first, then min with 255 (no NaN here).
+                let x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+                let v = _mm256_add_ps(_mm256_mul_ps(x, sc[ch]), sh[ch]);
+                if aligned {
+                    _mm256_stream_ps(out[ch].add(j), v);
+                } else {
+                    _mm256_storeu_ps(out[ch].add(j), v);
+                }
+            }
+        };
+        let mut j = head;
+        while j + 16 <= w {
+            let (a, b) = (luma(j), luma(j + 8));
+            for ch in 0..3 {
+                put(ch, j, a);
+                put(ch, j + 8, b);
+            }
+            j += 16;
+        }
+        if j + 8 <= w {
+            let a = luma(j);
+            for ch in 0..3 {
+                put(ch, j, a);
+            }
+            j += 8;
         }
         (j..w).for_each(one);
     }
@@ -656,8 +678,10 @@ mod tests {
         let p = [(0.017f32, -2.1f32), (1.0, 0.0), (-0.5, 3.0)];
         let ybytes: Vec<u8> = (0..80u32).map(|i| (i * 37 % 256) as u8).collect();
         let terms: Vec<f32> = (0..80).map(|i| (i as f32 - 40.0) * 3.7).collect();
-        for w in [0usize, 1, 7, 8, 9, 31, 64, 70] {
-            for skew in 0..8 {
+        // Lengths that end in each part: the head, 16-pixel blocks, one 8-pixel block, the
+        // scalar tail; skews that put the rows at every 4-byte offset of a 64-byte line.
+        for w in [0usize, 1, 7, 8, 9, 15, 16, 17, 24, 31, 40, 64, 70] {
+            for skew in 0..16 {
                 for stream in [false, true] {
                     let mut got = vec![f32::NAN; 3 * 96];
                     let mut want = vec![f32::NAN; 3 * 96];
@@ -665,7 +689,7 @@ mod tests {
                     // Three rows 96 apart, each starting `skew` items in.
                     let rows = |b: &mut [f32]| {
                         let base = b.as_mut_ptr();
-                        // SAFETY: skew + w <= 96 items inside each third of b.
+                        // SAFETY: skew + w <= 86 items inside each third of b.
                         unsafe { [base.add(skew), base.add(96 + skew), base.add(192 + skew)] }
                     };
                     // SAFETY: w luma bytes, w items per row inside the buffers, AVX2 checked.
