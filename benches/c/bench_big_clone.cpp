@@ -84,8 +84,12 @@ static void row(int64_t n, int rounds) {
 #ifdef WITH_TORCH
   at::Tensor tx = at::from_blob(src, {n}, at::kFloat);
 #endif
-  double b_ours = 1e30, b_mmf = 1e30, b_mc = 1e30, b_torch = 1e30;
-  long st_ours = 0, st_mmf = 0, st_torch = 0;
+  double b_ours = 1e30, b_mmf = 1e30, b_mc = 1e30;
+  long st_ours = 0, st_mmf = 0;
+#ifdef WITH_TORCH
+  double b_torch = 1e30;
+  long st_torch = 0;
+#endif
   for (int r = 0; r < rounds; r++) {
     long s0 = compact_stalls();
     double t0 = now_ms();

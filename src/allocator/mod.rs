@@ -26,7 +26,7 @@ pub(crate) use objects::{DimsBoxes, StorageBoxes, TensorBoxes};
 pub(crate) use policy::cache_limit;
 pub use stats::MemoryStats;
 pub(crate) use stats::{memory_stats, stats_storage_born, stats_storage_died};
-pub(crate) use system::{ALIGNMENT, HUGE_THRESHOLD};
+pub(crate) use system::{prefault_for_write, ALIGNMENT, HUGE_THRESHOLD};
 
 use crate::error::{Error, Result, Status};
 use stats::{stats_alloc, stats_free};

@@ -45,6 +45,43 @@ pub(super) fn fresh_alloc(nbytes: usize) -> *mut u8 {
     p as *mut u8
 }
 
+/// A hint before writing all of a new output of `nbytes` at `p`: when it is past the
+/// big-block cache's limit (so its block came fresh from the system, never faulted), its
+/// whole pages are populated in one `MADV_POPULATE_WRITE` call instead of one page fault
+/// per 4 KiB page during the copy (a 1 GiB clone: 262,144 faults). The kernel does the
+/// same zeroing either way; what goes is the fault entry and exit per page. Only the pages
+/// wholly inside the range are named, and any failure (a kernel before 5.14, memory that is
+/// not ordinary anonymous or file memory) just leaves the faults to the copy: the output's
+/// content is not touched.
+pub(crate) fn prefault_for_write(p: *mut u8, nbytes: usize) {
+    if nbytes > super::policy::cache_limit() && nbytes >= HUGE_THRESHOLD {
+        populate_pages(p, nbytes);
+    }
+}
+
+/// `MADV_POPULATE_WRITE` on the whole 4 KiB pages inside `nbytes` at `p`; false when there
+/// are none or the kernel refused (nothing else happens then).
+fn populate_pages(p: *mut u8, nbytes: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = (p as usize).div_ceil(PAGE) * PAGE;
+        let end = (p as usize).saturating_add(nbytes) / PAGE * PAGE;
+        // SAFETY: advice on whole pages inside a range the caller owns and is about to
+        // write; MADV_POPULATE_WRITE only faults pages in (as writes would), it never
+        // changes their content.
+        end > start
+            && unsafe {
+                libc::madvise(start as *mut c_void, end - start, libc::MADV_POPULATE_WRITE)
+            } == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (p, nbytes);
+        false
+    }
+}
+
 /// Gives a block of `cap` bytes from [`fresh_alloc`] back to the system.
 ///
 /// # Safety
@@ -100,6 +137,47 @@ mod tests {
             assert_eq!(advised_huge(p), want, "block of {n} bytes");
             // SAFETY: from fresh_alloc(n), freed once.
             unsafe { system_free(p, n) };
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod populate_tests {
+    use super::*;
+
+    /// Population faults in exactly the whole pages inside the range (not the partial ones
+    /// at its ends) and leaves their content as it was.
+    #[test]
+    fn populate_names_only_whole_pages_and_keeps_content() {
+        const PAGE: usize = 4096;
+        let n = 16 * PAGE;
+        // SAFETY: a fresh private anonymous mapping of n bytes, unmapped at the end.
+        unsafe {
+            let m = libc::mmap(
+                std::ptr::null_mut(),
+                n,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(m, libc::MAP_FAILED);
+            let base = m as *mut u8;
+            // Pages 2 and 12 are touched (content 7); the range starts inside page 1 and
+            // ends inside page 13, so pages 2..13 are whole inside it.
+            *base.add(2 * PAGE + 5) = 7;
+            *base.add(12 * PAGE) = 7;
+            assert!(populate_pages(base.add(PAGE + 100), 12 * PAGE - 50));
+            let mut vec = vec![0u8; 16];
+            assert_eq!(libc::mincore(m, n, vec.as_mut_ptr()), 0);
+            let resident: Vec<bool> = vec.iter().map(|v| v & 1 == 1).collect();
+            let want: Vec<bool> = (0..16).map(|i| (2..13).contains(&i)).collect();
+            assert_eq!(resident, want);
+            assert_eq!((*base.add(2 * PAGE + 5), *base.add(12 * PAGE)), (7, 7));
+            assert_eq!(*base.add(7 * PAGE), 0);
+            // No whole page inside: nothing to do.
+            assert!(!populate_pages(base.add(14 * PAGE + 1), PAGE));
+            assert_eq!(libc::munmap(m, n), 0);
         }
     }
 }

@@ -608,6 +608,9 @@ impl TensorImpl {
             }
             return Ok(out);
         }
+        // Every byte of out's fresh storage is about to be written (its layout is dense).
+        let block = out.storage();
+        crate::allocator::prefault_for_write(block.data_ptr(), block.nbytes());
         // SAFETY: self validated by data_for_read; out is fresh, private and laid out by
         // `strides`.
         unsafe {
