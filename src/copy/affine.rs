@@ -132,7 +132,8 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
 }
 
 /// Runs the affine kernel for `S -> D` over one layout pair (the dtype dispatch).
-/// `stream`: [`streams_output`](super::kernels::streams_output) of the whole op's output.
+/// `stream`: [`streams_output`](super::kernels::streams_output) of the whole op's output;
+/// the caller then ends the op with [`fence_streaming_stores`](super::kernels::fence_streaming_stores).
 ///
 /// # Safety
 /// As the engine's `execute`: both layouts valid for their pointers, `dst` writable, the
@@ -322,7 +323,9 @@ mod simd {
 
     /// `n` bytes read `ss` apart (1 or 3) to `n` contiguous f32 `x·a + b` (a multiply and
     /// an add, each rounded: the scalar loop's values). `stream`: streaming stores (after
-    /// a scalar head up to 32-byte alignment), fenced before returning.
+    /// a scalar head up to 32-byte alignment), not fenced: the op that asked for them
+    /// fences once when it is done ([`fence_streaming_stores`](super::super::kernels::fence_streaming_stores);
+    /// a fence per run, thousands per frame, each waiting for the run's lines to drain).
     ///
     /// # Safety
     /// The `n` bytes `s + i·ss` (i < n) are readable and the `n` f32 (unaligned) at `d`
@@ -362,9 +365,6 @@ mod simd {
                 (1, true) => dense::<true>(d2, s2, n2, a, b),
                 (_, false) => stride3::<false>(d2, s2, n2, a, b),
                 (_, true) => stride3::<true>(d2, s2, n2, a, b),
-            }
-            if aligned {
-                _mm_sfence();
             }
         }
     }

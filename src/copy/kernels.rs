@@ -65,6 +65,18 @@ pub(crate) fn streams_output(out_bytes: usize) -> bool {
     out_bytes >= stream_threshold(l3)
 }
 
+/// Orders an op's streaming stores before whatever follows it (a flag another thread reads,
+/// a free of the block): x86's `sfence`, once at the end of an op whose kernels stream
+/// without fencing. Nothing on other targets (their kernels store normally).
+#[inline]
+pub(crate) fn fence_streaming_stores() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: sfence has no preconditions (SSE, part of x86_64).
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
 /// The smallest output that streams, given the L3 size (when known): half of it.
 pub(crate) fn stream_threshold(l3_bytes: Option<usize>) -> usize {
     l3_bytes.map_or(STREAM_FALLBACK_BYTES, |n| n / 2)

@@ -513,6 +513,9 @@ impl TensorImpl {
                     start += len;
                 }
             }
+            if stream {
+                kernels::fence_streaming_stores();
+            }
         }
         self.bump_version();
         Ok(())
