@@ -12,6 +12,7 @@ use crate::error::{Error, Result, Status};
 use crate::refcount::{Intrusive, IntrusivePtr};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
@@ -22,7 +23,9 @@ pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
 enum Owner {
     /// Allocated by us; resizable. `ptr` came from this allocator's `allocate(nbytes)`
     /// (NULL when `nbytes` is 0) and goes back through its `deallocate(ptr, nbytes)`,
-    /// exactly once (at release, or in `resize` when a new block replaces it).
+    /// exactly once (at release, or in `resize` when a new block replaces it); or, for a
+    /// small storage of the built-in allocator, `ptr` is the storage's own `inline` line,
+    /// which nothing frees (its statistics are given back instead, [`StorageImpl::free_block`]).
     Allocated(Allocator),
     /// Wrapped caller memory; `deleter(ptr, ctx)` (if any) runs exactly once, at release,
     /// unless the storage was disarmed (`disarmed`). `ctx` is the caller's, passed back
@@ -110,33 +113,69 @@ pub enum StorageKind {
     Mapped = 2,
 }
 
-/// The block: the three fields change together, only as `StorageImpl::data` says.
+/// The block: the two fields change together, only as `StorageImpl::data` says.
 struct Data {
     /// Start of the block: `nbytes` bytes valid for reads (and for writes unless the
     /// storage is read-only: a read-only mapping is `PROT_READ`) from here, for as long as
     /// a strong reference exists and `resize` has not replaced it. NULL only when `nbytes`
     /// is 0 (wrapped memory may also give a non-NULL pointer with 0 bytes). Tensors check
     /// their layouts against `nbytes` (`data_for_read` / `data_for_write`) before any
-    /// kernel dereferences it.
+    /// kernel dereferences it. For a small storage of the built-in allocator it is the
+    /// storage's own `inline` line (see [`StorageImpl::allocate`]): valid as long as the
+    /// storage lives, like any block.
     ptr: *mut u8,
     /// Size of the block in bytes, at most `isize::MAX` (checked at creation and by
     /// `resize`), so any offset inside it fits `ptr.offset`. There is no separate
     /// capacity: the built-in allocator rounds its own blocks (`crate::allocator`) and gets the
     /// size back in `deallocate`.
     nbytes: usize,
-    /// Who frees `ptr`, and how (see [`Owner`]).
-    owner: Owner,
 }
 
-/// Aligned to a cache line, so that the refcount word in front of it (`RcBox`) sits on a
-/// line of its own: two threads taking views of one base both write that word, and every
-/// view reads `nbytes` here for its bounds check; on a shared line each of those reads
-/// would wait for the line to come back from the other core (bench_contention, shared /
-/// separate bases: 1.23-1.43 before, 1.13-1.33 after; 64 more bytes per storage).
-#[repr(align(64))]
+/// The bytes a small storage keeps inside its object (`crate::allocator::INLINE_BYTES`).
+const INLINE: usize = crate::allocator::INLINE_BYTES;
+
+/// Laid out by cache line of its box (`BOX_ALIGN`: the box is 64-byte aligned; `RcBox`
+/// puts the count word first, this object right after it, at byte 8):
+///
+/// * line 0: the count word, then what only creation, release, `resize` and DLPack pins
+///   touch, and the version counter (written by every in-place op);
+/// * line 1: what every view reads (`data`'s pointer and size for its bounds check, the
+///   device, the flags): two threads taking views of one base both write the count
+///   word, and on a shared line each of those reads would wait for the line to come back
+///   from the other core (bench_contention, shared / separate bases: 1.23-1.43 before the
+///   count word had a line of its own, 1.13-1.33 after);
+/// * line 2: the bytes of a small storage (`inline`), 64-byte aligned as every block of
+///   the library, so that a small tensor is two allocations (its TensorImpl and this), not
+///   three; unused by other storages.
+///
+/// The offsets are checked below (`LAYOUT_CHECKED`); the padding fields are never read.
+#[repr(C)]
 pub struct StorageImpl {
+    // ---- line 0 (after the count word) ----
+    /// Who frees the bytes. Written only by `release_data` (at strong count 0, or in
+    /// `Drop`: nobody else can reach the storage), read by `resize` (whose caller excludes
+    /// every other user) and by shared readers that only look at which variant it is or
+    /// an external storage's ctx (fixed at creation) while a strong reference exists.
+    owner: UnsafeCell<Owner>,
+    /// DLPack exports of this storage whose consumer has not called the deleter yet:
+    /// while > 0 the bytes must not move, so `resize` refuses. Each `pin_export` is
+    /// matched by exactly one `unpin_export` (the export's deleter).
+    exports: AtomicUsize,
+    /// The version counter of the tensor made together with this storage and its views
+    /// (`tensor_impl::VersionOf::Storage`).
+    version: AtomicU64,
+    /// Where the bytes come from; fixed at creation. `Allocated` iff the owner is (or
+    /// was) `Owner::Allocated`; `Mapped` storages are external with an unmapping deleter.
+    kind: StorageKind,
+    /// Set by [`disarm`](Self::disarm): an external storage's deleter is not called.
+    /// Atomic, so that disarming never writes through the `owner` cell (see `disarm`).
+    disarmed: AtomicBool,
+    _pad0: [MaybeUninit<u8>; 3],
+    // ---- line 1 ----
     /// The block. Read through shared references (`data()`) by any thread holding a
     /// strong reference; written only
+    /// * by `allocate`, which points a new small storage at its `inline` line before
+    ///   anyone else can reach it;
     /// * by `resize`, whose caller guarantees that no other thread uses the storage and
     ///   that nobody holds a pointer into the old block that it will use again (as with
     ///   PyTorch's `resize_`; DLPack exports are refused through `exports`);
@@ -151,26 +190,31 @@ pub struct StorageImpl {
     /// (`check_writable`). Release / Acquire, so a thread that sees the flag also sees
     /// what the marking thread did before setting it.
     read_only: AtomicBool,
-    /// Set by [`disarm`](Self::disarm): an external storage's deleter is not called.
-    /// Atomic, so that disarming never writes through the `data` cell (see `disarm`).
-    disarmed: AtomicBool,
-    /// DLPack exports of this storage whose consumer has not called the deleter yet:
-    /// while > 0 the bytes must not move, so `resize` refuses. Each `pin_export` is
-    /// matched by exactly one `unpin_export` (the export's deleter).
-    exports: AtomicUsize,
-    /// Where the bytes come from; fixed at creation. `Allocated` iff the owner is (or
-    /// was) `Owner::Allocated`; `Mapped` storages are external with an unmapping deleter.
-    kind: StorageKind,
     /// Watched by the [`StorageObserver`] (it was watching when this was made); fixed.
     /// While set, the observer may hold this object's address (the memory snapshot's
     /// registry, with a copy of its data pointer, size and kind, which `resize` reports),
     /// and `Drop` tells it (it removes the entry under its lock) before the object is
     /// freed.
     tracked: bool,
-    /// The version counter of the tensor made together with this storage and its views
-    /// (`tensor_impl::VersionOf::Storage`).
-    version: AtomicU64,
+    _pad1: [MaybeUninit<u8>; 38],
+    // ---- line 2 ----
+    /// The bytes of a small storage (`data.ptr` points here, see `allocate`); never
+    /// initialised by the library, reached only through `data.ptr`.
+    inline: UnsafeCell<[MaybeUninit<u8>; INLINE]>,
 }
+
+/// The box of a storage: the count word (8 bytes, `RcBox`) and the object, line by line as
+/// [`StorageImpl`] says.
+const LAYOUT_CHECKED: () = {
+    use std::mem::{offset_of, size_of};
+    let head = size_of::<crate::refcount::RcBox<StorageImpl>>() - size_of::<StorageImpl>();
+    assert!(head == 8);
+    assert!(head + offset_of!(StorageImpl, data) == 64);
+    assert!(head + offset_of!(StorageImpl, tracked) < 128);
+    assert!(head + offset_of!(StorageImpl, inline) == 128);
+    assert!(head + size_of::<StorageImpl>() == 128 + INLINE);
+    assert!(INLINE == 64);
+};
 
 // SAFETY: the raw pointers are plain addresses of a block the storage owns (or wraps for
 // a caller who documented that any thread may free it: the C API's threading rules), so
@@ -208,31 +252,94 @@ impl StorageImpl {
         unsafe { &*self.data.get() }
     }
 
-    /// A resizable storage of `nbytes` from `allocator` (uninitialised bytes).
+    fn owner(&self) -> &Owner {
+        // SAFETY: as `data`: the one writer (`release_data`) excludes every other user.
+        unsafe { &*self.owner.get() }
+    }
+
+    /// The storage's own line for the bytes of a small storage.
+    #[inline(always)]
+    fn inline_ptr(&self) -> *mut u8 {
+        self.inline.get() as *mut u8
+    }
+
+    /// Whether a storage of `nbytes` from `allocator` keeps its bytes inline: the built-in
+    /// allocator, 1 to `INLINE` bytes, and no memory checker watching (which should see
+    /// each storage's bytes as a block of their own, with its bounds).
+    #[inline(always)]
+    fn goes_inline(nbytes: usize, allocator: &Allocator) -> bool {
+        nbytes.wrapping_sub(1) < INLINE
+            && matches!(allocator, Allocator::Builtin)
+            && crate::sanitizer::checker().is_none()
+    }
+
+    /// Gives back the block `ptr` of `nbytes` that `alloc` made for this storage: through
+    /// the allocator, or, for the inline line, its statistics only.
+    ///
+    /// # Safety
+    /// `ptr` is this storage's current block (`Owner::Allocated(alloc)`), given up.
+    #[inline(always)]
+    unsafe fn free_block(&self, alloc: &Allocator, ptr: *mut u8, nbytes: usize) {
+        if ptr == self.inline_ptr() {
+            crate::allocator::stats_inline_free(nbytes);
+        } else {
+            // SAFETY: the block came from `alloc` with this size (the contract).
+            unsafe { alloc.deallocate(ptr, nbytes) };
+        }
+    }
+
+    /// The object, before it has a block (`ptr` NULL or the caller's).
+    #[inline(always)]
+    fn new_object(data: Data, owner: Owner, device: Device, kind: StorageKind) -> StorageImpl {
+        let () = LAYOUT_CHECKED;
+        StorageImpl {
+            owner: UnsafeCell::new(owner),
+            exports: AtomicUsize::new(0),
+            version: AtomicU64::new(0),
+            kind,
+            disarmed: AtomicBool::new(false),
+            _pad0: [MaybeUninit::uninit(); 3],
+            data: UnsafeCell::new(data),
+            device,
+            read_only: AtomicBool::new(false),
+            tracked: watching(),
+            _pad1: [MaybeUninit::uninit(); 38],
+            inline: UnsafeCell::new([MaybeUninit::uninit(); INLINE]),
+        }
+    }
+
+    /// A resizable storage of `nbytes` from `allocator` (uninitialised bytes). A storage
+    /// of at most `INLINE` bytes from the built-in allocator keeps them in its own object
+    /// (one allocation instead of two, [`goes_inline`](Self::goes_inline)), counted in the
+    /// statistics as a 64-byte block of its own would be while the storage lives; `resize`
+    /// moves them to a block (the inline line then stays unused).
     pub fn allocate(nbytes: usize, allocator: Allocator) -> Result<Storage> {
         ensure!(
             nbytes <= isize::MAX as usize,
             Overflow,
             "storage of {nbytes} bytes exceeds the address space"
         );
-        let ptr = allocator.allocate(nbytes)?;
-        let s = StorageImpl {
-            data: UnsafeCell::new(Data {
-                ptr,
-                nbytes,
-                owner: Owner::Allocated(allocator),
-            }),
-            device: Device::CPU,
-            read_only: AtomicBool::new(false),
-            disarmed: AtomicBool::new(false),
-            exports: AtomicUsize::new(0),
-            kind: StorageKind::Allocated,
-            tracked: watching(),
-            version: AtomicU64::new(0),
+        let inline = Self::goes_inline(nbytes, &allocator);
+        let ptr = if inline {
+            std::ptr::null_mut()
+        } else {
+            allocator.allocate(nbytes)?
         };
+        let s = Self::new_object(
+            Data { ptr, nbytes },
+            Owner::Allocated(allocator),
+            Device::CPU,
+            StorageKind::Allocated,
+        );
         stats_storage_born(false);
-        // On failure the StorageImpl drops here and frees the block.
+        // On failure the StorageImpl drops here and frees the block (none yet if inline:
+        // a NULL block with nbytes > 0 is not deallocated).
         let p = IntrusivePtr::try_new(s).map_err(|_| oom("storage"))?;
+        if inline {
+            // SAFETY: the storage is new and ours alone: the first of `data`'s writers.
+            unsafe { (*p.data.get()).ptr = p.inline_ptr() };
+            crate::allocator::stats_inline_alloc(nbytes);
+        }
         if p.tracked {
             Observer::made(&p);
         }
@@ -275,20 +382,15 @@ impl StorageImpl {
             Overflow,
             "storage of {nbytes} bytes exceeds the address space"
         );
-        let s = StorageImpl {
-            data: UnsafeCell::new(Data {
+        let s = Self::new_object(
+            Data {
                 ptr: data as *mut u8,
                 nbytes,
-                owner: Owner::External { deleter, ctx },
-            }),
+            },
+            Owner::External { deleter, ctx },
             device,
-            read_only: AtomicBool::new(false),
-            disarmed: AtomicBool::new(false),
-            exports: AtomicUsize::new(0),
             kind,
-            tracked: watching(),
-            version: AtomicU64::new(0),
-        };
+        );
         stats_storage_born(true);
         match IntrusivePtr::try_new(s) {
             Ok(p) => {
@@ -327,7 +429,7 @@ impl StorageImpl {
     }
 
     pub fn is_resizable(&self) -> bool {
-        matches!(self.data().owner, Owner::Allocated(_))
+        matches!(self.owner(), Owner::Allocated(_))
     }
 
     /// Watched by the [`StorageObserver`] (so are the tensors made on it).
@@ -348,7 +450,7 @@ impl StorageImpl {
 
     /// The ctx given at creation to an external storage's deleter (NULL otherwise).
     pub(crate) fn external_ctx(&self) -> *mut c_void {
-        match self.data().owner {
+        match *self.owner() {
             Owner::External { ctx, .. } => ctx,
             _ => std::ptr::null_mut(),
         }
@@ -388,8 +490,10 @@ impl StorageImpl {
         self.exports.load(Ordering::Acquire)
     }
 
-    /// Reallocates to `nbytes`, keeping the common prefix. Refused while a DLPack export of
-    /// the storage is outstanding: its consumer holds the data pointer.
+    /// Reallocates to `nbytes`, keeping the common prefix: a new block of the storage's
+    /// allocator for any new size (never the inline line, which a storage leaves for
+    /// good). Refused while a DLPack export of the storage is outstanding: its consumer
+    /// holds the data pointer.
     ///
     /// # Safety
     /// Nothing else may use this storage during the call (not thread-safe, as PyTorch's
@@ -399,7 +503,7 @@ impl StorageImpl {
     /// which this updates under the registry lock.) `storage_resize` passes this rule on to
     /// its C callers.
     pub unsafe fn resize(&self, nbytes: usize) -> Result<()> {
-        let Owner::Allocated(alloc) = self.data().owner else {
+        let Owner::Allocated(alloc) = *self.owner() else {
             bail!(
                 NotResizable,
                 "trying to resize storage that is not resizable (it wraps external memory)"
@@ -425,13 +529,14 @@ impl StorageImpl {
         let new_ptr = alloc.allocate(nbytes)?;
         let keep = nbytes.min(old.nbytes);
         // SAFETY: both blocks hold at least `keep` bytes and are distinct; the old block is
-        // freed once, by the allocator that made it; then the new one is published, a
-        // write through the cell that nothing reads concurrently (the caller's contract).
+        // freed once, by the allocator that made it (or is the inline line); then the new
+        // one is published, a write through the cell that nothing reads concurrently (the
+        // caller's contract).
         unsafe {
             if keep > 0 {
                 std::ptr::copy_nonoverlapping(old.ptr, new_ptr, keep);
             }
-            alloc.deallocate(old.ptr, old.nbytes);
+            self.free_block(&alloc, old.ptr, old.nbytes);
             let d = &mut *self.data.get();
             d.ptr = new_ptr;
             d.nbytes = nbytes;
@@ -445,11 +550,11 @@ impl StorageImpl {
     fn release_data(&self) {
         // SAFETY: called when the strong count is 0 (release_resources) or from Drop: no one
         // else can reach the data.
-        let d = unsafe { &mut *self.data.get() };
-        match std::mem::replace(&mut d.owner, Owner::Released) {
+        let (d, owner) = unsafe { (&mut *self.data.get(), &mut *self.owner.get()) };
+        match std::mem::replace(owner, Owner::Released) {
             Owner::Allocated(a) => {
-                // SAFETY: the block came from `a` with this size.
-                unsafe { a.deallocate(d.ptr, d.nbytes) };
+                // SAFETY: the storage's block, from `a` with this size (or inline).
+                unsafe { self.free_block(&a, d.ptr, d.nbytes) };
                 stats_storage_died(false);
             }
             Owner::External { deleter, ctx } => {
@@ -469,6 +574,9 @@ impl StorageImpl {
 
 impl Intrusive for StorageImpl {
     type Boxes = crate::allocator::StorageBoxes;
+
+    /// Line by line from the box's start: see [`StorageImpl`].
+    const BOX_ALIGN: usize = 64;
 
     // Out of line: the release of a storage reference is inlined into every tensor's
     // release, and with the data release inlined too it grows past what the compiler

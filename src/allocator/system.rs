@@ -1,5 +1,6 @@
 //! Blocks from and back to the system (`posix_memalign` / `free`): the layer under both
-//! caches, and the one place `reserved_bytes` changes.
+//! caches, and the one place `reserved_bytes` changes for blocks (the other: a storage's
+//! inline bytes, `stats::stats_inline_alloc`).
 
 use super::stats::RESERVED_BYTES;
 use std::ffi::c_void;
