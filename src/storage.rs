@@ -264,13 +264,14 @@ impl StorageImpl {
     }
 
     /// Whether a storage of `nbytes` from `allocator` keeps its bytes inline: the built-in
-    /// allocator, 1 to `INLINE` bytes, and no memory checker watching (which should see
-    /// each storage's bytes as a block of their own, with its bounds).
+    /// allocator, 1 to `INLINE` bytes, and no memory checker watching, as for the
+    /// per-thread caches (`TENSOR_NO_CACHING=0` keeps both): a checker should see each
+    /// storage's bytes as a block of their own, with its bounds.
     #[inline(always)]
     fn goes_inline(nbytes: usize, allocator: &Allocator) -> bool {
         nbytes.wrapping_sub(1) < INLINE
             && matches!(allocator, Allocator::Builtin)
-            && crate::sanitizer::checker().is_none()
+            && !crate::allocator::aside_for_checker()
     }
 
     /// Gives back the block `ptr` of `nbytes` that `alloc` made for this storage: through
@@ -325,16 +326,21 @@ impl StorageImpl {
         } else {
             allocator.allocate(nbytes)?
         };
-        let s = Self::new_object(
-            Data { ptr, nbytes },
-            Owner::Allocated(allocator),
-            Device::CPU,
-            StorageKind::Allocated,
-        );
+        // Built in the new box: a value moved in would be copied whole, the uninitialised
+        // inline line included (a `memcpy` call of 184 bytes per storage).
+        let Some(p) = IntrusivePtr::try_new_with(|| {
+            Self::new_object(
+                Data { ptr, nbytes },
+                Owner::Allocated(allocator),
+                Device::CPU,
+                StorageKind::Allocated,
+            )
+        }) else {
+            // SAFETY: the block allocated above (NULL if none), published nowhere.
+            unsafe { allocator.deallocate(ptr, nbytes) };
+            return Err(oom("storage"));
+        };
         stats_storage_born(false);
-        // On failure the StorageImpl drops here and frees the block (none yet if inline:
-        // a NULL block with nbytes > 0 is not deallocated).
-        let p = IntrusivePtr::try_new(s).map_err(|_| oom("storage"))?;
         if inline {
             // SAFETY: the storage is new and ours alone: the first of `data`'s writers.
             unsafe { (*p.data.get()).ptr = p.inline_ptr() };
@@ -382,28 +388,25 @@ impl StorageImpl {
             Overflow,
             "storage of {nbytes} bytes exceeds the address space"
         );
-        let s = Self::new_object(
-            Data {
-                ptr: data as *mut u8,
-                nbytes,
-            },
-            Owner::External { deleter, ctx },
-            device,
-            kind,
-        );
+        // Built in the new box (see `allocate`); on failure nothing was made and the
+        // deleter is not called.
+        let p = IntrusivePtr::try_new_with(|| {
+            Self::new_object(
+                Data {
+                    ptr: data as *mut u8,
+                    nbytes,
+                },
+                Owner::External { deleter, ctx },
+                device,
+                kind,
+            )
+        })
+        .ok_or_else(|| oom("storage"))?;
         stats_storage_born(true);
-        match IntrusivePtr::try_new(s) {
-            Ok(p) => {
-                if p.tracked {
-                    Observer::made(&p);
-                }
-                Ok(p)
-            }
-            Err(s) => {
-                s.disarm();
-                Err(oom("storage"))
-            }
+        if p.tracked {
+            Observer::made(&p);
         }
+        Ok(p)
     }
 
     /// Forgets the deleter of wrapped memory, so that dropping this storage gives ownership
@@ -637,6 +640,112 @@ mod tests {
         assert!(s.data_ptr().is_null());
         let z = StorageImpl::allocate(0, Allocator::Builtin).unwrap();
         assert!(z.data_ptr().is_null());
+    }
+
+    /// Every storage of the built-in allocator is 64-byte aligned, inline ones too (the
+    /// box is 64-aligned and the line at 128 in it), and its bytes are its own: writing
+    /// every byte of each of many live storages leaves every other's intact.
+    #[test]
+    fn data_is_aligned_and_separate_for_every_small_size() {
+        let sizes: Vec<usize> = (1..=130).collect();
+        let live: Vec<Storage> = sizes
+            .iter()
+            .map(|&n| StorageImpl::allocate(n, Allocator::Builtin).unwrap())
+            .collect();
+        for (i, s) in live.iter().enumerate() {
+            assert_eq!(s.data_ptr() as usize % 64, 0, "{} bytes", s.nbytes());
+            // SAFETY: the storage's own nbytes bytes.
+            unsafe { s.data_ptr().write_bytes(i as u8, s.nbytes()) };
+        }
+        for (i, s) in live.iter().enumerate() {
+            // SAFETY: as above, initialised just now.
+            let bytes = unsafe { std::slice::from_raw_parts(s.data_ptr(), s.nbytes()) };
+            assert!(bytes.iter().all(|&b| b == i as u8), "{} bytes", s.nbytes());
+            assert_eq!(s.version_cell().load(Ordering::Relaxed), 0, "fields untouched");
+            assert!(s.is_resizable() && !s.is_read_only() && s.export_count() == 0);
+        }
+    }
+
+    /// A small storage of the built-in allocator keeps its bytes in its own box, the line
+    /// at byte 128 of the 64-byte-aligned box (one allocation, not two); nothing else does.
+    #[test]
+    fn small_storage_bytes_are_inline() {
+        let s = StorageImpl::allocate(16, Allocator::Builtin).unwrap();
+        let boxed = (&*s as *const StorageImpl as usize) - 8; // after the count word
+        assert_eq!(boxed % 64, 0, "the box is 64-byte aligned");
+        let inline = StorageImpl::goes_inline(16, &Allocator::Builtin);
+        #[cfg(not(miri))]
+        assert!(inline, "no memory checker here: small storages are inline");
+        assert_eq!(s.data_ptr() as usize == boxed + 128, inline);
+        for n in [0, 65, 256] {
+            let big = StorageImpl::allocate(n, Allocator::Builtin).unwrap();
+            assert_ne!(big.data_ptr(), big.inline_ptr(), "{n} bytes");
+        }
+    }
+
+    /// Resizing an inline storage moves its bytes to a block of the allocator, growing or
+    /// shrinking, with the common prefix and the exact size asked for; the inline line is
+    /// left for good.
+    #[test]
+    fn inline_storage_resize_moves_to_a_block() {
+        let s = StorageImpl::allocate(16, Allocator::Builtin).unwrap();
+        // SAFETY: the storage's 16 bytes.
+        unsafe {
+            for i in 0..16 {
+                s.data_ptr().add(i).write(i as u8 + 1);
+            }
+        }
+        for (n, keep) in [(40usize, 16usize), (8, 8), (300, 8), (64, 8)] {
+            resize(&s, n).unwrap();
+            assert_eq!(s.nbytes(), n);
+            assert_ne!(s.data_ptr(), s.inline_ptr(), "resized to {n}: a block");
+            assert_eq!(s.data_ptr() as usize % 64, 0);
+            // SAFETY: the first `keep` of the storage's n bytes, kept by every resize.
+            let got = unsafe { std::slice::from_raw_parts(s.data_ptr(), keep) };
+            assert!(got.iter().enumerate().all(|(i, &b)| b == i as u8 + 1), "{n}");
+        }
+        resize(&s, 0).unwrap();
+        assert!(s.data_ptr().is_null() && s.nbytes() == 0);
+    }
+
+    /// # Safety
+    /// `ctx` points to a live `AtomicUsize` (the count of live blocks).
+    unsafe extern "C" fn counting_alloc(ctx: *mut c_void, n: usize, align: usize) -> *mut c_void {
+        let mut p = std::ptr::null_mut();
+        // SAFETY: posix_memalign with the library's power-of-two alignment; the contract.
+        unsafe {
+            if libc::posix_memalign(&mut p, align, n) != 0 {
+                return std::ptr::null_mut();
+            }
+            (*(ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst);
+        }
+        p
+    }
+
+    /// # Safety
+    /// `p` came from `counting_alloc` with this `ctx`.
+    unsafe extern "C" fn counting_free(ctx: *mut c_void, p: *mut c_void, _n: usize) {
+        // SAFETY: the contract.
+        unsafe {
+            (*(ctx as *const AtomicUsize)).fetch_sub(1, Ordering::SeqCst);
+            libc::free(p);
+        }
+    }
+
+    /// A custom allocator's small storage is a block of that allocator, never inline.
+    #[test]
+    fn custom_allocator_small_storage_is_its_block() {
+        let live = AtomicUsize::new(0);
+        let a = Allocator::Custom {
+            ctx: &live as *const AtomicUsize as *mut c_void,
+            allocate: counting_alloc,
+            deallocate: counting_free,
+        };
+        let s = StorageImpl::allocate(16, a).unwrap();
+        assert_eq!(live.load(Ordering::SeqCst), 1);
+        assert_ne!(s.data_ptr(), s.inline_ptr());
+        drop(s);
+        assert_eq!(live.load(Ordering::SeqCst), 0);
     }
 
     #[test]

@@ -23,7 +23,7 @@ mod system;
 mod thread;
 
 pub(crate) use objects::{DimsBoxes, StorageBoxes, TensorBoxes};
-pub(crate) use policy::cache_limit;
+pub(crate) use policy::{aside_for_checker, cache_limit};
 pub use stats::MemoryStats;
 pub(crate) use stats::{
     memory_stats, stats_inline_alloc, stats_inline_free, stats_storage_born, stats_storage_died,
