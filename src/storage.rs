@@ -661,7 +661,11 @@ mod tests {
             // SAFETY: as above, initialised just now.
             let bytes = unsafe { std::slice::from_raw_parts(s.data_ptr(), s.nbytes()) };
             assert!(bytes.iter().all(|&b| b == i as u8), "{} bytes", s.nbytes());
-            assert_eq!(s.version_cell().load(Ordering::Relaxed), 0, "fields untouched");
+            assert_eq!(
+                s.version_cell().load(Ordering::Relaxed),
+                0,
+                "fields untouched"
+            );
             assert!(s.is_resizable() && !s.is_read_only() && s.export_count() == 0);
         }
     }
@@ -702,7 +706,10 @@ mod tests {
             assert_eq!(s.data_ptr() as usize % 64, 0);
             // SAFETY: the first `keep` of the storage's n bytes, kept by every resize.
             let got = unsafe { std::slice::from_raw_parts(s.data_ptr(), keep) };
-            assert!(got.iter().enumerate().all(|(i, &b)| b == i as u8 + 1), "{n}");
+            assert!(
+                got.iter().enumerate().all(|(i, &b)| b == i as u8 + 1),
+                "{n}"
+            );
         }
         resize(&s, 0).unwrap();
         assert!(s.data_ptr().is_null() && s.nbytes() == 0);
