@@ -81,10 +81,22 @@ fn slack_aligned(layout: Layout) -> bool {
 /// # Safety
 /// `layout` has a non-zero size.
 pub(super) unsafe fn fresh_box(layout: Layout) -> *mut u8 {
-    if !slack_aligned(layout) {
-        // SAFETY: a non-zero size (the contract).
-        return unsafe { std::alloc::alloc(layout) };
+    // SAFETY: a non-zero size (the contract).
+    unsafe {
+        if slack_aligned(layout) {
+            slack_alloc(layout)
+        } else {
+            std::alloc::alloc(layout)
+        }
     }
+}
+
+/// A `layout` block inside a `malloc` of `layout.align()` more bytes (see [`fresh_box`]);
+/// NULL when out of memory.
+///
+/// # Safety
+/// `layout` has a non-zero size and an alignment of at least `MALLOC_ALIGN`.
+unsafe fn slack_alloc(layout: Layout) -> *mut u8 {
     let Some(outer) = slack_layout(layout) else {
         return std::ptr::null_mut();
     };
@@ -118,13 +130,55 @@ pub(super) unsafe fn free_box(p: *mut u8, layout: Layout) {
     // SAFETY: as fresh_box made it (the same test: the checker is decided once per
     // process): the exact block, or a slack one whose address is the word before `p`.
     unsafe {
-        if !slack_aligned(layout) {
+        if slack_aligned(layout) {
+            slack_free(p, layout);
+        } else {
             std::alloc::dealloc(p, layout);
-            return;
         }
+    }
+}
+
+/// Gives back a block from [`slack_alloc`]`(layout)`.
+///
+/// # Safety
+/// `p` came from `slack_alloc(layout)` and the caller gives it up.
+unsafe fn slack_free(p: *mut u8, layout: Layout) {
+    // SAFETY: the word before `p` holds the address of the `outer` block it is in
+    // (slack_alloc), which is given back once.
+    unsafe {
         let raw = (p as *mut *mut u8).sub(1).read();
-        let outer = slack_layout(layout).unwrap_or_else(|| unreachable!("fresh_box made it"));
+        let outer = slack_layout(layout).unwrap_or_else(|| unreachable!("slack_alloc made it"));
         std::alloc::dealloc(raw, outer);
+    }
+}
+
+#[cfg(test)]
+mod box_tests {
+    use super::*;
+
+    /// A slack-aligned block is aligned as asked, holds its whole size (every byte written
+    /// and read back while its neighbours are live), and goes back to the block it came
+    /// from (Miri checks the provenance and the matching layout).
+    #[test]
+    fn slack_blocks_are_aligned_and_whole() {
+        for (size, align) in [(192usize, 64usize), (1, 64), (64, 32), (100, 128)] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            // SAFETY: non-zero sizes, alignments >= MALLOC_ALIGN; each block written
+            // within its size and freed once.
+            unsafe {
+                let blocks: Vec<*mut u8> = (0..8).map(|_| slack_alloc(layout)).collect();
+                for (i, &p) in blocks.iter().enumerate() {
+                    assert!(!p.is_null());
+                    assert_eq!(p as usize % align, 0, "{layout:?}");
+                    p.write_bytes(i as u8, size);
+                }
+                for (i, &p) in blocks.iter().enumerate() {
+                    let got = std::slice::from_raw_parts(p, size);
+                    assert!(got.iter().all(|&b| b == i as u8), "{layout:?}");
+                    slack_free(p, layout);
+                }
+            }
+        }
     }
 }
 
