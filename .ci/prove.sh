@@ -133,12 +133,14 @@ step_miri() {
     return
   fi
   run cargo +nightly miri setup
-  # Unit tests of the reference counts, storages, DLPack and the copy engine's scalar
-  # paths (tests that call into libc or take minutes under Miri are #[cfg_attr(miri, ignore)]).
+  # Unit tests of the reference counts, storages (and their boxes' slack alignment), DLPack
+  # and the copy engine's scalar paths (tests that call into libc or take minutes under Miri
+  # are #[cfg_attr(miri, ignore)]).
   # The copy tests that sweep every dtype pair or big tensors take minutes under Miri: the
   # scalar paths are covered by the smaller ones listed.
   run env CARGO_TARGET_DIR=target/miri \
-    cargo +nightly miri test --lib -- refcount:: storage:: dlpack:: copy::engine:: \
+    cargo +nightly miri test --lib -- refcount:: storage:: allocator::system::box_tests \
+    dlpack:: copy::engine:: \
     copy::tests::bool_copies copy::tests::copy_with_overlapping copy::tests::copy_between_storages \
     copy::tests::in_place_errors copy::tests::write_checks copy::tests::equal_on_the_same \
     copy::tests::repeat_matches copy::tests::copy_broadcasts \

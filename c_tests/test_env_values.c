@@ -29,10 +29,10 @@ static void set_or_unset(const char *name, const char *value) {
 
 /* Reads every variable (twice: the second read must not warn again) and reports what the
  * library made of them on stderr, as "result: limit=L tracking=T threads=N small_cached=C"
- * (C: a freed 64-byte block was kept by this thread's cache). */
+ * (C: a freed 128-byte block was kept by this thread's cache). */
 static void child_body(void *arg) {
   const struct env_case *c = (const struct env_case *)arg;
-  int64_t n[1] = {4};
+  int64_t n[1] = {32};
   tensor_t *t = NULL;
   tensor_memory_stats_t s0, s1;
   int round;
@@ -52,7 +52,7 @@ static void child_body(void *arg) {
   s1 = harness_memory_stats();
   fprintf(stderr, "result: limit=%llu tracking=%d threads=%lld small_cached=%d\n",
           (unsigned long long)s0.cache_limit_bytes, tensor_memory_tracking_enabled() ? 1 : 0,
-          (long long)tensor_copy_threads(), s1.cached_bytes == s0.cached_bytes + 64 ? 1 : 0);
+          (long long)tensor_copy_threads(), s1.cached_bytes == s0.cached_bytes + 128 ? 1 : 0);
   (void)tensor_set_memory_tracking(0);
   (void)tensor_empty_cache();
 }

@@ -13,6 +13,20 @@
 
 #define MIB ((uint64_t)1 << 20)
 
+/* A custom allocator that counts its live blocks in *ctx. */
+static int counted;
+static void *counting_allocate(void *ctx, size_t nbytes, size_t alignment) {
+  void *p = NULL;
+  if (posix_memalign(&p, alignment, nbytes) != 0) return NULL;
+  ++*(int *)ctx;
+  return p;
+}
+static void counting_deallocate(void *ctx, void *p, size_t nbytes) {
+  (void)nbytes;
+  --*(int *)ctx;
+  free(p);
+}
+
 /* A float32 tensor of 3 MiB + 4 bytes: a big block of capacity 4 MiB. */
 static tensor_t *big3(void) {
   int64_t n[1] = {(3 << 18) + 1};
@@ -114,7 +128,7 @@ static void test_cache_limit(void) {
 
 /* Small blocks (<= 1 KiB) are kept per thread in 64-byte classes: exact figures. */
 static void test_small_block_cache(void) {
-  int64_t n[1] = {50}; /* 200 bytes: class 256 */
+  int64_t n[1] = {50}, m[1] = {100}; /* 200 bytes: class 256; 100 bytes: class 128 */
   tensor_t *a = NULL, *b = NULL;
   tensor_memory_stats_t s0, s;
   void *pa;
@@ -131,17 +145,17 @@ static void test_small_block_cache(void) {
   CHECK(s.live_bytes == s0.live_bytes);
   CHECK(s.cached_bytes == 256);
   CHECK(s.reserved_bytes == s0.reserved_bytes + 256);
-  CHECK_OK(tensor_empty(n, 1, TENSOR_UINT8, &b)); /* 50 bytes: another class */
-  CHECK(harness_memory_stats().reserved_bytes == s0.reserved_bytes + 256 + 64);
+  CHECK_OK(tensor_empty(m, 1, TENSOR_UINT8, &b)); /* 100 bytes: another class */
+  CHECK(harness_memory_stats().reserved_bytes == s0.reserved_bytes + 256 + 128);
   tensor_release(b);
-  CHECK(harness_memory_stats().cached_bytes == 256 + 64);
+  CHECK(harness_memory_stats().cached_bytes == 256 + 128);
   CHECK_OK(tensor_empty(n, 1, TENSOR_FLOAT32, &a)); /* reuses the 256-byte block */
   CHECK(tensor_data_ptr(a) == pa);
   CHECK(((uintptr_t)tensor_data_ptr(a) & 63) == 0);
   s = harness_memory_stats();
-  CHECK(s.cached_bytes == 64 && s.reserved_bytes == s0.reserved_bytes + 256 + 64);
+  CHECK(s.cached_bytes == 128 && s.reserved_bytes == s0.reserved_bytes + 256 + 128);
   tensor_release(a);
-  CHECK(tensor_empty_cache() == 256 + 64);
+  CHECK(tensor_empty_cache() == 256 + 128);
   s = harness_memory_stats();
   CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
   /* Off switch: nothing is kept. */
@@ -200,6 +214,76 @@ static void test_medium_block_cache(void) {
   s = harness_memory_stats();
   CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
   (void)tensor_set_cache_limit(256 * MIB);
+}
+
+/* A storage of at most 64 bytes from the built-in allocator keeps its bytes inside its own
+ * StorageImpl object (one allocation per small tensor besides its TensorImpl): 64-byte
+ * aligned, apart from every other storage's, counted exactly (live_bytes its size,
+ * reserved_bytes one 64-byte block while it lives, one allocation), and nothing cached
+ * when it dies: the bytes went with the object. A resize moves them to a block of their
+ * own, which is then counted and cached as any other. */
+static void test_inline_small_storage(void) {
+  int64_t four[1] = {4}, sixty_four[1] = {64};
+  tensor_t *a = NULL, *b = NULL;
+  storage_t *st = NULL;
+  tensor_memory_stats_t s0, s;
+  unsigned char *p, *q;
+  int i;
+  (void)tensor_empty_cache();
+  s0 = harness_memory_stats();
+  CHECK(s0.cached_bytes == 0);
+  CHECK_OK(tensor_empty(four, 1, TENSOR_FLOAT32, &a));   /* 16 bytes */
+  CHECK_OK(tensor_empty(sixty_four, 1, TENSOR_UINT8, &b)); /* 64 bytes: the largest inline */
+  p = tensor_data_ptr(a);
+  q = tensor_data_ptr(b);
+  CHECK(((uintptr_t)p & 63) == 0 && ((uintptr_t)q & 63) == 0);
+  CHECK(p + 64 <= q || q + 64 <= p);
+  memset(p, 0xA5, 16);
+  memset(q, 0x5A, 64);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes + 16 + 64);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 64 + 64);
+  CHECK(s.total_allocations == s0.total_allocations + 2);
+  CHECK(s.live_storages == s0.live_storages + 2);
+  CHECK(s.cached_bytes == 0);
+  tensor_release(b);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes + 16 && s.reserved_bytes == s0.reserved_bytes + 64);
+  CHECK(s.cached_bytes == 0); /* no block to keep */
+  for (i = 0; i < 16; i++) CHECK(p[i] == 0xA5);
+  /* Growing moves the bytes to a block (200 bytes: the 256-byte class), prefix kept. */
+  st = tensor_storage(a);
+  CHECK_OK(storage_resize(st, 200));
+  q = storage_data_ptr(st);
+  CHECK(q != p && ((uintptr_t)q & 63) == 0);
+  for (i = 0; i < 16; i++) CHECK(q[i] == 0xA5);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes + 200 && s.reserved_bytes == s0.reserved_bytes + 256);
+  CHECK(s.total_allocations == s0.total_allocations + 3);
+  /* Shrinking to an inline size keeps the exact size asked for (a new 64-byte block). */
+  CHECK_OK(storage_resize(st, 8));
+  CHECK(storage_nbytes(st) == 8);
+  q = storage_data_ptr(st);
+  CHECK(((uintptr_t)q & 63) == 0);
+  for (i = 0; i < 8; i++) CHECK(q[i] == 0xA5);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes + 8 && s.cached_bytes == 256);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 256 + 64);
+  tensor_release(a);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes && s.live_storages == s0.live_storages);
+  CHECK(s.cached_bytes == 256 + 64 && s.reserved_bytes == s0.reserved_bytes + 256 + 64);
+  CHECK(tensor_empty_cache() == 256 + 64);
+  s = harness_memory_stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+  /* A custom allocator's small storage is its own: not inline. */
+  {
+    tensor_allocator_t counting = {&counted, counting_allocate, counting_deallocate};
+    CHECK_OK(storage_new(16, &counting, &st));
+    CHECK(counted == 1 && ((uintptr_t)storage_data_ptr(st) & 63) == 0);
+    storage_release(st);
+    CHECK(counted == 0);
+  }
 }
 
 static void *small_worker(void *arg) {
@@ -354,6 +438,7 @@ int main(void) {
   test_reserved_allocated_cached();
   test_cache_limit();
   test_small_block_cache();
+  test_inline_small_storage();
   test_medium_block_cache();
   test_small_cache_thread_exit();
   test_old_struct_size();

@@ -243,9 +243,11 @@ typedef struct tensor_memory_stats_t {
   /**
    * Bytes the built-in allocator holds from the system and has not returned: the
    * blocks of live storages (blocks <= 1 KiB counted at their size rounded up to 64
-   * bytes, blocks >= 2 MiB at their size rounded up to 2 MiB) plus `cached_bytes`. Like
-   * PyTorch's "reserved" (allocated is `live_bytes`, which also counts custom-allocator
-   * storages; reserved does not). malloc's own overhead is not included.
+   * bytes, blocks >= 2 MiB at their size rounded up to 2 MiB; the bytes of a storage of
+   * at most 64, held inside its StorageImpl object, as one 64-byte block) plus
+   * `cached_bytes`. Like PyTorch's "reserved" (allocated is `live_bytes`, which also
+   * counts custom-allocator storages; reserved does not). malloc's own overhead is not
+   * included.
    */
   uint64_t reserved_bytes;
   /**

@@ -87,6 +87,29 @@ pub trait Intrusive {
     fn reachable_by_address(&self) -> bool {
         false
     }
+
+    /// The alignment of this type's boxes, when it must exceed `RcBox<Self>`'s own: a type
+    /// that lays its fields out by cache line from the start of the box (the storage:
+    /// its count word and cold fields on one line, what views read on the next). 1: the
+    /// box's own alignment.
+    const BOX_ALIGN: usize = 1;
+}
+
+/// The layout of a `T`'s box: `RcBox<T>`'s, aligned to at least `T::BOX_ALIGN`.
+#[inline(always)]
+fn box_layout<T: Intrusive>() -> Layout {
+    const {
+        let l = Layout::new::<RcBox<T>>();
+        let align = if T::BOX_ALIGN > l.align() {
+            T::BOX_ALIGN
+        } else {
+            l.align()
+        };
+        match Layout::from_size_align(l.size(), align) {
+            Ok(l) => l,
+            Err(_) => panic!("BOX_ALIGN must be a power of two"),
+        }
+    }
 }
 
 /// The heap block behind every handle: the counter first, then the value.
@@ -249,7 +272,7 @@ impl<T: Intrusive> IntrusivePtr<T> {
     #[inline(always)]
     fn alloc_box() -> Option<NonNull<RcBox<T>>> {
         // SAFETY: RcBox<T> has non-zero size (it holds the counter).
-        let raw = unsafe { T::Boxes::alloc(Layout::new::<RcBox<T>>()) };
+        let raw = unsafe { T::Boxes::alloc(box_layout::<T>()) };
         NonNull::new(raw as *mut RcBox<T>)
     }
 
@@ -367,7 +390,7 @@ unsafe fn destroy<T: Intrusive>(p: NonNull<RcBox<T>>) {
         (*p.as_ptr()).refcount.store(0, Ordering::Relaxed);
         // Kept for reuse or freed, as the type's allocation strategy decides: a block of
         // `alloc_box`'s layout, holding no value now.
-        T::Boxes::free(p.as_ptr() as *mut u8, Layout::new::<RcBox<T>>());
+        T::Boxes::free(p.as_ptr() as *mut u8, box_layout::<T>());
     }
 }
 

@@ -12,6 +12,7 @@ use crate::error::{Error, Result, Status};
 use crate::refcount::{Intrusive, IntrusivePtr};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// `tensor_deleter_fn`: frees wrapped memory; called once with the data pointer and ctx.
@@ -22,7 +23,9 @@ pub type DeleterFn = unsafe extern "C" fn(data: *mut c_void, ctx: *mut c_void);
 enum Owner {
     /// Allocated by us; resizable. `ptr` came from this allocator's `allocate(nbytes)`
     /// (NULL when `nbytes` is 0) and goes back through its `deallocate(ptr, nbytes)`,
-    /// exactly once (at release, or in `resize` when a new block replaces it).
+    /// exactly once (at release, or in `resize` when a new block replaces it); or, for a
+    /// small storage of the built-in allocator, `ptr` is the storage's own `inline` line,
+    /// which nothing frees (its statistics are given back instead, [`StorageImpl::free_block`]).
     Allocated(Allocator),
     /// Wrapped caller memory; `deleter(ptr, ctx)` (if any) runs exactly once, at release,
     /// unless the storage was disarmed (`disarmed`). `ctx` is the caller's, passed back
@@ -110,33 +113,69 @@ pub enum StorageKind {
     Mapped = 2,
 }
 
-/// The block: the three fields change together, only as `StorageImpl::data` says.
+/// The block: the two fields change together, only as `StorageImpl::data` says.
 struct Data {
     /// Start of the block: `nbytes` bytes valid for reads (and for writes unless the
     /// storage is read-only: a read-only mapping is `PROT_READ`) from here, for as long as
     /// a strong reference exists and `resize` has not replaced it. NULL only when `nbytes`
     /// is 0 (wrapped memory may also give a non-NULL pointer with 0 bytes). Tensors check
     /// their layouts against `nbytes` (`data_for_read` / `data_for_write`) before any
-    /// kernel dereferences it.
+    /// kernel dereferences it. For a small storage of the built-in allocator it is the
+    /// storage's own `inline` line (see [`StorageImpl::allocate`]): valid as long as the
+    /// storage lives, like any block.
     ptr: *mut u8,
     /// Size of the block in bytes, at most `isize::MAX` (checked at creation and by
     /// `resize`), so any offset inside it fits `ptr.offset`. There is no separate
     /// capacity: the built-in allocator rounds its own blocks (`crate::allocator`) and gets the
     /// size back in `deallocate`.
     nbytes: usize,
-    /// Who frees `ptr`, and how (see [`Owner`]).
-    owner: Owner,
 }
 
-/// Aligned to a cache line, so that the refcount word in front of it (`RcBox`) sits on a
-/// line of its own: two threads taking views of one base both write that word, and every
-/// view reads `nbytes` here for its bounds check; on a shared line each of those reads
-/// would wait for the line to come back from the other core (bench_contention, shared /
-/// separate bases: 1.23-1.43 before, 1.13-1.33 after; 64 more bytes per storage).
-#[repr(align(64))]
+/// The bytes a small storage keeps inside its object (`crate::allocator::INLINE_BYTES`).
+const INLINE: usize = crate::allocator::INLINE_BYTES;
+
+/// Laid out by cache line of its box (`BOX_ALIGN`: the box is 64-byte aligned; `RcBox`
+/// puts the count word first, this object right after it, at byte 8):
+///
+/// * line 0: the count word, then what only creation, release, `resize` and DLPack pins
+///   touch, and the version counter (written by every in-place op);
+/// * line 1: what every view reads (`data`'s pointer and size for its bounds check, the
+///   device, the flags): two threads taking views of one base both write the count
+///   word, and on a shared line each of those reads would wait for the line to come back
+///   from the other core (bench_contention, shared / separate bases: 1.23-1.43 before the
+///   count word had a line of its own, 1.13-1.33 after);
+/// * line 2: the bytes of a small storage (`inline`), 64-byte aligned as every block of
+///   the library, so that a small tensor is two allocations (its TensorImpl and this), not
+///   three; unused by other storages.
+///
+/// The offsets are checked below (`LAYOUT_CHECKED`); the padding fields are never read.
+#[repr(C)]
 pub struct StorageImpl {
+    // ---- line 0 (after the count word) ----
+    /// Who frees the bytes. Written only by `release_data` (at strong count 0, or in
+    /// `Drop`: nobody else can reach the storage), read by `resize` (whose caller excludes
+    /// every other user) and by shared readers that only look at which variant it is or
+    /// an external storage's ctx (fixed at creation) while a strong reference exists.
+    owner: UnsafeCell<Owner>,
+    /// DLPack exports of this storage whose consumer has not called the deleter yet:
+    /// while > 0 the bytes must not move, so `resize` refuses. Each `pin_export` is
+    /// matched by exactly one `unpin_export` (the export's deleter).
+    exports: AtomicUsize,
+    /// The version counter of the tensor made together with this storage and its views
+    /// (`tensor_impl::VersionOf::Storage`).
+    version: AtomicU64,
+    /// Where the bytes come from; fixed at creation. `Allocated` iff the owner is (or
+    /// was) `Owner::Allocated`; `Mapped` storages are external with an unmapping deleter.
+    kind: StorageKind,
+    /// Set by [`disarm`](Self::disarm): an external storage's deleter is not called.
+    /// Atomic, so that disarming never writes through the `owner` cell (see `disarm`).
+    disarmed: AtomicBool,
+    _pad0: [MaybeUninit<u8>; 3],
+    // ---- line 1 ----
     /// The block. Read through shared references (`data()`) by any thread holding a
     /// strong reference; written only
+    /// * by `allocate`, which points a new small storage at its `inline` line before
+    ///   anyone else can reach it;
     /// * by `resize`, whose caller guarantees that no other thread uses the storage and
     ///   that nobody holds a pointer into the old block that it will use again (as with
     ///   PyTorch's `resize_`; DLPack exports are refused through `exports`);
@@ -151,26 +190,31 @@ pub struct StorageImpl {
     /// (`check_writable`). Release / Acquire, so a thread that sees the flag also sees
     /// what the marking thread did before setting it.
     read_only: AtomicBool,
-    /// Set by [`disarm`](Self::disarm): an external storage's deleter is not called.
-    /// Atomic, so that disarming never writes through the `data` cell (see `disarm`).
-    disarmed: AtomicBool,
-    /// DLPack exports of this storage whose consumer has not called the deleter yet:
-    /// while > 0 the bytes must not move, so `resize` refuses. Each `pin_export` is
-    /// matched by exactly one `unpin_export` (the export's deleter).
-    exports: AtomicUsize,
-    /// Where the bytes come from; fixed at creation. `Allocated` iff the owner is (or
-    /// was) `Owner::Allocated`; `Mapped` storages are external with an unmapping deleter.
-    kind: StorageKind,
     /// Watched by the [`StorageObserver`] (it was watching when this was made); fixed.
     /// While set, the observer may hold this object's address (the memory snapshot's
     /// registry, with a copy of its data pointer, size and kind, which `resize` reports),
     /// and `Drop` tells it (it removes the entry under its lock) before the object is
     /// freed.
     tracked: bool,
-    /// The version counter of the tensor made together with this storage and its views
-    /// (`tensor_impl::VersionOf::Storage`).
-    version: AtomicU64,
+    _pad1: [MaybeUninit<u8>; 38],
+    // ---- line 2 ----
+    /// The bytes of a small storage (`data.ptr` points here, see `allocate`); never
+    /// initialised by the library, reached only through `data.ptr`.
+    inline: UnsafeCell<[MaybeUninit<u8>; INLINE]>,
 }
+
+/// The box of a storage: the count word (8 bytes, `RcBox`) and the object, line by line as
+/// [`StorageImpl`] says.
+const LAYOUT_CHECKED: () = {
+    use std::mem::{offset_of, size_of};
+    let head = size_of::<crate::refcount::RcBox<StorageImpl>>() - size_of::<StorageImpl>();
+    assert!(head == 8);
+    assert!(head + offset_of!(StorageImpl, data) == 64);
+    assert!(head + offset_of!(StorageImpl, tracked) < 128);
+    assert!(head + offset_of!(StorageImpl, inline) == 128);
+    assert!(head + size_of::<StorageImpl>() == 128 + INLINE);
+    assert!(INLINE == 64);
+};
 
 // SAFETY: the raw pointers are plain addresses of a block the storage owns (or wraps for
 // a caller who documented that any thread may free it: the C API's threading rules), so
@@ -208,31 +252,100 @@ impl StorageImpl {
         unsafe { &*self.data.get() }
     }
 
-    /// A resizable storage of `nbytes` from `allocator` (uninitialised bytes).
+    fn owner(&self) -> &Owner {
+        // SAFETY: as `data`: the one writer (`release_data`) excludes every other user.
+        unsafe { &*self.owner.get() }
+    }
+
+    /// The storage's own line for the bytes of a small storage.
+    #[inline(always)]
+    fn inline_ptr(&self) -> *mut u8 {
+        self.inline.get() as *mut u8
+    }
+
+    /// Whether a storage of `nbytes` from `allocator` keeps its bytes inline: the built-in
+    /// allocator, 1 to `INLINE` bytes, and no memory checker watching, as for the
+    /// per-thread caches (`TENSOR_NO_CACHING=0` keeps both): a checker should see each
+    /// storage's bytes as a block of their own, with its bounds.
+    #[inline(always)]
+    fn goes_inline(nbytes: usize, allocator: &Allocator) -> bool {
+        nbytes.wrapping_sub(1) < INLINE
+            && matches!(allocator, Allocator::Builtin)
+            && !crate::allocator::aside_for_checker()
+    }
+
+    /// Gives back the block `ptr` of `nbytes` that `alloc` made for this storage: through
+    /// the allocator, or, for the inline line, its statistics only.
+    ///
+    /// # Safety
+    /// `ptr` is this storage's current block (`Owner::Allocated(alloc)`), given up.
+    #[inline(always)]
+    unsafe fn free_block(&self, alloc: &Allocator, ptr: *mut u8, nbytes: usize) {
+        if ptr == self.inline_ptr() {
+            crate::allocator::stats_inline_free(nbytes);
+        } else {
+            // SAFETY: the block came from `alloc` with this size (the contract).
+            unsafe { alloc.deallocate(ptr, nbytes) };
+        }
+    }
+
+    /// The object, before it has a block (`ptr` NULL or the caller's).
+    #[inline(always)]
+    fn new_object(data: Data, owner: Owner, device: Device, kind: StorageKind) -> StorageImpl {
+        let () = LAYOUT_CHECKED;
+        StorageImpl {
+            owner: UnsafeCell::new(owner),
+            exports: AtomicUsize::new(0),
+            version: AtomicU64::new(0),
+            kind,
+            disarmed: AtomicBool::new(false),
+            _pad0: [MaybeUninit::uninit(); 3],
+            data: UnsafeCell::new(data),
+            device,
+            read_only: AtomicBool::new(false),
+            tracked: watching(),
+            _pad1: [MaybeUninit::uninit(); 38],
+            inline: UnsafeCell::new([MaybeUninit::uninit(); INLINE]),
+        }
+    }
+
+    /// A resizable storage of `nbytes` from `allocator` (uninitialised bytes). A storage
+    /// of at most `INLINE` bytes from the built-in allocator keeps them in its own object
+    /// (one allocation instead of two, [`goes_inline`](Self::goes_inline)), counted in the
+    /// statistics as a 64-byte block of its own would be while the storage lives; `resize`
+    /// moves them to a block (the inline line then stays unused).
     pub fn allocate(nbytes: usize, allocator: Allocator) -> Result<Storage> {
         ensure!(
             nbytes <= isize::MAX as usize,
             Overflow,
             "storage of {nbytes} bytes exceeds the address space"
         );
-        let ptr = allocator.allocate(nbytes)?;
-        let s = StorageImpl {
-            data: UnsafeCell::new(Data {
-                ptr,
-                nbytes,
-                owner: Owner::Allocated(allocator),
-            }),
-            device: Device::CPU,
-            read_only: AtomicBool::new(false),
-            disarmed: AtomicBool::new(false),
-            exports: AtomicUsize::new(0),
-            kind: StorageKind::Allocated,
-            tracked: watching(),
-            version: AtomicU64::new(0),
+        let inline = Self::goes_inline(nbytes, &allocator);
+        let ptr = if inline {
+            std::ptr::null_mut()
+        } else {
+            allocator.allocate(nbytes)?
+        };
+        // Built in the new box: a value moved in would be copied whole, the uninitialised
+        // inline line included (a `memcpy` call of 184 bytes per storage).
+        let Some(p) = IntrusivePtr::try_new_with(|| {
+            Self::new_object(
+                Data { ptr, nbytes },
+                Owner::Allocated(allocator),
+                Device::CPU,
+                StorageKind::Allocated,
+            )
+        }) else {
+            // SAFETY: the block allocated above (NULL if none), published nowhere.
+            unsafe { allocator.deallocate(ptr, nbytes) };
+            return Err(oom("storage"));
         };
         stats_storage_born(false);
-        // On failure the StorageImpl drops here and frees the block.
-        let p = IntrusivePtr::try_new(s).map_err(|_| oom("storage"))?;
+        if inline {
+            // SAFETY: the storage is new and ours alone: the first of `data`'s writers.
+            unsafe { (*p.data.get()).ptr = p.inline_ptr() };
+            crate::allocator::stats_inline_alloc(nbytes);
+        }
         if p.tracked {
             Observer::made(&p);
         }
@@ -275,33 +388,25 @@ impl StorageImpl {
             Overflow,
             "storage of {nbytes} bytes exceeds the address space"
         );
-        let s = StorageImpl {
-            data: UnsafeCell::new(Data {
-                ptr: data as *mut u8,
-                nbytes,
-                owner: Owner::External { deleter, ctx },
-            }),
-            device,
-            read_only: AtomicBool::new(false),
-            disarmed: AtomicBool::new(false),
-            exports: AtomicUsize::new(0),
-            kind,
-            tracked: watching(),
-            version: AtomicU64::new(0),
-        };
+        // Built in the new box (see `allocate`); on failure nothing was made and the
+        // deleter is not called.
+        let p = IntrusivePtr::try_new_with(|| {
+            Self::new_object(
+                Data {
+                    ptr: data as *mut u8,
+                    nbytes,
+                },
+                Owner::External { deleter, ctx },
+                device,
+                kind,
+            )
+        })
+        .ok_or_else(|| oom("storage"))?;
         stats_storage_born(true);
-        match IntrusivePtr::try_new(s) {
-            Ok(p) => {
-                if p.tracked {
-                    Observer::made(&p);
-                }
-                Ok(p)
-            }
-            Err(s) => {
-                s.disarm();
-                Err(oom("storage"))
-            }
+        if p.tracked {
+            Observer::made(&p);
         }
+        Ok(p)
     }
 
     /// Forgets the deleter of wrapped memory, so that dropping this storage gives ownership
@@ -327,7 +432,7 @@ impl StorageImpl {
     }
 
     pub fn is_resizable(&self) -> bool {
-        matches!(self.data().owner, Owner::Allocated(_))
+        matches!(self.owner(), Owner::Allocated(_))
     }
 
     /// Watched by the [`StorageObserver`] (so are the tensors made on it).
@@ -348,7 +453,7 @@ impl StorageImpl {
 
     /// The ctx given at creation to an external storage's deleter (NULL otherwise).
     pub(crate) fn external_ctx(&self) -> *mut c_void {
-        match self.data().owner {
+        match *self.owner() {
             Owner::External { ctx, .. } => ctx,
             _ => std::ptr::null_mut(),
         }
@@ -388,8 +493,10 @@ impl StorageImpl {
         self.exports.load(Ordering::Acquire)
     }
 
-    /// Reallocates to `nbytes`, keeping the common prefix. Refused while a DLPack export of
-    /// the storage is outstanding: its consumer holds the data pointer.
+    /// Reallocates to `nbytes`, keeping the common prefix: a new block of the storage's
+    /// allocator for any new size (never the inline line, which a storage leaves for
+    /// good). Refused while a DLPack export of the storage is outstanding: its consumer
+    /// holds the data pointer.
     ///
     /// # Safety
     /// Nothing else may use this storage during the call (not thread-safe, as PyTorch's
@@ -399,7 +506,7 @@ impl StorageImpl {
     /// which this updates under the registry lock.) `storage_resize` passes this rule on to
     /// its C callers.
     pub unsafe fn resize(&self, nbytes: usize) -> Result<()> {
-        let Owner::Allocated(alloc) = self.data().owner else {
+        let Owner::Allocated(alloc) = *self.owner() else {
             bail!(
                 NotResizable,
                 "trying to resize storage that is not resizable (it wraps external memory)"
@@ -425,13 +532,14 @@ impl StorageImpl {
         let new_ptr = alloc.allocate(nbytes)?;
         let keep = nbytes.min(old.nbytes);
         // SAFETY: both blocks hold at least `keep` bytes and are distinct; the old block is
-        // freed once, by the allocator that made it; then the new one is published, a
-        // write through the cell that nothing reads concurrently (the caller's contract).
+        // freed once, by the allocator that made it (or is the inline line); then the new
+        // one is published, a write through the cell that nothing reads concurrently (the
+        // caller's contract).
         unsafe {
             if keep > 0 {
                 std::ptr::copy_nonoverlapping(old.ptr, new_ptr, keep);
             }
-            alloc.deallocate(old.ptr, old.nbytes);
+            self.free_block(&alloc, old.ptr, old.nbytes);
             let d = &mut *self.data.get();
             d.ptr = new_ptr;
             d.nbytes = nbytes;
@@ -445,11 +553,11 @@ impl StorageImpl {
     fn release_data(&self) {
         // SAFETY: called when the strong count is 0 (release_resources) or from Drop: no one
         // else can reach the data.
-        let d = unsafe { &mut *self.data.get() };
-        match std::mem::replace(&mut d.owner, Owner::Released) {
+        let (d, owner) = unsafe { (&mut *self.data.get(), &mut *self.owner.get()) };
+        match std::mem::replace(owner, Owner::Released) {
             Owner::Allocated(a) => {
-                // SAFETY: the block came from `a` with this size.
-                unsafe { a.deallocate(d.ptr, d.nbytes) };
+                // SAFETY: the storage's block, from `a` with this size (or inline).
+                unsafe { self.free_block(&a, d.ptr, d.nbytes) };
                 stats_storage_died(false);
             }
             Owner::External { deleter, ctx } => {
@@ -469,6 +577,9 @@ impl StorageImpl {
 
 impl Intrusive for StorageImpl {
     type Boxes = crate::allocator::StorageBoxes;
+
+    /// Line by line from the box's start: see [`StorageImpl`].
+    const BOX_ALIGN: usize = 64;
 
     // Out of line: the release of a storage reference is inlined into every tensor's
     // release, and with the data release inlined too it grows past what the compiler
@@ -529,6 +640,121 @@ mod tests {
         assert!(s.data_ptr().is_null());
         let z = StorageImpl::allocate(0, Allocator::Builtin).unwrap();
         assert!(z.data_ptr().is_null());
+    }
+
+    /// Every storage of the built-in allocator is 64-byte aligned, inline ones too (the
+    /// box is 64-aligned and the line at 128 in it), and its bytes are its own: writing
+    /// every byte of each of many live storages leaves every other's intact.
+    #[test]
+    fn data_is_aligned_and_separate_for_every_small_size() {
+        let sizes: Vec<usize> = (1..=130).collect();
+        let live: Vec<Storage> = sizes
+            .iter()
+            .map(|&n| StorageImpl::allocate(n, Allocator::Builtin).unwrap())
+            .collect();
+        for (i, s) in live.iter().enumerate() {
+            assert_eq!(s.data_ptr() as usize % 64, 0, "{} bytes", s.nbytes());
+            // SAFETY: the storage's own nbytes bytes.
+            unsafe { s.data_ptr().write_bytes(i as u8, s.nbytes()) };
+        }
+        for (i, s) in live.iter().enumerate() {
+            // SAFETY: as above, initialised just now.
+            let bytes = unsafe { std::slice::from_raw_parts(s.data_ptr(), s.nbytes()) };
+            assert!(bytes.iter().all(|&b| b == i as u8), "{} bytes", s.nbytes());
+            assert_eq!(
+                s.version_cell().load(Ordering::Relaxed),
+                0,
+                "fields untouched"
+            );
+            assert!(s.is_resizable() && !s.is_read_only() && s.export_count() == 0);
+        }
+    }
+
+    /// A small storage of the built-in allocator keeps its bytes in its own box, the line
+    /// at byte 128 of the 64-byte-aligned box (one allocation, not two); nothing else does.
+    #[test]
+    fn small_storage_bytes_are_inline() {
+        let s = StorageImpl::allocate(16, Allocator::Builtin).unwrap();
+        let boxed = (&*s as *const StorageImpl as usize) - 8; // after the count word
+        assert_eq!(boxed % 64, 0, "the box is 64-byte aligned");
+        let inline = StorageImpl::goes_inline(16, &Allocator::Builtin);
+        // Inline unless the library steps aside for a memory checker (ASan, Miri).
+        if crate::sanitizer::checker().is_none() {
+            assert!(inline, "no memory checker here: small storages are inline");
+        }
+        assert_eq!(s.data_ptr() as usize == boxed + 128, inline);
+        for n in [0, 65, 256] {
+            let big = StorageImpl::allocate(n, Allocator::Builtin).unwrap();
+            assert_ne!(big.data_ptr(), big.inline_ptr(), "{n} bytes");
+        }
+    }
+
+    /// Resizing an inline storage moves its bytes to a block of the allocator, growing or
+    /// shrinking, with the common prefix and the exact size asked for; the inline line is
+    /// left for good.
+    #[test]
+    fn inline_storage_resize_moves_to_a_block() {
+        let s = StorageImpl::allocate(16, Allocator::Builtin).unwrap();
+        // SAFETY: the storage's 16 bytes.
+        unsafe {
+            for i in 0..16 {
+                s.data_ptr().add(i).write(i as u8 + 1);
+            }
+        }
+        for (n, keep) in [(40usize, 16usize), (8, 8), (300, 8), (64, 8)] {
+            resize(&s, n).unwrap();
+            assert_eq!(s.nbytes(), n);
+            assert_ne!(s.data_ptr(), s.inline_ptr(), "resized to {n}: a block");
+            assert_eq!(s.data_ptr() as usize % 64, 0);
+            // SAFETY: the first `keep` of the storage's n bytes, kept by every resize.
+            let got = unsafe { std::slice::from_raw_parts(s.data_ptr(), keep) };
+            assert!(
+                got.iter().enumerate().all(|(i, &b)| b == i as u8 + 1),
+                "{n}"
+            );
+        }
+        resize(&s, 0).unwrap();
+        assert!(s.data_ptr().is_null() && s.nbytes() == 0);
+    }
+
+    /// # Safety
+    /// `ctx` points to a live `AtomicUsize` (the count of live blocks).
+    unsafe extern "C" fn counting_alloc(ctx: *mut c_void, n: usize, align: usize) -> *mut c_void {
+        let mut p = std::ptr::null_mut();
+        // SAFETY: posix_memalign with the library's power-of-two alignment; the contract.
+        unsafe {
+            if libc::posix_memalign(&mut p, align, n) != 0 {
+                return std::ptr::null_mut();
+            }
+            (*(ctx as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst);
+        }
+        p
+    }
+
+    /// # Safety
+    /// `p` came from `counting_alloc` with this `ctx`.
+    unsafe extern "C" fn counting_free(ctx: *mut c_void, p: *mut c_void, _n: usize) {
+        // SAFETY: the contract.
+        unsafe {
+            (*(ctx as *const AtomicUsize)).fetch_sub(1, Ordering::SeqCst);
+            libc::free(p);
+        }
+    }
+
+    /// A custom allocator's small storage is a block of that allocator, never inline.
+    #[test]
+    fn custom_allocator_small_storage_is_its_block() {
+        let live = AtomicUsize::new(0);
+        let a = Allocator::Custom {
+            ctx: &live as *const AtomicUsize as *mut c_void,
+            allocate: counting_alloc,
+            deallocate: counting_free,
+        };
+        let s = StorageImpl::allocate(16, a).unwrap();
+        assert_eq!(live.load(Ordering::SeqCst), 1);
+        assert_ne!(s.data_ptr(), s.inline_ptr());
+        drop(s);
+        assert_eq!(live.load(Ordering::SeqCst), 0);
     }
 
     #[test]

@@ -23,9 +23,16 @@ mod system;
 mod thread;
 
 pub(crate) use objects::{DimsBoxes, StorageBoxes, TensorBoxes};
-pub(crate) use policy::cache_limit;
+pub(crate) use policy::{aside_for_checker, cache_limit};
 pub use stats::MemoryStats;
-pub(crate) use stats::{memory_stats, stats_storage_born, stats_storage_died};
+pub(crate) use stats::{
+    memory_stats, stats_inline_alloc, stats_inline_free, stats_storage_born, stats_storage_died,
+};
+
+/// The largest storage whose bytes the built-in allocator places inside the storage's own
+/// object (`storage::StorageImpl`: one allocation for both, the bytes on a cache line of
+/// their own), instead of a small block: one line.
+pub(crate) const INLINE_BYTES: usize = ALIGNMENT;
 pub(crate) use system::{prefault_for_write, ALIGNMENT, HUGE_THRESHOLD};
 
 use crate::error::{Error, Result, Status};

@@ -4,7 +4,7 @@
 //! A view makes one such box (and a dims block past 5 dims) and a small clone two; glibc's
 //! malloc + free of one costs about 140 instructions, which here become about 40 (a fifth
 //! of a view: benches/c/count.sh). They come from and go back to Rust's global allocator
-//! (`std::alloc`); they hold no tensor data, so the memory statistics (tensor data) do not
+//! (`std::alloc`; an over-aligned box as a `malloc` with slack, `system::fresh_box`); they hold no tensor data, so the memory statistics (tensor data) do not
 //! count them. Returned at thread exit, by `empty_cache` on their thread, and never kept
 //! while the cache limit is 0 or a memory checker runs (`policy::thread_caching`). A kept
 //! box holds its count word at 0 (`refcount::destroy`), which is how a released C handle
@@ -14,6 +14,7 @@
 //! with `type Boxes = TensorBoxes` (or `StorageBoxes`) in its `Intrusive` impl.
 
 use super::policy::thread_caching;
+use super::system::{free_box, fresh_box};
 use super::thread::{pop, push, with};
 use crate::refcount::BoxAlloc;
 use std::alloc::Layout;
@@ -29,7 +30,7 @@ pub type StorageBoxes = PerThread<1>;
 /// view.
 pub type DimsBoxes = PerThread<2>;
 
-/// A cached object block of `slot` with `layout` (from `std::alloc::alloc(layout)`,
+/// A cached object block of `slot` with `layout` (from `fresh_box(layout)`,
 /// uninitialised), if this thread has one.
 #[inline(always)]
 fn take(slot: usize, layout: Layout) -> Option<*mut u8> {
@@ -48,7 +49,7 @@ fn take(slot: usize, layout: Layout) -> Option<*mut u8> {
 /// caller must free it (also when the slot holds blocks of another layout).
 ///
 /// # Safety
-/// `p` came from `std::alloc::alloc(layout)` and the caller gives it up.
+/// `p` came from `fresh_box(layout)` and the caller gives it up.
 #[inline(always)]
 unsafe fn put(slot: usize, p: *mut u8, layout: Layout) -> bool {
     if !thread_caching() {
@@ -74,17 +75,17 @@ impl<const SLOT: usize> BoxAlloc for PerThread<SLOT> {
             // A block that `free` kept, allocated with this same layout.
             Some(p) => p,
             // SAFETY: a non-zero size (the contract).
-            None => unsafe { std::alloc::alloc(layout) },
+            None => unsafe { fresh_box(layout) },
         }
     }
 
     #[inline(always)]
     unsafe fn free(p: *mut u8, layout: Layout) {
-        // SAFETY: p came from `alloc(layout)` above: `std::alloc::alloc(layout)`, directly
-        // or through the cache; given up (the contract).
+        // SAFETY: p came from `alloc(layout)` above: `fresh_box(layout)`, directly or
+        // through the cache; given up (the contract).
         unsafe {
             if !put(SLOT, p, layout) {
-                std::alloc::dealloc(p, layout);
+                free_box(p, layout);
             }
         }
     }

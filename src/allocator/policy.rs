@@ -85,6 +85,16 @@ pub(super) fn thread_caching() -> bool {
     }
 }
 
+/// Does the library step aside for a memory checker (the per-thread caches, and a small
+/// storage's inline bytes: `storage::StorageImpl::allocate`)? Decided once, with the
+/// environment (a thread that races the first read may see `false`: for a storage's bytes
+/// that only means a block of their own, which is always right).
+#[inline]
+pub(crate) fn aside_for_checker() -> bool {
+    let _ = cache_limit();
+    THREAD_ASIDE.load(Ordering::Relaxed)
+}
+
 /// The current cache limit in bytes (reads the environment the first time).
 pub fn cache_limit() -> usize {
     let l = CACHE_LIMIT.load(Ordering::Relaxed);

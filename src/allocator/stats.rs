@@ -30,6 +30,22 @@ pub(super) fn stats_free(nbytes: usize) {
     LIVE_BYTES.fetch_sub(nbytes as u64, Ordering::Relaxed);
 }
 
+/// The bytes of a storage kept inside its own object came alive (`nbytes` of at most
+/// [`INLINE_BYTES`](super::INLINE_BYTES)): counted as an allocation of `nbytes`, reserved
+/// as the one 64-byte block it stands in for (what a separate block of that size would
+/// count).
+pub(crate) fn stats_inline_alloc(nbytes: usize) {
+    stats_alloc(nbytes);
+    RESERVED_BYTES.fetch_add(super::INLINE_BYTES as u64, Ordering::Relaxed);
+}
+
+/// The inline bytes of [`stats_inline_alloc`]`(nbytes)` died (they go with the object, to
+/// no data cache: no longer reserved).
+pub(crate) fn stats_inline_free(nbytes: usize) {
+    stats_free(nbytes);
+    RESERVED_BYTES.fetch_sub(super::INLINE_BYTES as u64, Ordering::Relaxed);
+}
+
 /// A storage's data came alive (`external`: wrapped, not allocated by us).
 pub(crate) fn stats_storage_born(external: bool) {
     LIVE_STORAGES.fetch_add(1, Ordering::Relaxed);
@@ -66,9 +82,11 @@ pub struct MemoryStats {
     pub live_external_storages: u64,
     /// Bytes the built-in allocator holds from the system and has not returned: the
     /// blocks of live storages (blocks <= 1 KiB counted at their size rounded up to 64
-    /// bytes, blocks >= 2 MiB at their size rounded up to 2 MiB) plus `cached_bytes`. Like
-    /// PyTorch's "reserved" (allocated is `live_bytes`, which also counts custom-allocator
-    /// storages; reserved does not). malloc's own overhead is not included.
+    /// bytes, blocks >= 2 MiB at their size rounded up to 2 MiB; the bytes of a storage of
+    /// at most 64, held inside its StorageImpl object, as one 64-byte block) plus
+    /// `cached_bytes`. Like PyTorch's "reserved" (allocated is `live_bytes`, which also
+    /// counts custom-allocator storages; reserved does not). malloc's own overhead is not
+    /// included.
     pub reserved_bytes: u64,
     /// Bytes of freed blocks kept for reuse: big blocks (returned to the system by
     /// `tensor_empty_cache`, by lowering the limit) and every thread's blocks of up to

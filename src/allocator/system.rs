@@ -1,7 +1,9 @@
 //! Blocks from and back to the system (`posix_memalign` / `free`): the layer under both
-//! caches, and the one place `reserved_bytes` changes.
+//! caches (and, through Rust's global allocator, the object boxes: [`fresh_box`]), and the one place `reserved_bytes` changes for blocks (the other: a storage's
+//! inline bytes, `stats::stats_inline_alloc`).
 
 use super::stats::RESERVED_BYTES;
+use std::alloc::Layout;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
@@ -90,6 +92,131 @@ pub(super) unsafe fn system_free(p: *mut u8, cap: usize) {
     // SAFETY: a posix_memalign block (the contract), freed once.
     unsafe { libc::free(p as *mut c_void) };
     RESERVED_BYTES.fetch_sub(cap as u64, Ordering::Relaxed);
+}
+
+/// The alignment `malloc` gives every block (glibc on 64-bit targets), and Rust's global
+/// allocator with it: a box aligned to at most this is a plain `malloc`.
+const MALLOC_ALIGN: usize = 16;
+
+/// Whether a box of `layout` is over-aligned the cheap way ([`fresh_box`]): above malloc's
+/// alignment, and no memory checker watching (which then sees the exact block).
+#[inline]
+fn slack_aligned(layout: Layout) -> bool {
+    layout.align() > MALLOC_ALIGN && crate::sanitizer::checker().is_none()
+}
+
+/// A new object block for `layout` (non-zero size), or NULL. A box aligned past
+/// `MALLOC_ALIGN` (the storage's, 64: `StorageImpl::BOX_ALIGN`) is not a
+/// `posix_memalign`: glibc's aligned path leaves a free fragment in front of each block that
+/// nothing of the library's sizes reuses, 128 bytes of resident memory per block measured
+/// over 10^6 of them (BENCHMARKS.md, "A live small tensor"). It is a `malloc` of `align`
+/// more bytes instead, aligned inside, with the `malloc` block's address in the word just
+/// before the box (the box starts at least `MALLOC_ALIGN` bytes in). Under a memory checker
+/// the block is the exact one (`std::alloc::alloc(layout)`), so that the checker sees its
+/// bounds.
+///
+/// # Safety
+/// `layout` has a non-zero size.
+pub(super) unsafe fn fresh_box(layout: Layout) -> *mut u8 {
+    // SAFETY: a non-zero size (the contract).
+    unsafe {
+        if slack_aligned(layout) {
+            slack_alloc(layout)
+        } else {
+            std::alloc::alloc(layout)
+        }
+    }
+}
+
+/// A `layout` block inside a `malloc` of `layout.align()` more bytes (see [`fresh_box`]);
+/// NULL when out of memory.
+///
+/// # Safety
+/// `layout` has a non-zero size and an alignment of at least `MALLOC_ALIGN`.
+unsafe fn slack_alloc(layout: Layout) -> *mut u8 {
+    let Some(outer) = slack_layout(layout) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: a non-zero size.
+    let raw = unsafe { std::alloc::alloc(outer) };
+    if raw.is_null() {
+        return raw;
+    }
+    // In MALLOC_ALIGN..=align: room for the address word in front, the box inside `outer`.
+    let lead = layout.align() - (raw as usize & (layout.align() - 1));
+    // SAFETY: raw + lead + layout.size() <= raw + outer.size(); the word before the box
+    // is in the block and 8-aligned (lead and raw are multiples of MALLOC_ALIGN).
+    unsafe {
+        let p = raw.add(lead);
+        (p as *mut *mut u8).sub(1).write(raw);
+        p
+    }
+}
+
+/// The `malloc` block a slack-aligned box of `layout` lives in.
+#[inline]
+fn slack_layout(layout: Layout) -> Option<Layout> {
+    Layout::from_size_align(layout.size().checked_add(layout.align())?, MALLOC_ALIGN).ok()
+}
+
+/// Gives back an object block from [`fresh_box`]`(layout)`.
+///
+/// # Safety
+/// `p` came from `fresh_box(layout)`, holds no live value, and the caller gives it up.
+pub(super) unsafe fn free_box(p: *mut u8, layout: Layout) {
+    // SAFETY: as fresh_box made it (the same test: the checker is decided once per
+    // process): the exact block, or a slack one whose address is the word before `p`.
+    unsafe {
+        if slack_aligned(layout) {
+            slack_free(p, layout);
+        } else {
+            std::alloc::dealloc(p, layout);
+        }
+    }
+}
+
+/// Gives back a block from [`slack_alloc`]`(layout)`.
+///
+/// # Safety
+/// `p` came from `slack_alloc(layout)` and the caller gives it up.
+unsafe fn slack_free(p: *mut u8, layout: Layout) {
+    // SAFETY: the word before `p` holds the address of the `outer` block it is in
+    // (slack_alloc), which is given back once.
+    unsafe {
+        let raw = (p as *mut *mut u8).sub(1).read();
+        let outer = slack_layout(layout).unwrap_or_else(|| unreachable!("slack_alloc made it"));
+        std::alloc::dealloc(raw, outer);
+    }
+}
+
+#[cfg(test)]
+mod box_tests {
+    use super::*;
+
+    /// A slack-aligned block is aligned as asked, holds its whole size (every byte written
+    /// and read back while its neighbours are live), and goes back to the block it came
+    /// from (Miri checks the provenance and the matching layout).
+    #[test]
+    fn slack_blocks_are_aligned_and_whole() {
+        for (size, align) in [(192usize, 64usize), (1, 64), (64, 32), (100, 128)] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            // SAFETY: non-zero sizes, alignments >= MALLOC_ALIGN; each block written
+            // within its size and freed once.
+            unsafe {
+                let blocks: Vec<*mut u8> = (0..8).map(|_| slack_alloc(layout)).collect();
+                for (i, &p) in blocks.iter().enumerate() {
+                    assert!(!p.is_null());
+                    assert_eq!(p as usize % align, 0, "{layout:?}");
+                    p.write_bytes(i as u8, size);
+                }
+                for (i, &p) in blocks.iter().enumerate() {
+                    let got = std::slice::from_raw_parts(p, size);
+                    assert!(got.iter().all(|&b| b == i as u8), "{layout:?}");
+                    slack_free(p, layout);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(all(test, target_os = "linux", not(miri)))]

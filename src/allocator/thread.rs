@@ -47,13 +47,13 @@ impl ObjectCache {
         }
     }
 
-    /// Gives every block back to the global allocator.
+    /// Gives every block back to the global allocator (`system::free_box`).
     pub(super) fn drain(&mut self) {
         for slot in 0..OBJ_SLOTS {
             for &p in &self.obj[slot][..self.len[slot] as usize] {
-                // SAFETY: cached object blocks came from std::alloc::alloc with this
+                // SAFETY: cached object blocks came from system::fresh_box with this
                 // slot's layout (objects::put's contract) and are owned here.
-                unsafe { std::alloc::dealloc(p, self.layout[slot]) };
+                unsafe { super::system::free_box(p, self.layout[slot]) };
             }
             self.len[slot] = 0;
         }
