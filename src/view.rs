@@ -5,7 +5,10 @@
 //! another dtype, [`TensorImpl::share`]), which validates it once
 //! ([`CheckedLayout::check`]), builds the TensorImpl over the same storage and shares the
 //! version counter (the cached flags wait for their first reader:
-//! `layout::CachedFlags`). No view touches element data, and for <= `MAX_INLINE_DIMS` dims
+//! `layout::CachedFlags`). The rules that pick each dim of the input (transpose, t, slice,
+//! narrow, select) return the layout described dim by dim instead ([`LazyLayout`]), which
+//! [`TensorImpl::make_view_lazy`] writes straight into the new TensorImpl and validates
+//! there, the same way. No view touches element data, and for <= `MAX_INLINE_DIMS` dims
 //! the only heap allocation is the TensorImpl itself (the layout is inline).
 //!
 //! Status codes: a dim or element index out of range is `Index`; a size rule between the
@@ -16,7 +19,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::layout::{CheckedLayout, Layout, LayoutRef};
+use crate::layout::{CheckedLayout, Layout, LayoutRef, LazyLayout};
 use crate::shape::{self, fmt_dims, wrap_dim};
 use crate::tensor_impl::{Tensor, TensorImpl};
 
@@ -208,25 +211,35 @@ pub fn as_strided(
 
 /// `transpose(d0, d1)`: swaps two dims (both wrapped; equal dims give the same geometry).
 #[inline]
-pub fn transpose(src: LayoutRef, d0: i64, d1: i64) -> Result<Layout> {
+pub fn transpose<'a>(
+    src: LayoutRef<'a>,
+    d0: i64,
+    d1: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let n = src.sizes;
     let a = wrap_dim(d0, n.len())?;
     let b = wrap_dim(d1, n.len())?;
     let st = src.strides;
-    Layout::from_fn(n.len(), src.offset, |i| {
-        let j = if i == a {
-            b
-        } else if i == b {
-            a
-        } else {
-            i
-        };
-        (n[j], st[j])
+    Ok(LazyLayout {
+        nd: n.len(),
+        offset: src.offset,
+        dim: move |i| {
+            let j = if i == a {
+                b
+            } else if i == b {
+                a
+            } else {
+                i
+            };
+            (n[j], st[j])
+        },
     })
 }
 
 /// `t()`: transpose of a <= 2-D tensor (0-D and 1-D are unchanged). Errors: Shape.
-pub fn transpose_2d(src: LayoutRef) -> Result<Layout> {
+pub fn transpose_2d<'a>(
+    src: LayoutRef<'a>,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let n = src.sizes;
     ensure!(
         n.len() <= 2,
@@ -295,7 +308,13 @@ pub fn movedim(src: LayoutRef, source: i64, destination: i64) -> Result<Layout> 
 /// end once, both are clamped to [0, n]; `i64::MAX` means "to the end". Errors: Index
 /// (0-dim, dim), InvalidArgument (step <= 0), Overflow.
 #[inline]
-pub fn slice(src: LayoutRef, dim: i64, start: i64, end: i64, step: i64) -> Result<Layout> {
+pub fn slice<'a>(
+    src: LayoutRef<'a>,
+    dim: i64,
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     ensure!(
         !n.is_empty(),
@@ -321,19 +340,28 @@ pub fn slice(src: LayoutRef, dim: i64, start: i64, end: i64, step: i64) -> Resul
     )?;
     let size = span / step + i64::from(span % step != 0);
     let stride = shape::mul(st[d], step, "slice stride")?;
-    Layout::from_fn(n.len(), offset, |i| {
-        if i == d {
-            (size, stride)
-        } else {
-            (n[i], st[i])
-        }
+    Ok(LazyLayout {
+        nd: n.len(),
+        offset,
+        dim: move |i| {
+            if i == d {
+                (size, stride)
+            } else {
+                (n[i], st[i])
+            }
+        },
     })
 }
 
 /// `narrow(dim, start, length)`: `slice(dim, start, start + length)` with strict bounds
 /// (start may be negative or equal to the size). Errors: Index (0-dim, dim, start, start +
 /// length past the end), InvalidArgument (length < 0).
-pub fn narrow(src: LayoutRef, dim: i64, start: i64, length: i64) -> Result<Layout> {
+pub fn narrow<'a>(
+    src: LayoutRef<'a>,
+    dim: i64,
+    start: i64,
+    length: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let n = src.sizes;
     ensure!(
         !n.is_empty(),
@@ -365,7 +393,11 @@ pub fn narrow(src: LayoutRef, dim: i64, start: i64, length: i64) -> Result<Layou
 /// `select(dim, index)`: drops `dim`, moving the offset to element `index` of it.
 /// Errors: Index (0-dim, dim, index).
 #[inline]
-pub fn select(src: LayoutRef, dim: i64, index: i64) -> Result<Layout> {
+pub fn select<'a>(
+    src: LayoutRef<'a>,
+    dim: i64,
+    index: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     ensure!(
         !n.is_empty(),
@@ -381,10 +413,17 @@ pub fn select(src: LayoutRef, dim: i64, index: i64) -> Result<Layout> {
         fmt_dims(n)
     );
     let i = if index < 0 { index + size } else { index };
-    let mut g = without(src, d)?;
     // A layout without elements (another dim of size 0) may have any offset and stride.
-    g.offset = shape::add(off, shape::mul(i, st[d], "select offset")?, "select offset")?;
-    Ok(g)
+    let offset = shape::add(off, shape::mul(i, st[d], "select offset")?, "select offset")?;
+    // The dims but `d`, in order.
+    Ok(LazyLayout {
+        nd: n.len() - 1,
+        offset,
+        dim: move |k| {
+            let j = k + usize::from(k >= d);
+            (n[j], st[j])
+        },
+    })
 }
 
 /// `squeeze()`: drops every size-1 dim.
@@ -658,12 +697,12 @@ impl TensorImpl {
     }
 
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
-        self.make_view_layout(transpose(self.layout(), dim0, dim1)?)
+        self.make_view_lazy(transpose(self.layout(), dim0, dim1)?)
     }
 
     /// `t()`.
     pub fn transpose_2d(&self) -> Result<Tensor> {
-        self.make_view_layout(transpose_2d(self.layout())?)
+        self.make_view_lazy(transpose_2d(self.layout())?)
     }
 
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
@@ -675,15 +714,15 @@ impl TensorImpl {
     }
 
     pub fn slice(&self, dim: i64, start: i64, end: i64, step: i64) -> Result<Tensor> {
-        self.make_view_layout(slice(self.layout(), dim, start, end, step)?)
+        self.make_view_lazy(slice(self.layout(), dim, start, end, step)?)
     }
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
-        self.make_view_layout(narrow(self.layout(), dim, start, length)?)
+        self.make_view_lazy(narrow(self.layout(), dim, start, length)?)
     }
 
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
-        self.make_view_layout(select(self.layout(), dim, index)?)
+        self.make_view_lazy(select(self.layout(), dim, index)?)
     }
 
     pub fn squeeze(&self) -> Result<Tensor> {

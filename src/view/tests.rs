@@ -12,14 +12,33 @@ fn l<'a>(sizes: &'a [i64], strides: &'a [i64], offset: i64) -> LayoutRef<'a> {
     LayoutRef::new(sizes, strides, offset)
 }
 
+/// A rule's result as a layout: a built one, or one described dim by dim (`LazyLayout`),
+/// built here.
+trait Built {
+    fn built(self) -> Layout;
+}
+impl Built for Layout {
+    fn built(self) -> Layout {
+        self
+    }
+}
+impl<F: FnMut(usize) -> (i64, i64)> Built for LazyLayout<F> {
+    fn built(self) -> Layout {
+        self.build().unwrap()
+    }
+}
+
 #[track_caller]
-fn check(g: Layout, sizes: &[i64], strides: &[i64], offset: i64) {
+fn check(g: impl Built, sizes: &[i64], strides: &[i64], offset: i64) {
+    let g = g.built();
     assert_eq!((g.sizes(), g.strides(), g.offset), (sizes, strides, offset));
 }
 
 #[track_caller]
-fn check_err(r: Result<Layout>, status: Status, msg: &str) {
-    let e = r.expect_err("PyTorch raises here");
+fn check_err<T>(r: Result<T>, status: Status, msg: &str) {
+    let Err(e) = r else {
+        panic!("PyTorch raises here")
+    };
     assert_eq!(e.status, status, "{}", e.message);
     assert!(
         e.message.contains(msg),
