@@ -424,6 +424,15 @@ pub struct LazyLayout<F> {
     pub dim: F,
 }
 
+impl<F> std::fmt::Debug for LazyLayout<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyLayout")
+            .field("nd", &self.nd)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<F: FnMut(usize) -> (i64, i64)> LazyLayout<F> {
     /// The layout as a value ([`Layout::from_fn`]; the rules' unit tests read it so).
     #[cfg(test)]
