@@ -310,7 +310,7 @@ impl Layout {
         offset: i64,
         mut dim: impl FnMut(usize) -> (i64, i64),
     ) -> Result<()> {
-        // SAFETY (the whole body): places inside *dst, writable (the contract), each
+        // SAFETY: (the whole body) places inside *dst, writable (the contract), each
         // written once; the Buf's `len` matches the union field written (inline up to
         // INLINE items, else the heap block).
         unsafe {

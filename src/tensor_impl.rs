@@ -1,7 +1,10 @@
 //! TensorImpl: one strided view of a storage. Its invariants are written on its fields
-//! (c10-style); they are established by one validation, a [`CheckedLayout`]'s
-//! constructor, and one constructor, [`Tensor::new`], which takes that proof and checks it
-//! against the storage; they never change afterwards. External memory is wrapped in one
+//! (c10-style); they are established by one validation ([`CheckedLayout::validate`]: a
+//! [`CheckedLayout`]'s constructors run it) and one constructor, [`Tensor::new`], which
+//! takes that proof and checks it against the storage (the views whose rule describes the
+//! layout dim by dim, [`TensorImpl::make_view_lazy`], run the same two checks on the layout
+//! written in the new box); both build it in place (`TensorBox`). They never change
+//! afterwards. External memory is wrapped in one
 //! place, [`Tensor::wrap`] (over [`StorageImpl::wrap`], which owns the disarm step).
 //!
 //! Views share the storage *and* the version counter of their base. Where the counter

@@ -2,13 +2,15 @@
 //! policy is in `objects.rs`) and data blocks (`small.rs`) in one struct, reached by
 //! [`with`], with the lists' storage and their draining (the files above say what goes in).
 //!
-//! In a shared library every thread-local access is a `__tls_get_addr` call (general-dynamic
-//! TLS), and a `thread_local!` whose value needs dropping adds a state test (alive,
+//! In a shared library every `thread_local!` access is a `__tls_get_addr` call
+//! (general-dynamic TLS), and one whose value needs dropping adds a state test (alive,
 //! destroyed, destructor registered) to each access, a `RefCell` a borrow flag: about 25
 //! instructions, six times per small clone + release when each cache had its own. This value
-//! needs no drop, so an access is the address and nothing else; what must happen at thread
-//! exit (the blocks back to the system) is a separate guard, registered by the first block
-//! a thread keeps ([`ThreadCaches::may_keep`]).
+//! needs no drop, so an access is the address and nothing else: on x86_64 Linux a TLS
+//! descriptor access of a TLS variable of our own (five instructions, no `__tls_get_addr`:
+//! [`caches`]), elsewhere a `thread_local!`. What must happen at thread exit (the blocks
+//! back to the system) is a separate guard, registered by the first block a thread keeps
+//! ([`ThreadCaches::may_keep`]).
 
 use super::stats::CACHED_BYTES;
 use super::system::{system_free, ALIGNMENT};
