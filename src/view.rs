@@ -6,7 +6,7 @@
 //! ([`CheckedLayout::check`]), builds the TensorImpl over the same storage and shares the
 //! version counter (the cached flags wait for their first reader:
 //! `layout::CachedFlags`). The rules that pick each dim of the input (transpose, t, slice,
-//! narrow, select) return the layout described dim by dim instead ([`LazyLayout`]), which
+//! narrow, select, permute, unsqueeze) return the layout described dim by dim instead ([`LazyLayout`]), which
 //! [`TensorImpl::make_view_lazy`] writes straight into the new TensorImpl and validates
 //! there, the same way. No view touches element data, and for <= `MAX_INLINE_DIMS` dims
 //! the only heap allocation is the TensorImpl itself (the layout is inline).
@@ -253,7 +253,10 @@ pub fn transpose_2d<'a>(
 /// `permute(dims)`: dim `i` of the view is dim `dims[i]` of the input. Errors:
 /// InvalidArgument (wrong count, duplicates), Index.
 #[inline]
-pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
+pub fn permute<'a>(
+    src: LayoutRef<'a>,
+    dims: &'a [i64],
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let (n, st) = (src.sizes, src.strides);
     ensure!(
         dims.len() == n.len(),
@@ -265,11 +268,8 @@ pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
     // A tensor has at most 64 dims (CheckedLayout refuses more): a bit per dim.
     debug_assert!(n.len() <= shape::MAX_DIMS && shape::MAX_DIMS <= 64);
     let mut seen = 0u64;
-    let mut g = Layout::zeros(n.len(), src.offset)?;
-    let (sizes, strides) = g.dims_mut();
-    for (i, &d) in dims.iter().enumerate() {
-        let d = wrap_dim(d, n.len())?;
-        let bit = 1u64 << d;
+    for &d in dims {
+        let bit = 1u64 << wrap_dim(d, n.len())?;
         let repeated = seen & bit != 0;
         seen |= bit;
         ensure!(
@@ -277,10 +277,17 @@ pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
             InvalidArgument,
             "permute(): duplicate dims are not allowed."
         );
-        sizes[i] = n[d];
-        strides[i] = st[d];
     }
-    Ok(g)
+    Ok(LazyLayout {
+        nd: n.len(),
+        offset: src.offset,
+        dim: move |i| {
+            // In range: wrap_dim accepted it above (wrapped the same way).
+            let d = dims[i];
+            let d = if d < 0 { d + n.len() as i64 } else { d } as usize;
+            (n[d], st[d])
+        },
+    })
 }
 
 /// `movedim(src, dst)`: dim `src` moves to position `dst`; the other dims keep their
@@ -447,7 +454,10 @@ pub fn squeeze_dim(src: LayoutRef, dim: i64) -> Result<Layout> {
 /// `unsqueeze(dim)`: inserts a size-1 dim at `dim` (wrapped against D + 1), stride
 /// `n[dim]·st[dim]` (1 at the end). Errors: Index, Overflow.
 #[inline]
-pub fn unsqueeze(src: LayoutRef, dim: i64) -> Result<Layout> {
+pub fn unsqueeze<'a>(
+    src: LayoutRef<'a>,
+    dim: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let (n, st) = (src.sizes, src.strides);
     let d = wrap_dim(dim, n.len() + 1)?;
     let stride = if d < n.len() {
@@ -455,15 +465,18 @@ pub fn unsqueeze(src: LayoutRef, dim: i64) -> Result<Layout> {
     } else {
         1
     };
-    let mut g = Layout::zeros(n.len() + 1, src.offset)?;
-    let (sizes, strides) = g.dims_mut();
-    sizes[..d].copy_from_slice(&n[..d]);
-    strides[..d].copy_from_slice(&st[..d]);
-    sizes[d] = 1;
-    strides[d] = stride;
-    sizes[d + 1..].copy_from_slice(&n[d..]);
-    strides[d + 1..].copy_from_slice(&st[d..]);
-    Ok(g)
+    Ok(LazyLayout {
+        nd: n.len() + 1,
+        offset: src.offset,
+        dim: move |i| {
+            if i == d {
+                (1, stride)
+            } else {
+                let j = i - usize::from(i > d);
+                (n[j], st[j])
+            }
+        },
+    })
 }
 
 /// `expand(sizes)`: size-1 dims repeat with stride 0, new leading dims are added, `-1`
@@ -706,7 +719,7 @@ impl TensorImpl {
     }
 
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
-        self.make_view_layout(permute(self.layout(), dims)?)
+        self.make_view_lazy(permute(self.layout(), dims)?)
     }
 
     pub fn movedim(&self, source: i64, destination: i64) -> Result<Tensor> {
@@ -734,7 +747,7 @@ impl TensorImpl {
     }
 
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
-        self.make_view_layout(unsqueeze(self.layout(), dim)?)
+        self.make_view_lazy(unsqueeze(self.layout(), dim)?)
     }
 
     pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {

@@ -307,7 +307,9 @@ fn alias_detach_and_view_dtype_tensors() {
 
 #[test]
 fn layout_is_inline_up_to_max_inline_dims() {
-    let g = unsqueeze(l(&[2, 3, 4, 5], &[60, 20, 5, 1], 0), 0).unwrap();
+    let g = unsqueeze(l(&[2, 3, 4, 5], &[60, 20, 5, 1], 0), 0)
+        .unwrap()
+        .built();
     assert_eq!(g.ndim(), MAX_INLINE_DIMS);
     assert!(!g.spilled());
     let g = unfold(l(&[2, 3, 4, 5, 6], &[360, 120, 30, 6, 1], 0), 1, 2, 1).unwrap();
