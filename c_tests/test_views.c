@@ -472,10 +472,11 @@ static void test_channels_last(void) {
   tensor_release(t);
 }
 
-/* Transpose, slice, narrow and select write their layout straight into the new tensor and
- * check it there: a layout past the (shrunk) storage is refused with setStorage's message
- * and leaves nothing behind (the 7-dim layout's heap block freed: valgrind), `*out`
- * untouched; within it, the views are right. 4 dims (inline layout) and 7 (heap). */
+/* Transpose, slice, narrow, select, permute and unsqueeze write their layout straight into
+ * the new tensor and check it there: a layout past the (shrunk) storage is refused with
+ * setStorage's message and leaves nothing behind (a 6- to 8-dim layout's heap block freed:
+ * valgrind), `*out` untouched; within it, the views are right. 4 dims (inline layouts) and
+ * 7 (heap). */
 static void test_views_of_a_shrunk_storage(void) {
   const int64_t sizes4[4] = {2, 3, 4, 5}, sizes7[7] = {2, 2, 2, 2, 2, 2, 3};
   for (int k = 0; k < 2; k++) {
@@ -494,6 +495,13 @@ static void test_views_of_a_shrunk_storage(void) {
     CHECK_ERROR_HAS("tensor_narrow: setStorage:");
     CHECK_STATUS(tensor_select(t, 1, 1, &out), TENSOR_ERR_OUT_OF_BOUNDS);
     CHECK_ERROR_HAS("tensor_select: setStorage:");
+    {
+      const int64_t rev[7] = {6, 5, 4, 3, 2, 1, 0};
+      CHECK_STATUS(tensor_permute(t, rev + 7 - nd, nd, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+      CHECK_ERROR_HAS("tensor_permute: setStorage:");
+    }
+    CHECK_STATUS(tensor_unsqueeze(t, 2, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+    CHECK_ERROR_HAS("tensor_unsqueeze: setStorage:");
     CHECK(out == SENTINEL);
     CHECK_OK(storage_resize(s, full));
     {
