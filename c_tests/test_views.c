@@ -472,11 +472,11 @@ static void test_channels_last(void) {
   tensor_release(t);
 }
 
-/* Transpose, slice, narrow, select, permute and unsqueeze write their layout straight into
- * the new tensor and check it there: a layout past the (shrunk) storage is refused with
- * setStorage's message and leaves nothing behind (a 6- to 8-dim layout's heap block freed:
- * valgrind), `*out` untouched; within it, the views are right. 4 dims (inline layouts) and
- * 7 (heap). */
+/* Transpose, slice, narrow, select, permute, unsqueeze, view and expand write their layout
+ * straight into the new tensor and check it there: a layout past the (shrunk) storage is
+ * refused with setStorage's message and leaves nothing behind (a 6- to 8-dim layout's heap
+ * block freed: valgrind), `*out` untouched; within it, the views are right, and view's own
+ * refusals after its fill leave nothing either. 4 dims (inline layouts) and 7 (heap). */
 static void test_views_of_a_shrunk_storage(void) {
   const int64_t sizes4[4] = {2, 3, 4, 5}, sizes7[7] = {2, 2, 2, 2, 2, 2, 3};
   for (int k = 0; k < 2; k++) {
@@ -502,6 +502,13 @@ static void test_views_of_a_shrunk_storage(void) {
     }
     CHECK_STATUS(tensor_unsqueeze(t, 2, &out), TENSOR_ERR_OUT_OF_BOUNDS);
     CHECK_ERROR_HAS("tensor_unsqueeze: setStorage:");
+    {
+      const int64_t flat[1] = {-1};
+      CHECK_STATUS(tensor_view(t, flat, 1, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+      CHECK_ERROR_HAS("tensor_view: setStorage:");
+      CHECK_STATUS(tensor_expand(t, tensor_sizes(t), nd, &out), TENSOR_ERR_OUT_OF_BOUNDS);
+      CHECK_ERROR_HAS("tensor_expand: setStorage:");
+    }
     CHECK(out == SENTINEL);
     CHECK_OK(storage_resize(s, full));
     {
@@ -522,6 +529,21 @@ static void test_views_of_a_shrunk_storage(void) {
       CHECK_OK(tensor_select(t, 1, 1, &v));
       CHECK(geom_is(v, nd - 1, sn, sst, st[1]) && is_view_of(v, t));
       tensor_release(v);
+    }
+    {
+      /* view's fill refuses after writing into the new box: a size list whose product
+       * is not numel (SHAPE), and a shape the transposed strides cannot express */
+      int64_t bad[7], back[7];
+      tensor_t *tr = NULL;
+      for (int64_t d = 0; d < nd; d++) bad[d] = back[d] = tensor_sizes(t)[d];
+      bad[nd - 1] += 1;
+      CHECK_STATUS(tensor_view(t, bad, nd, &out), TENSOR_ERR_SHAPE);
+      CHECK_ERROR_HAS("tensor_view: shape '[");
+      CHECK_OK(tensor_transpose(t, 0, -1, &tr));
+      CHECK_STATUS(tensor_view(tr, back, nd, &out), TENSOR_ERR_NOT_VIEWABLE);
+      CHECK_ERROR_HAS("tensor_view: view size is not compatible");
+      CHECK(out == SENTINEL);
+      tensor_release(tr);
     }
     tensor_release(t);
   }

@@ -441,6 +441,36 @@ impl<F: FnMut(usize) -> (i64, i64)> LazyLayout<F> {
     }
 }
 
+/// A layout filled through its sizes and strides: `nd` dims at `offset`, all 0 until
+/// `fill(sizes, strides)` writes them, `Ok(false)` when the rule finds that no layout
+/// expresses the request (view: the strides cannot). What the view rules that compute
+/// their dims in a pass over the output (view, expand) return: `TensorImpl::make_view_filled`
+/// fills it straight in the new TensorImpl, as `LazyLayout`.
+pub struct FilledLayout<F> {
+    pub nd: usize,
+    pub offset: i64,
+    pub fill: F,
+}
+
+impl<F> std::fmt::Debug for FilledLayout<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilledLayout")
+            .field("nd", &self.nd)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: FnOnce(&mut [i64], &mut [i64]) -> Result<bool>> FilledLayout<F> {
+    /// The layout as a value (`None`: `fill` found none).
+    #[inline(always)]
+    pub fn build(self) -> Result<Option<Layout>> {
+        let mut g = Layout::zeros(self.nd, self.offset)?;
+        let (sizes, strides) = g.dims_mut();
+        Ok((self.fill)(sizes, strides)?.then_some(g))
+    }
+}
+
 /// The strides a caller gives with its sizes: none (row-major), in elements, or in bytes
 /// (OpenCV's `step`, FFmpeg's `linesize`, NumPy's `__array_interface__`: each a multiple of
 /// the item size).

@@ -18,7 +18,9 @@ use crate::allocator::Allocator;
 use crate::device::Device;
 use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::layout::{CachedFlags, CheckedLayout, Flags, Layout, LayoutRef, LazyLayout, Strides};
+use crate::layout::{
+    CachedFlags, CheckedLayout, FilledLayout, Flags, Layout, LayoutRef, LazyLayout, Strides,
+};
 use crate::refcount::{Intrusive, IntrusivePtr, UninitBox};
 use crate::shape::{self, fmt_dims, Dims};
 use crate::storage::{Blob, Observer, Storage, StorageImpl, StorageKind};
@@ -437,15 +439,58 @@ impl TensorImpl {
         &self,
         layout: LazyLayout<impl FnMut(usize) -> (i64, i64)>,
     ) -> Result<Tensor> {
-        let dtype = self.dtype;
         let version = VersionOf::Share(self).resolve()?;
         let b = TensorBox::alloc().ok_or_else(|| oom("tensor"))?;
-        let dst = b.layout_ptr();
         let LazyLayout { nd, offset, dim } = layout;
         // SAFETY: the layout's place in the new box, holding nothing yet. On Err nothing
         // was written, and the box is freed.
-        unsafe { Layout::write_from_fn(dst, nd, offset, dim)? };
-        // SAFETY: written just above.
+        unsafe { Layout::write_from_fn(b.layout_ptr(), nd, offset, dim)? };
+        // SAFETY: the layout is written.
+        unsafe { self.finish_view(b, version) }
+    }
+
+    /// A view with the layout a view rule fills (same dtype; `Ok(None)` when the rule finds
+    /// none), zeroed then filled straight in the new TensorImpl and validated there, as
+    /// [`make_view_lazy`](Self::make_view_lazy).
+    #[inline(always)] // as CheckedLayout::check
+    pub fn make_view_filled(
+        &self,
+        layout: FilledLayout<impl FnOnce(&mut [i64], &mut [i64]) -> Result<bool>>,
+    ) -> Result<Option<Tensor>> {
+        let version = VersionOf::Share(self).resolve()?;
+        let b = TensorBox::alloc().ok_or_else(|| oom("tensor"))?;
+        let dst = b.layout_ptr();
+        let FilledLayout { nd, offset, fill } = layout;
+        // SAFETY: the layout's place in the new box, holding nothing yet: zeros written (On
+        // Err nothing was, and the box is freed), then filled through a borrow of it that
+        // ends with the fill.
+        let filled = unsafe {
+            Layout::write_from_fn(dst, nd, offset, |_| (0, 0))?;
+            let (sizes, strides) = (*dst).dims_mut();
+            fill(sizes, strides)
+        };
+        match filled {
+            // SAFETY: the layout is written.
+            Ok(true) => unsafe { self.finish_view(b, version) }.map(Some),
+            other => {
+                // SAFETY: the layout written above, dropped once; the box then freed.
+                unsafe { std::ptr::drop_in_place(dst) };
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// Validates the layout written in `b` for this tensor's dtype and storage, and
+    /// finishes the view; a refused layout is dropped (and the box freed).
+    ///
+    /// # Safety
+    /// A layout is written at `b.layout_ptr()`.
+    #[inline(always)]
+    unsafe fn finish_view(&self, b: TensorBox, version: Option<VersionPtr>) -> Result<Tensor> {
+        let dtype = self.dtype;
+        let dst = b.layout_ptr();
+        // SAFETY: written (the contract); the borrow ends before the layout is dropped or
+        // the box finished.
         let l = unsafe { &*dst };
         let checked = CheckedLayout::validate(l, dtype).and_then(|(numel, nbytes)| {
             let fits = l
@@ -457,7 +502,7 @@ impl TensorImpl {
             // SAFETY: a layout validated for dtype, within the storage, written.
             Ok(numel) => unsafe { b.finish(&self.storage, numel, version, dtype) },
             Err(e) => {
-                // SAFETY: the layout written above, dropped once; the box then freed.
+                // SAFETY: the layout written (the contract), dropped once; the box then freed.
                 unsafe { std::ptr::drop_in_place(dst) };
                 Err(e)
             }

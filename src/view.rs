@@ -8,7 +8,9 @@
 //! `layout::CachedFlags`). The rules that pick each dim of the input (transpose, t, slice,
 //! narrow, select, permute, unsqueeze) return the layout described dim by dim instead ([`LazyLayout`]), which
 //! [`TensorImpl::make_view_lazy`] writes straight into the new TensorImpl and validates
-//! there, the same way. No view touches element data, and for <= `MAX_INLINE_DIMS` dims
+//! there, the same way; view and expand, which compute their dims in a pass over the
+//! output, return it as a fill of zeroed sizes and strides ([`FilledLayout`]), which
+//! [`TensorImpl::make_view_filled`] runs in the new TensorImpl. No view touches element data, and for <= `MAX_INLINE_DIMS` dims
 //! the only heap allocation is the TensorImpl itself (the layout is inline).
 //!
 //! Status codes: a dim or element index out of range is `Index`; a size rule between the
@@ -19,7 +21,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::layout::{CheckedLayout, Layout, LayoutRef, LazyLayout};
+use crate::layout::{CheckedLayout, FilledLayout, Layout, LayoutRef, LazyLayout};
 use crate::shape::{self, fmt_dims, wrap_dim};
 use crate::tensor_impl::{Tensor, TensorImpl};
 
@@ -62,21 +64,28 @@ fn not_viewable() -> Error {
 /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
 /// shape (reshape then copies; view fails). Errors: as `shape::infer_size`.
 #[inline]
-pub fn view(src: LayoutRef, sizes: &[i64]) -> Result<Option<Layout>> {
+pub fn view<'a>(
+    src: LayoutRef<'a>,
+    sizes: &'a [i64],
+) -> Result<FilledLayout<impl FnOnce(&mut [i64], &mut [i64]) -> Result<bool> + 'a>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     let numel = shape::numel(n)?;
-    // Sizes and strides are written straight into the layout the view will store.
     shape::check_ndim(sizes.len())?;
-    let mut g = Layout::zeros(sizes.len(), off)?;
-    let (new_sizes, new_strides) = g.dims_mut();
-    shape::infer_size(sizes, numel, new_sizes)?;
-    if numel == 0 && n != &new_sizes[..] {
-        // No elements: always viewable, with contiguous strides, unless those overflow
-        // int64 (an Overflow, not a layout the strides cannot express).
-        new_strides.copy_from_slice(&shape::contiguous_strides(new_sizes)?);
-        return Ok(Some(g));
-    }
-    Ok(shape::compute_stride(n, st, new_sizes, new_strides)?.then_some(g))
+    // Sizes and strides are written straight into the layout the view will store.
+    Ok(FilledLayout {
+        nd: sizes.len(),
+        offset: off,
+        fill: move |new_sizes: &mut [i64], new_strides: &mut [i64]| {
+            shape::infer_size(sizes, numel, new_sizes)?;
+            if numel == 0 && n != &new_sizes[..] {
+                // No elements: always viewable, with contiguous strides, unless those
+                // overflow int64 (an Overflow, not a layout the strides cannot express).
+                new_strides.copy_from_slice(&shape::contiguous_strides(new_sizes)?);
+                return Ok(true);
+            }
+            shape::compute_stride(n, st, new_sizes, new_strides)
+        },
+    })
 }
 
 /// The tail of `view_dtype`'s messages ("to view float as short (different element sizes)").
@@ -484,7 +493,10 @@ pub fn unsqueeze<'a>(
 /// PyTorch. Errors: Shape (fewer sizes than dims, non-singleton mismatch), InvalidArgument
 /// (-1 in a new leading dim, negative resulting size), Overflow.
 #[inline]
-pub fn expand(src: LayoutRef, sizes: &[i64]) -> Result<Layout> {
+pub fn expand<'a>(
+    src: LayoutRef<'a>,
+    sizes: &'a [i64],
+) -> Result<FilledLayout<impl FnOnce(&mut [i64], &mut [i64]) -> Result<bool> + 'a>> {
     let (n, st) = (src.sizes, src.strides);
     shape::check_ndim(sizes.len())?;
     ensure!(
@@ -497,54 +509,59 @@ pub fn expand(src: LayoutRef, sizes: &[i64]) -> Result<Layout> {
         n.len()
     );
     let nd = sizes.len();
-    let mut g = Layout::zeros(nd, src.offset)?;
-    let (new_sizes, new_strides) = g.dims_mut();
-    new_sizes.copy_from_slice(sizes);
-    if !n.is_empty() {
-        let lead = nd - n.len();
-        for i in (0..nd).rev() {
-            let mut target = sizes[i];
-            let (size, stride) = if i >= lead {
-                let e = i - lead;
-                if target == -1 {
-                    target = n[e];
-                }
-                if n[e] == target {
-                    (n[e], st[e])
-                } else {
-                    ensure!(
-                        n[e] == 1,
-                        Shape,
-                        "The expanded size of the tensor ({target}) must match the existing size ({}) at non-singleton dimension {i}.  Target sizes: {}.  Tensor sizes: {}",
-                        n[e],
-                        fmt_dims(sizes),
-                        fmt_dims(n)
+    Ok(FilledLayout {
+        nd,
+        offset: src.offset,
+        fill: move |new_sizes: &mut [i64], new_strides: &mut [i64]| {
+            new_sizes.copy_from_slice(sizes);
+            if !n.is_empty() {
+                let lead = nd - n.len();
+                for i in (0..nd).rev() {
+                    let mut target = sizes[i];
+                    let (size, stride) = if i >= lead {
+                        let e = i - lead;
+                        if target == -1 {
+                            target = n[e];
+                        }
+                        if n[e] == target {
+                            (n[e], st[e])
+                        } else {
+                            ensure!(
+                            n[e] == 1,
+                            Shape,
+                            "The expanded size of the tensor ({target}) must match the existing size ({}) at non-singleton dimension {i}.  Target sizes: {}.  Tensor sizes: {}",
+                            n[e],
+                            fmt_dims(sizes),
+                            fmt_dims(n)
+                        );
+                            (target, 0)
+                        }
+                    } else {
+                        ensure!(
+                        target != -1,
+                        InvalidArgument,
+                        "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
                     );
-                    (target, 0)
+                        // A new size-1 dim keeps the stride it would have in memory order.
+                        let inner =
+                            shape::mul(new_sizes[i + 1], new_strides[i + 1], "expand stride")?;
+                        (target, if target == 1 { inner } else { 0 })
+                    };
+                    new_sizes[i] = size;
+                    new_strides[i] = stride;
                 }
-            } else {
-                ensure!(
-                    target != -1,
-                    InvalidArgument,
-                    "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
-                );
-                // A new size-1 dim keeps the stride it would have in memory order.
-                let inner = shape::mul(new_sizes[i + 1], new_strides[i + 1], "expand stride")?;
-                (target, if target == 1 { inner } else { 0 })
-            };
-            new_sizes[i] = size;
-            new_strides[i] = stride;
-        }
-    }
-    if let Some(bad) = new_sizes.iter().find(|&&s| s < 0) {
-        bail!(
-            InvalidArgument,
-            "expand: the expanded size of the tensor ({bad}) is negative (only -1, on an existing dimension, is allowed).  Target sizes: {}.  Tensor sizes: {}",
-            fmt_dims(sizes),
-            fmt_dims(n)
-        );
-    }
-    Ok(g)
+            }
+            if let Some(bad) = new_sizes.iter().find(|&&s| s < 0) {
+                bail!(
+                InvalidArgument,
+                "expand: the expanded size of the tensor ({bad}) is negative (only -1, on an existing dimension, is allowed).  Target sizes: {}.  Tensor sizes: {}",
+                fmt_dims(sizes),
+                fmt_dims(n)
+            );
+            }
+            Ok(true)
+        },
+    })
 }
 
 /// `unflatten(dim, sizes)`: splits `dim` into `sizes` (one `-1` allowed), then views.
@@ -586,7 +603,8 @@ pub fn unflatten(src: LayoutRef, dim: i64, sizes: &[i64]) -> Result<Layout> {
             e
         }
     })?;
-    view(src, &shape)?.ok_or_else(not_viewable)
+    let g = view(src, &shape)?.build()?;
+    g.ok_or_else(not_viewable)
 }
 
 /// `diagonal(offset, d1, d2)`: drops `d1` and `d2` and appends the diagonal as the last dim
@@ -672,10 +690,7 @@ impl TensorImpl {
     /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
     /// shape (reshape then copies; view fails).
     pub fn try_view(&self, sizes: &[i64]) -> Result<Option<Tensor>> {
-        match view(self.layout(), sizes)? {
-            Some(g) => Ok(Some(self.make_view_layout(g)?)),
-            None => Ok(None),
-        }
+        self.make_view_filled(view(self.layout(), sizes)?)
     }
 
     /// PyTorch's `view`: same data, new shape; works on non-contiguous tensors whenever
@@ -751,7 +766,9 @@ impl TensorImpl {
     }
 
     pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
-        self.make_view_layout(expand(self.layout(), sizes)?)
+        // expand's fill always finds its layout: never None.
+        self.make_view_filled(expand(self.layout(), sizes)?)?
+            .ok_or_else(not_viewable)
     }
 
     pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {

@@ -12,6 +12,18 @@ fn l<'a>(sizes: &'a [i64], strides: &'a [i64], offset: i64) -> LayoutRef<'a> {
     LayoutRef::new(sizes, strides, offset)
 }
 
+/// `view` built (the rule returns the fill of the layout the view stores).
+fn view(src: LayoutRef, sizes: &[i64]) -> Result<Option<Layout>> {
+    super::view(src, sizes)?.build()
+}
+
+/// `expand` built (as `view`; it always finds its layout).
+fn expand(src: LayoutRef, sizes: &[i64]) -> Result<Layout> {
+    Ok(super::expand(src, sizes)?
+        .build()?
+        .expect("expand fills every layout"))
+}
+
 /// A rule's result as a layout: a built one, or one described dim by dim (`LazyLayout`),
 /// built here.
 trait Built {
