@@ -452,6 +452,10 @@ pub struct FilledLayout<F> {
     pub fill: F,
 }
 
+/// What fills a [`FilledLayout`]: `(sizes, strides)`, zeroed, to `Ok(found)`.
+pub trait Fill: FnOnce(&mut [i64], &mut [i64]) -> Result<bool> {}
+impl<F: FnOnce(&mut [i64], &mut [i64]) -> Result<bool>> Fill for F {}
+
 impl<F> std::fmt::Debug for FilledLayout<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FilledLayout")
@@ -461,7 +465,7 @@ impl<F> std::fmt::Debug for FilledLayout<F> {
     }
 }
 
-impl<F: FnOnce(&mut [i64], &mut [i64]) -> Result<bool>> FilledLayout<F> {
+impl<F: Fill> FilledLayout<F> {
     /// The layout as a value (`None`: `fill` found none).
     #[inline(always)]
     pub fn build(self) -> Result<Option<Layout>> {

@@ -19,7 +19,7 @@ use crate::device::Device;
 use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::{
-    CachedFlags, CheckedLayout, FilledLayout, Flags, Layout, LayoutRef, LazyLayout, Strides,
+    CachedFlags, CheckedLayout, Fill, FilledLayout, Flags, Layout, LayoutRef, LazyLayout, Strides,
 };
 use crate::refcount::{Intrusive, IntrusivePtr, UninitBox};
 use crate::shape::{self, fmt_dims, Dims};
@@ -453,10 +453,7 @@ impl TensorImpl {
     /// none), zeroed then filled straight in the new TensorImpl and validated there, as
     /// [`make_view_lazy`](Self::make_view_lazy).
     #[inline(always)] // as CheckedLayout::check
-    pub fn make_view_filled(
-        &self,
-        layout: FilledLayout<impl FnOnce(&mut [i64], &mut [i64]) -> Result<bool>>,
-    ) -> Result<Option<Tensor>> {
+    pub fn make_view_filled(&self, layout: FilledLayout<impl Fill>) -> Result<Option<Tensor>> {
         let version = VersionOf::Share(self).resolve()?;
         let b = TensorBox::alloc().ok_or_else(|| oom("tensor"))?;
         let dst = b.layout_ptr();

@@ -21,7 +21,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::layout::{CheckedLayout, FilledLayout, Layout, LayoutRef, LazyLayout};
+use crate::layout::{CheckedLayout, Fill, FilledLayout, Layout, LayoutRef, LazyLayout};
 use crate::shape::{self, fmt_dims, wrap_dim};
 use crate::tensor_impl::{Tensor, TensorImpl};
 
@@ -64,10 +64,7 @@ fn not_viewable() -> Error {
 /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
 /// shape (reshape then copies; view fails). Errors: as `shape::infer_size`.
 #[inline]
-pub fn view<'a>(
-    src: LayoutRef<'a>,
-    sizes: &'a [i64],
-) -> Result<FilledLayout<impl FnOnce(&mut [i64], &mut [i64]) -> Result<bool> + 'a>> {
+pub fn view<'a>(src: LayoutRef<'a>, sizes: &'a [i64]) -> Result<FilledLayout<impl Fill + 'a>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     let numel = shape::numel(n)?;
     shape::check_ndim(sizes.len())?;
@@ -493,10 +490,7 @@ pub fn unsqueeze<'a>(
 /// PyTorch. Errors: Shape (fewer sizes than dims, non-singleton mismatch), InvalidArgument
 /// (-1 in a new leading dim, negative resulting size), Overflow.
 #[inline]
-pub fn expand<'a>(
-    src: LayoutRef<'a>,
-    sizes: &'a [i64],
-) -> Result<FilledLayout<impl FnOnce(&mut [i64], &mut [i64]) -> Result<bool> + 'a>> {
+pub fn expand<'a>(src: LayoutRef<'a>, sizes: &'a [i64]) -> Result<FilledLayout<impl Fill + 'a>> {
     let (n, st) = (src.sizes, src.strides);
     shape::check_ndim(sizes.len())?;
     ensure!(
