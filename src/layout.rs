@@ -286,52 +286,69 @@ impl Layout {
     /// when the heap block for more than [`MAX_INLINE_DIMS`] dims cannot be allocated.
     // Always inlined, as `new`.
     #[inline(always)]
-    pub fn from_fn(
+    pub fn from_fn(nd: usize, offset: i64, dim: impl FnMut(usize) -> (i64, i64)) -> Result<Self> {
+        let mut g = MaybeUninit::<Layout>::uninit();
+        // SAFETY: a place for a Layout, ours, holding nothing; `Ok` means it was written
+        // whole (write_from_fn's contract).
+        unsafe {
+            Self::write_from_fn(g.as_mut_ptr(), nd, offset, dim)?;
+            Ok(g.assume_init())
+        }
+    }
+
+    /// [`from_fn`](Self::from_fn) written at `dst` (a new TensorImpl's layout field:
+    /// `TensorImpl::make_view_lazy`), field by field: on `Ok` a valid `Layout` is there (its
+    /// owner drops it); on `Err` (out of memory) nothing was allocated and `dst` holds
+    /// nothing to drop.
+    ///
+    /// # Safety
+    /// `dst` is valid for writes of a `Layout` and holds no value that needs dropping.
+    #[inline(always)]
+    pub unsafe fn write_from_fn(
+        dst: *mut Layout,
         nd: usize,
         offset: i64,
         mut dim: impl FnMut(usize) -> (i64, i64),
-    ) -> Result<Self> {
-        if nd <= MAX_INLINE_DIMS {
-            // Item by item up to a fixed bound into an unzeroed buffer: no 80-byte memset
-            // and no memcpy calls per view, and every item is one 8-byte store that the
-            // rule's 8-byte loads forward from (benches/c/count.sh: 20 to 45 fewer
-            // instructions per view than copy_from_slice into a zeroed buffer).
-            let mut inline = MaybeUninit::<[i64; INLINE]>::uninit();
-            let p = inline.as_mut_ptr() as *mut i64;
-            for i in 0..MAX_INLINE_DIMS {
-                if i < nd {
-                    let (size, stride) = dim(i);
-                    // SAFETY: i < nd <= MAX_INLINE_DIMS, so items i and nd + i lie in the
-                    // local buffer of INLINE items.
-                    unsafe {
+    ) -> Result<()> {
+        // SAFETY: (the whole body) places inside *dst, writable (the contract), each
+        // written once; the Buf's `len` matches the union field written (inline up to
+        // INLINE items, else the heap block).
+        unsafe {
+            let len = std::ptr::addr_of_mut!((*dst).dims.len);
+            let data = std::ptr::addr_of_mut!((*dst).dims.data);
+            if nd <= MAX_INLINE_DIMS {
+                // Item by item up to a fixed bound into the unzeroed buffer: no 80-byte
+                // memset and no memcpy calls per view, and every item is one 8-byte store
+                // that the rule's (and the validation's) 8-byte loads forward from
+                // (benches/c/count.sh: 20 to 45 fewer instructions per view than
+                // copy_from_slice into a zeroed buffer).
+                let p = std::ptr::addr_of_mut!((*data).inline) as *mut i64;
+                for i in 0..MAX_INLINE_DIMS {
+                    if i < nd {
+                        let (size, stride) = dim(i);
+                        // i < nd <= MAX_INLINE_DIMS: items i and nd + i lie in the
+                        // buffer of INLINE items.
                         p.add(i).write(size);
                         p.add(nd + i).write(stride);
                     }
                 }
+            } else {
+                // The heap block: the same single writes (no zero-fill first).
+                let heap = Buf::alloc_heap(2 * nd)?;
+                let p = heap.as_ptr();
+                for i in 0..nd {
+                    let (size, stride) = dim(i);
+                    // i < nd: items i and nd + i lie in the 2·nd items of the block.
+                    p.add(i).write(size);
+                    p.add(nd + i).write(stride);
+                }
+                std::ptr::addr_of_mut!((*data).heap).write(heap);
             }
             // Items 0..2·nd are written.
-            let dims = Buf {
-                len: 2 * nd,
-                data: BufData { inline },
-            };
-            return Ok(Layout { dims, offset });
+            len.write(2 * nd);
+            std::ptr::addr_of_mut!((*dst).offset).write(offset);
+            Ok(())
         }
-        // The heap block: the same single writes (no zero-fill first).
-        let heap = Buf::alloc_heap(2 * nd)?;
-        let p = heap.as_ptr();
-        for i in 0..nd {
-            let (size, stride) = dim(i);
-            // SAFETY: i < nd: items i and nd + i lie in the 2·nd items of the block.
-            unsafe {
-                p.add(i).write(size);
-                p.add(nd + i).write(stride);
-            }
-        }
-        let dims = Buf {
-            len: 2 * nd,
-            data: BufData { heap },
-        };
-        Ok(Layout { dims, offset })
     }
 
     /// `nd` dims, all sizes and strides 0, to be filled through [`dims_mut`](Self::dims_mut).
@@ -392,6 +409,69 @@ impl Layout {
     #[cfg(test)]
     pub(crate) fn spilled(&self) -> bool {
         self.dims.spilled()
+    }
+}
+
+/// A layout described dim by dim and not written yet: `nd` dims, dim `i` being `dim(i)` =
+/// (size, stride), at `offset` (the rule checked its arguments; the layout itself is
+/// checked where it is written). What the view rules that pick each dim of the input
+/// return (transpose, slice, select): `TensorImpl::make_view_lazy` writes it straight into
+/// the new TensorImpl, once, where [`Layout::from_fn`] then a move would copy it through
+/// the stack (16-byte copies of 8-byte stores, which the CPU cannot forward: a stall each).
+pub struct LazyLayout<F> {
+    pub nd: usize,
+    pub offset: i64,
+    pub dim: F,
+}
+
+impl<F> std::fmt::Debug for LazyLayout<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyLayout")
+            .field("nd", &self.nd)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: FnMut(usize) -> (i64, i64)> LazyLayout<F> {
+    /// The layout as a value ([`Layout::from_fn`]; the rules' unit tests read it so).
+    #[cfg(test)]
+    pub fn build(self) -> Result<Layout> {
+        Layout::from_fn(self.nd, self.offset, self.dim)
+    }
+}
+
+/// A layout filled through its sizes and strides: `nd` dims at `offset`, all 0 until
+/// `fill(sizes, strides)` writes them, `Ok(false)` when the rule finds that no layout
+/// expresses the request (view: the strides cannot). What the view rules that compute
+/// their dims in a pass over the output (view, expand) return: `TensorImpl::make_view_filled`
+/// fills it straight in the new TensorImpl, as `LazyLayout`.
+pub struct FilledLayout<F> {
+    pub nd: usize,
+    pub offset: i64,
+    pub fill: F,
+}
+
+/// What fills a [`FilledLayout`]: `(sizes, strides)`, zeroed, to `Ok(found)`.
+pub trait Fill: FnOnce(&mut [i64], &mut [i64]) -> Result<bool> {}
+impl<F: FnOnce(&mut [i64], &mut [i64]) -> Result<bool>> Fill for F {}
+
+impl<F> std::fmt::Debug for FilledLayout<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilledLayout")
+            .field("nd", &self.nd)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Fill> FilledLayout<F> {
+    /// The layout as a value (`None`: `fill` found none).
+    #[inline(always)]
+    pub fn build(self) -> Result<Option<Layout>> {
+        let mut g = Layout::zeros(self.nd, self.offset)?;
+        let (sizes, strides) = g.dims_mut();
+        Ok((self.fill)(sizes, strides)?.then_some(g))
     }
 }
 
@@ -486,15 +566,22 @@ impl CheckedLayout {
     // view with #[inline]).
     #[inline(always)]
     pub fn check(layout: Layout, dtype: DType) -> Result<Self> {
-        let l = layout.as_ref();
-        let (numel, nbytes) =
-            shape::validate_layout(l.sizes, l.strides, l.offset, dtype.itemsize())?;
+        let (numel, nbytes) = Self::validate(&layout, dtype)?;
         Ok(CheckedLayout {
             layout,
             numel,
             nbytes,
             dtype,
         })
+    }
+
+    /// The one validation of a layout for `dtype` ([`shape::validate_layout`]): its numel
+    /// and the bytes of storage it reaches. What [`check`](Self::check) proves, and what a
+    /// layout written in place (`TensorImpl::make_view_lazy`) is checked by where it lies.
+    #[inline(always)]
+    pub fn validate(layout: &Layout, dtype: DType) -> Result<(i64, i64)> {
+        let l = layout.as_ref();
+        shape::validate_layout(l.sizes, l.strides, l.offset, dtype.itemsize())
     }
 
     /// The storage-bounds check: the bytes the layout reaches within `storage_nbytes`

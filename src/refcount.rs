@@ -256,9 +256,8 @@ impl<T: Intrusive> IntrusivePtr<T> {
 
     /// Allocates, then builds the value in place with `make` (called only when the
     /// allocation succeeded). `None` when out of memory.
-    // Always inlined: `make` then writes the TensorImpl's fields straight into the new
-    // block; out of line, the closure's captures (the layout) are copied through memory
-    // first (benches/c/count.sh: about 20 more instructions per view).
+    // Always inlined: `make` then writes the fields straight into the new block; out of
+    // line, the closure's captures are copied through memory first.
     #[inline(always)]
     pub fn try_new_with(make: impl FnOnce() -> T) -> Option<Self> {
         let ptr = Self::alloc_box()?;
@@ -371,13 +370,70 @@ impl<T: Intrusive> Deref for IntrusivePtr<T> {
     }
 }
 
+/// A box allocated for an object not built yet: its value is written in place, field by
+/// field through [`value_ptr`](Self::value_ptr) (a value written where it will live is
+/// never copied, which a value built first and then moved into the box may be, through
+/// the stack), then [`assume_init`](Self::assume_init) makes it the object's first strong
+/// reference. Dropped before that, the block goes back to the allocation strategy, its
+/// count word at 0 as `destroy` leaves a kept box; the value's fields are not dropped (the
+/// writer drops what it wrote before giving up).
+pub struct UninitBox<T: Intrusive> {
+    ptr: NonNull<RcBox<T>>,
+}
+
+impl<T: Intrusive> UninitBox<T> {
+    /// A block from the type's allocation strategy; `None` when out of memory.
+    #[inline(always)]
+    pub fn alloc() -> Option<Self> {
+        IntrusivePtr::<T>::alloc_box().map(|ptr| UninitBox { ptr })
+    }
+
+    /// The value's place (uninitialised until written).
+    #[inline(always)]
+    pub fn value_ptr(&self) -> *mut T {
+        // SAFETY: inside the block we own (a place, not a read).
+        unsafe { std::ptr::addr_of_mut!((*self.ptr.as_ptr()).value) }
+    }
+
+    /// The object with one strong reference.
+    ///
+    /// # Safety
+    /// A valid `T` has been written at [`value_ptr`](Self::value_ptr).
+    #[inline(always)]
+    pub unsafe fn assume_init(self) -> IntrusivePtr<T> {
+        let ptr = self.ptr;
+        std::mem::forget(self);
+        // SAFETY: ours, the value initialised (the contract); the count word written here.
+        unsafe {
+            std::ptr::addr_of_mut!((*ptr.as_ptr()).refcount)
+                .write(AtomicU64::new(STRONG_ONE | WEAK_ONE));
+        }
+        IntrusivePtr {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<T: Intrusive> Drop for UninitBox<T> {
+    fn drop(&mut self) {
+        let p = self.ptr.as_ptr();
+        // SAFETY: a block from alloc_box, ours, holding no value that needs dropping (the
+        // type's contract above); the released mark first, as destroy writes it.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).refcount).write(AtomicU64::new(0));
+            T::Boxes::free(p as *mut u8, box_layout::<T>());
+        }
+    }
+}
+
 /// Drops the value and frees the box.
 ///
 /// # Safety
-/// `p` came from `try_new` / `try_new_with` and no reference of either kind remains (the
+/// `p` came from `try_new` / `try_new_with` / `UninitBox::assume_init` and no reference of either kind remains (the
 /// count word is, or just became, 0 strong and 0 weak): nobody can reach the box any more.
 unsafe fn destroy<T: Intrusive>(p: NonNull<RcBox<T>>) {
-    // SAFETY: the box is initialised (try_new_with wrote both fields), allocated with this
+    // SAFETY: the box is initialised (try_new or UninitBox wrote both fields), allocated with this
     // layout, and ours alone (contract); the value is dropped once and the box then freed.
     // Only the value is dropped (the counter has no drop glue): `drop_in_place` of the
     // whole box would take `&mut` of the counter too, which a registry's `try_upgrade`

@@ -1,7 +1,10 @@
 //! TensorImpl: one strided view of a storage. Its invariants are written on its fields
-//! (c10-style); they are established by one validation, a [`CheckedLayout`]'s
-//! constructor, and one constructor, [`Tensor::new`], which takes that proof and checks it
-//! against the storage; they never change afterwards. External memory is wrapped in one
+//! (c10-style); they are established by one validation ([`CheckedLayout::validate`]: a
+//! [`CheckedLayout`]'s constructors run it) and one constructor, [`Tensor::new`], which
+//! takes that proof and checks it against the storage (the views whose rule describes the
+//! layout dim by dim, [`TensorImpl::make_view_lazy`], run the same two checks on the layout
+//! written in the new box); both build it in place (`TensorBox`). They never change
+//! afterwards. External memory is wrapped in one
 //! place, [`Tensor::wrap`] (over [`StorageImpl::wrap`], which owns the disarm step).
 //!
 //! Views share the storage *and* the version counter of their base. Where the counter
@@ -15,8 +18,10 @@ use crate::allocator::Allocator;
 use crate::device::Device;
 use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
-use crate::layout::{CachedFlags, CheckedLayout, Flags, Layout, LayoutRef, Strides};
-use crate::refcount::{Intrusive, IntrusivePtr};
+use crate::layout::{
+    CachedFlags, CheckedLayout, Fill, FilledLayout, Flags, Layout, LayoutRef, LazyLayout, Strides,
+};
+use crate::refcount::{Intrusive, IntrusivePtr, UninitBox};
 use crate::shape::{self, fmt_dims, Dims};
 use crate::storage::{Blob, Observer, Storage, StorageImpl, StorageKind};
 use std::ops::Deref;
@@ -183,6 +188,60 @@ impl VersionOf<'_> {
     }
 }
 
+/// A TensorImpl's box, written field by field in place (no copy of the TensorImpl, nor of
+/// its layout when that is written straight in: `TensorImpl::make_view_lazy`), then
+/// [`finish`](Self::finish)ed: the one place a TensorImpl is made. Dropped unfinished, the
+/// block goes back (its layout, if written, dropped by the writer first).
+struct TensorBox(UninitBox<TensorImpl>);
+
+impl TensorBox {
+    #[inline(always)]
+    fn alloc() -> Option<TensorBox> {
+        UninitBox::alloc().map(TensorBox)
+    }
+
+    /// The layout's place (uninitialised until written).
+    #[inline(always)]
+    fn layout_ptr(&self) -> *mut Layout {
+        // SAFETY: a place inside the box's value, not a read.
+        unsafe { std::ptr::addr_of_mut!((*self.0.value_ptr()).layout) }
+    }
+
+    /// Writes the other fields and hands the tensor out (to the tensor observer first when
+    /// the storage is tracked).
+    ///
+    /// # Safety
+    /// The layout is written: valid for `dtype` ([`CheckedLayout::validate`]), `numel` its
+    /// element count, within `storage.nbytes()`.
+    #[inline(always)]
+    unsafe fn finish(
+        self,
+        storage: &Storage,
+        numel: i64,
+        version: Option<VersionPtr>,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        let p = self.0.value_ptr();
+        // SAFETY: each remaining field written once through its place; with the layout
+        // (the contract) the value is whole.
+        let t = Tensor(unsafe {
+            std::ptr::addr_of_mut!((*p).storage).write(storage.clone());
+            std::ptr::addr_of_mut!((*p).numel).write(numel);
+            std::ptr::addr_of_mut!((*p).version).write(version);
+            std::ptr::addr_of_mut!((*p).dtype).write(dtype);
+            std::ptr::addr_of_mut!((*p).flags).write(CachedFlags::new());
+            std::ptr::addr_of_mut!((*p).observer_slot)
+                .write(ObserverSlot(AtomicU32::new(ObserverSlot::NONE)));
+            self.0.assume_init()
+        });
+        // Tensors on a tracked storage are watched too (the memory snapshot registers them).
+        if storage.is_tracked() {
+            return Observer::tensor_made(Ok(t));
+        }
+        Ok(t)
+    }
+}
+
 impl Tensor {
     /// The one constructor of a TensorImpl: a tensor over `storage` with the checked
     /// `layout` (its dtype, numel and layout), which must fit the storage
@@ -193,24 +252,11 @@ impl Tensor {
         layout.check_fits(storage.nbytes())?;
         let version = version.resolve()?;
         let (layout, numel, dtype) = layout.into_parts();
-        // Built in place once the block exists: no copy of the TensorImpl, and nothing to
-        // undo when the allocation fails.
-        let t = IntrusivePtr::try_new_with(|| TensorImpl {
-            storage: storage.clone(),
-            layout,
-            numel,
-            version,
-            dtype,
-            flags: CachedFlags::new(),
-            observer_slot: ObserverSlot(AtomicU32::new(ObserverSlot::NONE)),
-        })
-        .map(Tensor)
-        .ok_or_else(|| oom("tensor"));
-        // Tensors on a tracked storage are watched too (the memory snapshot registers them).
-        if storage.is_tracked() {
-            return Observer::tensor_made(t);
-        }
-        t
+        let b = TensorBox::alloc().ok_or_else(|| oom("tensor"))?;
+        // SAFETY: the layout's place in the new box, written once.
+        unsafe { b.layout_ptr().write(layout) };
+        // SAFETY: a checked layout that fits the storage (above), written.
+        unsafe { b.finish(storage, numel, version, dtype) }
     }
 
     /// The one wrap of external memory as a tensor (from_blob, from_blob_bytes, DLPack
@@ -382,6 +428,82 @@ impl TensorImpl {
     #[inline(always)] // as CheckedLayout::check
     pub fn make_view_layout(&self, layout: Layout) -> Result<Tensor> {
         self.share(CheckedLayout::check(layout, self.dtype)?)
+    }
+
+    /// A view with the layout a view rule described dim by dim (same dtype), written
+    /// straight into the new TensorImpl and validated there, as
+    /// [`make_view_layout`](Self::make_view_layout) validates a built one
+    /// ([`CheckedLayout::validate`], then the storage bounds).
+    #[inline(always)] // as CheckedLayout::check
+    pub fn make_view_lazy(
+        &self,
+        layout: LazyLayout<impl FnMut(usize) -> (i64, i64)>,
+    ) -> Result<Tensor> {
+        let version = VersionOf::Share(self).resolve()?;
+        let b = TensorBox::alloc().ok_or_else(|| oom("tensor"))?;
+        let LazyLayout { nd, offset, dim } = layout;
+        // SAFETY: the layout's place in the new box, holding nothing yet. On Err nothing
+        // was written, and the box is freed.
+        unsafe { Layout::write_from_fn(b.layout_ptr(), nd, offset, dim)? };
+        // SAFETY: the layout is written.
+        unsafe { self.finish_view(b, version) }
+    }
+
+    /// A view with the layout a view rule fills (same dtype; `Ok(None)` when the rule finds
+    /// none), zeroed then filled straight in the new TensorImpl and validated there, as
+    /// [`make_view_lazy`](Self::make_view_lazy).
+    #[inline(always)] // as CheckedLayout::check
+    pub fn make_view_filled(&self, layout: FilledLayout<impl Fill>) -> Result<Option<Tensor>> {
+        let version = VersionOf::Share(self).resolve()?;
+        let b = TensorBox::alloc().ok_or_else(|| oom("tensor"))?;
+        let dst = b.layout_ptr();
+        let FilledLayout { nd, offset, fill } = layout;
+        // SAFETY: the layout's place in the new box, holding nothing yet: zeros written (On
+        // Err nothing was, and the box is freed), then filled through a borrow of it that
+        // ends with the fill.
+        let filled = unsafe {
+            Layout::write_from_fn(dst, nd, offset, |_| (0, 0))?;
+            let (sizes, strides) = (*dst).dims_mut();
+            fill(sizes, strides)
+        };
+        match filled {
+            // SAFETY: the layout is written.
+            Ok(true) => unsafe { self.finish_view(b, version) }.map(Some),
+            other => {
+                // SAFETY: the layout written above, dropped once; the box then freed.
+                unsafe { std::ptr::drop_in_place(dst) };
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// Validates the layout written in `b` for this tensor's dtype and storage, and
+    /// finishes the view; a refused layout is dropped (and the box freed).
+    ///
+    /// # Safety
+    /// A layout is written at `b.layout_ptr()`.
+    #[inline(always)]
+    unsafe fn finish_view(&self, b: TensorBox, version: Option<VersionPtr>) -> Result<Tensor> {
+        let dtype = self.dtype;
+        let dst = b.layout_ptr();
+        // SAFETY: written (the contract); the borrow ends before the layout is dropped or
+        // the box finished.
+        let l = unsafe { &*dst };
+        let checked = CheckedLayout::validate(l, dtype).and_then(|(numel, nbytes)| {
+            let fits = l
+                .as_ref()
+                .check_fits(dtype.itemsize(), nbytes, self.storage.nbytes());
+            fits.map(|()| numel)
+        });
+        match checked {
+            // SAFETY: a layout validated for dtype, within the storage, written.
+            Ok(numel) => unsafe { b.finish(&self.storage, numel, version, dtype) },
+            Err(e) => {
+                // SAFETY: the layout written (the contract), dropped once; the box then freed.
+                unsafe { std::ptr::drop_in_place(dst) };
+                Err(e)
+            }
+        }
     }
 
     /// A view with a layout given as slices (same dtype).

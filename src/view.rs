@@ -5,7 +5,12 @@
 //! another dtype, [`TensorImpl::share`]), which validates it once
 //! ([`CheckedLayout::check`]), builds the TensorImpl over the same storage and shares the
 //! version counter (the cached flags wait for their first reader:
-//! `layout::CachedFlags`). No view touches element data, and for <= `MAX_INLINE_DIMS` dims
+//! `layout::CachedFlags`). The rules that pick each dim of the input (transpose, t, slice,
+//! narrow, select, permute, unsqueeze) return the layout described dim by dim instead ([`LazyLayout`]), which
+//! [`TensorImpl::make_view_lazy`] writes straight into the new TensorImpl and validates
+//! there, the same way; view and expand, which compute their dims in a pass over the
+//! output, return it as a fill of zeroed sizes and strides ([`FilledLayout`]), which
+//! [`TensorImpl::make_view_filled`] runs in the new TensorImpl. No view touches element data, and for <= `MAX_INLINE_DIMS` dims
 //! the only heap allocation is the TensorImpl itself (the layout is inline).
 //!
 //! Status codes: a dim or element index out of range is `Index`; a size rule between the
@@ -16,7 +21,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::layout::{CheckedLayout, Layout, LayoutRef};
+use crate::layout::{CheckedLayout, Fill, FilledLayout, Layout, LayoutRef, LazyLayout};
 use crate::shape::{self, fmt_dims, wrap_dim};
 use crate::tensor_impl::{Tensor, TensorImpl};
 
@@ -59,21 +64,25 @@ fn not_viewable() -> Error {
 /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
 /// shape (reshape then copies; view fails). Errors: as `shape::infer_size`.
 #[inline]
-pub fn view(src: LayoutRef, sizes: &[i64]) -> Result<Option<Layout>> {
+pub fn view<'a>(src: LayoutRef<'a>, sizes: &'a [i64]) -> Result<FilledLayout<impl Fill + 'a>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     let numel = shape::numel(n)?;
-    // Sizes and strides are written straight into the layout the view will store.
     shape::check_ndim(sizes.len())?;
-    let mut g = Layout::zeros(sizes.len(), off)?;
-    let (new_sizes, new_strides) = g.dims_mut();
-    shape::infer_size(sizes, numel, new_sizes)?;
-    if numel == 0 && n != &new_sizes[..] {
-        // No elements: always viewable, with contiguous strides, unless those overflow
-        // int64 (an Overflow, not a layout the strides cannot express).
-        new_strides.copy_from_slice(&shape::contiguous_strides(new_sizes)?);
-        return Ok(Some(g));
-    }
-    Ok(shape::compute_stride(n, st, new_sizes, new_strides)?.then_some(g))
+    // Sizes and strides are written straight into the layout the view will store.
+    Ok(FilledLayout {
+        nd: sizes.len(),
+        offset: off,
+        fill: move |new_sizes: &mut [i64], new_strides: &mut [i64]| {
+            shape::infer_size(sizes, numel, new_sizes)?;
+            if numel == 0 && n != &new_sizes[..] {
+                // No elements: always viewable, with contiguous strides, unless those
+                // overflow int64 (an Overflow, not a layout the strides cannot express).
+                new_strides.copy_from_slice(&shape::contiguous_strides(new_sizes)?);
+                return Ok(true);
+            }
+            shape::compute_stride(n, st, new_sizes, new_strides)
+        },
+    })
 }
 
 /// The tail of `view_dtype`'s messages ("to view float as short (different element sizes)").
@@ -208,25 +217,35 @@ pub fn as_strided(
 
 /// `transpose(d0, d1)`: swaps two dims (both wrapped; equal dims give the same geometry).
 #[inline]
-pub fn transpose(src: LayoutRef, d0: i64, d1: i64) -> Result<Layout> {
+pub fn transpose<'a>(
+    src: LayoutRef<'a>,
+    d0: i64,
+    d1: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let n = src.sizes;
     let a = wrap_dim(d0, n.len())?;
     let b = wrap_dim(d1, n.len())?;
     let st = src.strides;
-    Layout::from_fn(n.len(), src.offset, |i| {
-        let j = if i == a {
-            b
-        } else if i == b {
-            a
-        } else {
-            i
-        };
-        (n[j], st[j])
+    Ok(LazyLayout {
+        nd: n.len(),
+        offset: src.offset,
+        dim: move |i| {
+            let j = if i == a {
+                b
+            } else if i == b {
+                a
+            } else {
+                i
+            };
+            (n[j], st[j])
+        },
     })
 }
 
 /// `t()`: transpose of a <= 2-D tensor (0-D and 1-D are unchanged). Errors: Shape.
-pub fn transpose_2d(src: LayoutRef) -> Result<Layout> {
+pub fn transpose_2d<'a>(
+    src: LayoutRef<'a>,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let n = src.sizes;
     ensure!(
         n.len() <= 2,
@@ -240,7 +259,10 @@ pub fn transpose_2d(src: LayoutRef) -> Result<Layout> {
 /// `permute(dims)`: dim `i` of the view is dim `dims[i]` of the input. Errors:
 /// InvalidArgument (wrong count, duplicates), Index.
 #[inline]
-pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
+pub fn permute<'a>(
+    src: LayoutRef<'a>,
+    dims: &'a [i64],
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let (n, st) = (src.sizes, src.strides);
     ensure!(
         dims.len() == n.len(),
@@ -252,11 +274,8 @@ pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
     // A tensor has at most 64 dims (CheckedLayout refuses more): a bit per dim.
     debug_assert!(n.len() <= shape::MAX_DIMS && shape::MAX_DIMS <= 64);
     let mut seen = 0u64;
-    let mut g = Layout::zeros(n.len(), src.offset)?;
-    let (sizes, strides) = g.dims_mut();
-    for (i, &d) in dims.iter().enumerate() {
-        let d = wrap_dim(d, n.len())?;
-        let bit = 1u64 << d;
+    for &d in dims {
+        let bit = 1u64 << wrap_dim(d, n.len())?;
         let repeated = seen & bit != 0;
         seen |= bit;
         ensure!(
@@ -264,10 +283,17 @@ pub fn permute(src: LayoutRef, dims: &[i64]) -> Result<Layout> {
             InvalidArgument,
             "permute(): duplicate dims are not allowed."
         );
-        sizes[i] = n[d];
-        strides[i] = st[d];
     }
-    Ok(g)
+    Ok(LazyLayout {
+        nd: n.len(),
+        offset: src.offset,
+        dim: move |i| {
+            // In range: wrap_dim accepted it above (wrapped the same way).
+            let d = dims[i];
+            let d = if d < 0 { d + n.len() as i64 } else { d } as usize;
+            (n[d], st[d])
+        },
+    })
 }
 
 /// `movedim(src, dst)`: dim `src` moves to position `dst`; the other dims keep their
@@ -295,7 +321,13 @@ pub fn movedim(src: LayoutRef, source: i64, destination: i64) -> Result<Layout> 
 /// end once, both are clamped to [0, n]; `i64::MAX` means "to the end". Errors: Index
 /// (0-dim, dim), InvalidArgument (step <= 0), Overflow.
 #[inline]
-pub fn slice(src: LayoutRef, dim: i64, start: i64, end: i64, step: i64) -> Result<Layout> {
+pub fn slice<'a>(
+    src: LayoutRef<'a>,
+    dim: i64,
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     ensure!(
         !n.is_empty(),
@@ -321,19 +353,28 @@ pub fn slice(src: LayoutRef, dim: i64, start: i64, end: i64, step: i64) -> Resul
     )?;
     let size = span / step + i64::from(span % step != 0);
     let stride = shape::mul(st[d], step, "slice stride")?;
-    Layout::from_fn(n.len(), offset, |i| {
-        if i == d {
-            (size, stride)
-        } else {
-            (n[i], st[i])
-        }
+    Ok(LazyLayout {
+        nd: n.len(),
+        offset,
+        dim: move |i| {
+            if i == d {
+                (size, stride)
+            } else {
+                (n[i], st[i])
+            }
+        },
     })
 }
 
 /// `narrow(dim, start, length)`: `slice(dim, start, start + length)` with strict bounds
 /// (start may be negative or equal to the size). Errors: Index (0-dim, dim, start, start +
 /// length past the end), InvalidArgument (length < 0).
-pub fn narrow(src: LayoutRef, dim: i64, start: i64, length: i64) -> Result<Layout> {
+pub fn narrow<'a>(
+    src: LayoutRef<'a>,
+    dim: i64,
+    start: i64,
+    length: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let n = src.sizes;
     ensure!(
         !n.is_empty(),
@@ -365,7 +406,11 @@ pub fn narrow(src: LayoutRef, dim: i64, start: i64, length: i64) -> Result<Layou
 /// `select(dim, index)`: drops `dim`, moving the offset to element `index` of it.
 /// Errors: Index (0-dim, dim, index).
 #[inline]
-pub fn select(src: LayoutRef, dim: i64, index: i64) -> Result<Layout> {
+pub fn select<'a>(
+    src: LayoutRef<'a>,
+    dim: i64,
+    index: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let (n, st, off) = (src.sizes, src.strides, src.offset);
     ensure!(
         !n.is_empty(),
@@ -381,10 +426,17 @@ pub fn select(src: LayoutRef, dim: i64, index: i64) -> Result<Layout> {
         fmt_dims(n)
     );
     let i = if index < 0 { index + size } else { index };
-    let mut g = without(src, d)?;
     // A layout without elements (another dim of size 0) may have any offset and stride.
-    g.offset = shape::add(off, shape::mul(i, st[d], "select offset")?, "select offset")?;
-    Ok(g)
+    let offset = shape::add(off, shape::mul(i, st[d], "select offset")?, "select offset")?;
+    // The dims but `d`, in order.
+    Ok(LazyLayout {
+        nd: n.len() - 1,
+        offset,
+        dim: move |k| {
+            let j = k + usize::from(k >= d);
+            (n[j], st[j])
+        },
+    })
 }
 
 /// `squeeze()`: drops every size-1 dim.
@@ -408,7 +460,10 @@ pub fn squeeze_dim(src: LayoutRef, dim: i64) -> Result<Layout> {
 /// `unsqueeze(dim)`: inserts a size-1 dim at `dim` (wrapped against D + 1), stride
 /// `n[dim]·st[dim]` (1 at the end). Errors: Index, Overflow.
 #[inline]
-pub fn unsqueeze(src: LayoutRef, dim: i64) -> Result<Layout> {
+pub fn unsqueeze<'a>(
+    src: LayoutRef<'a>,
+    dim: i64,
+) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
     let (n, st) = (src.sizes, src.strides);
     let d = wrap_dim(dim, n.len() + 1)?;
     let stride = if d < n.len() {
@@ -416,15 +471,18 @@ pub fn unsqueeze(src: LayoutRef, dim: i64) -> Result<Layout> {
     } else {
         1
     };
-    let mut g = Layout::zeros(n.len() + 1, src.offset)?;
-    let (sizes, strides) = g.dims_mut();
-    sizes[..d].copy_from_slice(&n[..d]);
-    strides[..d].copy_from_slice(&st[..d]);
-    sizes[d] = 1;
-    strides[d] = stride;
-    sizes[d + 1..].copy_from_slice(&n[d..]);
-    strides[d + 1..].copy_from_slice(&st[d..]);
-    Ok(g)
+    Ok(LazyLayout {
+        nd: n.len() + 1,
+        offset: src.offset,
+        dim: move |i| {
+            if i == d {
+                (1, stride)
+            } else {
+                let j = i - usize::from(i > d);
+                (n[j], st[j])
+            }
+        },
+    })
 }
 
 /// `expand(sizes)`: size-1 dims repeat with stride 0, new leading dims are added, `-1`
@@ -432,7 +490,7 @@ pub fn unsqueeze(src: LayoutRef, dim: i64) -> Result<Layout> {
 /// PyTorch. Errors: Shape (fewer sizes than dims, non-singleton mismatch), InvalidArgument
 /// (-1 in a new leading dim, negative resulting size), Overflow.
 #[inline]
-pub fn expand(src: LayoutRef, sizes: &[i64]) -> Result<Layout> {
+pub fn expand<'a>(src: LayoutRef<'a>, sizes: &'a [i64]) -> Result<FilledLayout<impl Fill + 'a>> {
     let (n, st) = (src.sizes, src.strides);
     shape::check_ndim(sizes.len())?;
     ensure!(
@@ -445,54 +503,59 @@ pub fn expand(src: LayoutRef, sizes: &[i64]) -> Result<Layout> {
         n.len()
     );
     let nd = sizes.len();
-    let mut g = Layout::zeros(nd, src.offset)?;
-    let (new_sizes, new_strides) = g.dims_mut();
-    new_sizes.copy_from_slice(sizes);
-    if !n.is_empty() {
-        let lead = nd - n.len();
-        for i in (0..nd).rev() {
-            let mut target = sizes[i];
-            let (size, stride) = if i >= lead {
-                let e = i - lead;
-                if target == -1 {
-                    target = n[e];
-                }
-                if n[e] == target {
-                    (n[e], st[e])
-                } else {
-                    ensure!(
-                        n[e] == 1,
-                        Shape,
-                        "The expanded size of the tensor ({target}) must match the existing size ({}) at non-singleton dimension {i}.  Target sizes: {}.  Tensor sizes: {}",
-                        n[e],
-                        fmt_dims(sizes),
-                        fmt_dims(n)
+    Ok(FilledLayout {
+        nd,
+        offset: src.offset,
+        fill: move |new_sizes: &mut [i64], new_strides: &mut [i64]| {
+            new_sizes.copy_from_slice(sizes);
+            if !n.is_empty() {
+                let lead = nd - n.len();
+                for i in (0..nd).rev() {
+                    let mut target = sizes[i];
+                    let (size, stride) = if i >= lead {
+                        let e = i - lead;
+                        if target == -1 {
+                            target = n[e];
+                        }
+                        if n[e] == target {
+                            (n[e], st[e])
+                        } else {
+                            ensure!(
+                            n[e] == 1,
+                            Shape,
+                            "The expanded size of the tensor ({target}) must match the existing size ({}) at non-singleton dimension {i}.  Target sizes: {}.  Tensor sizes: {}",
+                            n[e],
+                            fmt_dims(sizes),
+                            fmt_dims(n)
+                        );
+                            (target, 0)
+                        }
+                    } else {
+                        ensure!(
+                        target != -1,
+                        InvalidArgument,
+                        "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
                     );
-                    (target, 0)
+                        // A new size-1 dim keeps the stride it would have in memory order.
+                        let inner =
+                            shape::mul(new_sizes[i + 1], new_strides[i + 1], "expand stride")?;
+                        (target, if target == 1 { inner } else { 0 })
+                    };
+                    new_sizes[i] = size;
+                    new_strides[i] = stride;
                 }
-            } else {
-                ensure!(
-                    target != -1,
-                    InvalidArgument,
-                    "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
-                );
-                // A new size-1 dim keeps the stride it would have in memory order.
-                let inner = shape::mul(new_sizes[i + 1], new_strides[i + 1], "expand stride")?;
-                (target, if target == 1 { inner } else { 0 })
-            };
-            new_sizes[i] = size;
-            new_strides[i] = stride;
-        }
-    }
-    if let Some(bad) = new_sizes.iter().find(|&&s| s < 0) {
-        bail!(
-            InvalidArgument,
-            "expand: the expanded size of the tensor ({bad}) is negative (only -1, on an existing dimension, is allowed).  Target sizes: {}.  Tensor sizes: {}",
-            fmt_dims(sizes),
-            fmt_dims(n)
-        );
-    }
-    Ok(g)
+            }
+            if let Some(bad) = new_sizes.iter().find(|&&s| s < 0) {
+                bail!(
+                InvalidArgument,
+                "expand: the expanded size of the tensor ({bad}) is negative (only -1, on an existing dimension, is allowed).  Target sizes: {}.  Tensor sizes: {}",
+                fmt_dims(sizes),
+                fmt_dims(n)
+            );
+            }
+            Ok(true)
+        },
+    })
 }
 
 /// `unflatten(dim, sizes)`: splits `dim` into `sizes` (one `-1` allowed), then views.
@@ -534,7 +597,8 @@ pub fn unflatten(src: LayoutRef, dim: i64, sizes: &[i64]) -> Result<Layout> {
             e
         }
     })?;
-    view(src, &shape)?.ok_or_else(not_viewable)
+    let g = view(src, &shape)?.build()?;
+    g.ok_or_else(not_viewable)
 }
 
 /// `diagonal(offset, d1, d2)`: drops `d1` and `d2` and appends the diagonal as the last dim
@@ -620,10 +684,7 @@ impl TensorImpl {
     /// `view(sizes)` (one `-1` allowed): `Ok(None)` when the strides cannot express the new
     /// shape (reshape then copies; view fails).
     pub fn try_view(&self, sizes: &[i64]) -> Result<Option<Tensor>> {
-        match view(self.layout(), sizes)? {
-            Some(g) => Ok(Some(self.make_view_layout(g)?)),
-            None => Ok(None),
-        }
+        self.make_view_filled(view(self.layout(), sizes)?)
     }
 
     /// PyTorch's `view`: same data, new shape; works on non-contiguous tensors whenever
@@ -658,16 +719,16 @@ impl TensorImpl {
     }
 
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
-        self.make_view_layout(transpose(self.layout(), dim0, dim1)?)
+        self.make_view_lazy(transpose(self.layout(), dim0, dim1)?)
     }
 
     /// `t()`.
     pub fn transpose_2d(&self) -> Result<Tensor> {
-        self.make_view_layout(transpose_2d(self.layout())?)
+        self.make_view_lazy(transpose_2d(self.layout())?)
     }
 
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
-        self.make_view_layout(permute(self.layout(), dims)?)
+        self.make_view_lazy(permute(self.layout(), dims)?)
     }
 
     pub fn movedim(&self, source: i64, destination: i64) -> Result<Tensor> {
@@ -675,15 +736,15 @@ impl TensorImpl {
     }
 
     pub fn slice(&self, dim: i64, start: i64, end: i64, step: i64) -> Result<Tensor> {
-        self.make_view_layout(slice(self.layout(), dim, start, end, step)?)
+        self.make_view_lazy(slice(self.layout(), dim, start, end, step)?)
     }
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
-        self.make_view_layout(narrow(self.layout(), dim, start, length)?)
+        self.make_view_lazy(narrow(self.layout(), dim, start, length)?)
     }
 
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
-        self.make_view_layout(select(self.layout(), dim, index)?)
+        self.make_view_lazy(select(self.layout(), dim, index)?)
     }
 
     pub fn squeeze(&self) -> Result<Tensor> {
@@ -695,11 +756,13 @@ impl TensorImpl {
     }
 
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
-        self.make_view_layout(unsqueeze(self.layout(), dim)?)
+        self.make_view_lazy(unsqueeze(self.layout(), dim)?)
     }
 
     pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
-        self.make_view_layout(expand(self.layout(), sizes)?)
+        // expand's fill always finds its layout: never None.
+        self.make_view_filled(expand(self.layout(), sizes)?)?
+            .ok_or_else(not_viewable)
     }
 
     pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {

@@ -79,6 +79,72 @@ BENCH_VIEW(b_transpose_8d, tensor_transpose(base_nd[8], 0, 1, &out))
 BENCH_VIEW(b_tracked_transpose, tensor_transpose(tracked, 1, 3, &out))
 BENCH_VIEW(b_tracked_slice, tensor_slice(tracked, 2, 4, 20, 2, &out))
 
+
+/* The floor: the least a view with PyTorch's semantics must do, written here in C with
+ * nothing else (no argument checks, no layout validation, no error path, no dims past 5,
+ * no version counter, no panic guard): make = take a 144-byte block (the size of
+ * libtensor's TensorImpl box) from a per-thread free list, write its count word, the
+ * storage pointer and the sizes / strides / offset of the 4-d transpose(1, 3), and one
+ * atomic increment of the shared storage's refcount; release = the atomic decrement (the
+ * acquire-release one of every reference count) and the block back to the list. Two
+ * out-of-line calls per view, as the library's make and release. The free list is this
+ * executable's own `__thread` (one local-exec access, the cheapest TLS there is). */
+struct floor_view {
+  union {
+    struct floor_view *next; /* while on the free list */
+    uint64_t refcount;       /* while live */
+  } u;
+  uint64_t *storage_refcount;
+  int64_t ndim, offset;
+  int64_t sizes[5], strides[5];
+  char pad[144 - 4 * 8 - 10 * 8];
+};
+typedef char floor_view_is_144_bytes[sizeof(struct floor_view) == 144 ? 1 : -1];
+
+struct floor_base {
+  uint64_t storage_refcount;
+  int64_t ndim, offset;
+  int64_t sizes[5], strides[5];
+};
+static struct floor_base floor_base = {1, 4, 0, {8, 16, 32, 32}, {16384, 1024, 32, 1}};
+static __thread struct floor_view *floor_free;
+static volatile int64_t floor_d0 = 1, floor_d1 = 3;
+
+__attribute__((noinline)) static struct floor_view *floor_transpose(struct floor_base *b,
+                                                                    int64_t d0, int64_t d1) {
+  struct floor_view *v = floor_free;
+  if (v)
+    floor_free = v->u.next;
+  else if (!(v = malloc(sizeof *v)))
+    return NULL;
+  v->u.refcount = 1;
+  v->storage_refcount = &b->storage_refcount;
+  v->ndim = b->ndim;
+  v->offset = b->offset;
+  for (int64_t i = 0; i < b->ndim; i++) {
+    int64_t j = i == d0 ? d1 : i == d1 ? d0 : i;
+    v->sizes[i] = b->sizes[j];
+    v->strides[i] = b->strides[j];
+  }
+  __atomic_fetch_add(&b->storage_refcount, 1, __ATOMIC_RELAXED);
+  return v;
+}
+
+__attribute__((noinline)) static void floor_release(struct floor_view *v) {
+  __atomic_fetch_sub(v->storage_refcount, 1, __ATOMIC_ACQ_REL);
+  v->u.next = floor_free;
+  floor_free = v;
+}
+
+static void b_floor(long n) {
+  for (long i = 0; i < n; i++) {
+    struct floor_view *v = floor_transpose(&floor_base, floor_d0, floor_d1);
+    status_acc |= v == NULL;
+    sink = v;
+    floor_release(v);
+  }
+}
+
 struct bench {
   const char *name;
   void (*run)(long n);
@@ -94,6 +160,7 @@ static const struct bench benches[] = {
     {"transpose(1,3)+release", b_transpose, 0},
     {"slice(2,4,20,2)+release", b_slice, 0},
     {"select(1,5)+release", b_select, 0},
+    {"floor: C view+release", b_floor, 0},
     {"unsqueeze(2)+release", b_unsqueeze, 0},
     {"expand(8,16,32,32)+release", b_expand, 0},
     {"permute(0,2,3,1)+release", b_permute, 0},
@@ -186,6 +253,11 @@ int main(int argc, char **argv) {
   if (track) {
     tensor_release(tracked);
     tensor_set_memory_tracking(0);
+  }
+  while (floor_free) {
+    struct floor_view *v = floor_free;
+    floor_free = v->u.next;
+    free(v);
   }
   for (int d = 5; d <= 8; d++) tensor_release(base_nd[d]);
   tensor_release(base1);

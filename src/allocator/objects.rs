@@ -38,7 +38,7 @@ fn take(slot: usize, layout: Layout) -> Option<*mut u8> {
         let s = &mut c.objects;
         // The layout test makes a slot shared by two types a miss, never a block of the
         // wrong size.
-        if s.layout[slot] != layout {
+        if !s.layout[slot].is(layout) {
             return None;
         }
         pop(&mut s.len[slot], &s.obj[slot])
@@ -60,10 +60,10 @@ unsafe fn put(slot: usize, p: *mut u8, layout: Layout) -> bool {
             return false;
         }
         let s = &mut c.objects;
-        if s.len[slot] > 0 && s.layout[slot] != layout {
+        if s.len[slot] > 0 && !s.layout[slot].is(layout) {
             return false;
         }
-        s.layout[slot] = layout;
+        s.layout[slot].set(layout);
         push(&mut s.len[slot], &mut s.obj[slot], p)
     })
 }

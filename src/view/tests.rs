@@ -12,14 +12,45 @@ fn l<'a>(sizes: &'a [i64], strides: &'a [i64], offset: i64) -> LayoutRef<'a> {
     LayoutRef::new(sizes, strides, offset)
 }
 
+/// `view` built (the rule returns the fill of the layout the view stores).
+fn view(src: LayoutRef, sizes: &[i64]) -> Result<Option<Layout>> {
+    super::view(src, sizes)?.build()
+}
+
+/// `expand` built (as `view`; it always finds its layout).
+fn expand(src: LayoutRef, sizes: &[i64]) -> Result<Layout> {
+    Ok(super::expand(src, sizes)?
+        .build()?
+        .expect("expand fills every layout"))
+}
+
+/// A rule's result as a layout: a built one, or one described dim by dim (`LazyLayout`),
+/// built here.
+trait Built {
+    fn built(self) -> Layout;
+}
+impl Built for Layout {
+    fn built(self) -> Layout {
+        self
+    }
+}
+impl<F: FnMut(usize) -> (i64, i64)> Built for LazyLayout<F> {
+    fn built(self) -> Layout {
+        self.build().unwrap()
+    }
+}
+
 #[track_caller]
-fn check(g: Layout, sizes: &[i64], strides: &[i64], offset: i64) {
+fn check(g: impl Built, sizes: &[i64], strides: &[i64], offset: i64) {
+    let g = g.built();
     assert_eq!((g.sizes(), g.strides(), g.offset), (sizes, strides, offset));
 }
 
 #[track_caller]
-fn check_err(r: Result<Layout>, status: Status, msg: &str) {
-    let e = r.expect_err("PyTorch raises here");
+fn check_err<T>(r: Result<T>, status: Status, msg: &str) {
+    let Err(e) = r else {
+        panic!("PyTorch raises here")
+    };
     assert_eq!(e.status, status, "{}", e.message);
     assert!(
         e.message.contains(msg),
@@ -288,7 +319,9 @@ fn alias_detach_and_view_dtype_tensors() {
 
 #[test]
 fn layout_is_inline_up_to_max_inline_dims() {
-    let g = unsqueeze(l(&[2, 3, 4, 5], &[60, 20, 5, 1], 0), 0).unwrap();
+    let g = unsqueeze(l(&[2, 3, 4, 5], &[60, 20, 5, 1], 0), 0)
+        .unwrap()
+        .built();
     assert_eq!(g.ndim(), MAX_INLINE_DIMS);
     assert!(!g.spilled());
     let g = unfold(l(&[2, 3, 4, 5, 6], &[360, 120, 30, 6, 1], 0), 1, 2, 1).unwrap();
