@@ -19,7 +19,8 @@ use crate::device::Device;
 use crate::dtype::{read_scalar, write_scalar, DType, Scalar};
 use crate::error::{Error, Result, Status};
 use crate::layout::{
-    CachedFlags, CheckedLayout, Fill, FilledLayout, Flags, Layout, LayoutRef, LazyLayout, Strides,
+    CachedFlags, CheckedLayout, DimSource, Fill, FilledLayout, Flags, Layout, LayoutRef,
+    LazyLayout, Strides,
 };
 use crate::refcount::{Intrusive, IntrusivePtr, UninitBox};
 use crate::shape::{self, fmt_dims, Dims};
@@ -435,10 +436,7 @@ impl TensorImpl {
     /// [`make_view_layout`](Self::make_view_layout) validates a built one
     /// ([`CheckedLayout::validate`], then the storage bounds).
     #[inline(always)] // as CheckedLayout::check
-    pub fn make_view_lazy(
-        &self,
-        layout: LazyLayout<impl FnMut(usize) -> (i64, i64)>,
-    ) -> Result<Tensor> {
+    pub fn make_view_lazy(&self, layout: LazyLayout<impl DimSource>) -> Result<Tensor> {
         let version = VersionOf::Share(self).resolve()?;
         let b = TensorBox::alloc().ok_or_else(|| oom("tensor"))?;
         let LazyLayout { nd, offset, dim } = layout;

@@ -21,7 +21,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result, Status};
-use crate::layout::{CheckedLayout, Fill, FilledLayout, Layout, LayoutRef, LazyLayout};
+use crate::layout::{CheckedLayout, DimSource, Fill, FilledLayout, Layout, LayoutRef, LazyLayout};
 use crate::shape::{self, fmt_dims, wrap_dim};
 use crate::tensor_impl::{Tensor, TensorImpl};
 
@@ -217,35 +217,66 @@ pub fn as_strided(
 
 /// `transpose(d0, d1)`: swaps two dims (both wrapped; equal dims give the same geometry).
 #[inline]
-pub fn transpose<'a>(
-    src: LayoutRef<'a>,
-    d0: i64,
-    d1: i64,
-) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
+pub fn transpose<'a>(src: LayoutRef<'a>, d0: i64, d1: i64) -> Result<LazyLayout<Swap<'a>>> {
     let n = src.sizes;
     let a = wrap_dim(d0, n.len())?;
     let b = wrap_dim(d1, n.len())?;
-    let st = src.strides;
     Ok(LazyLayout {
         nd: n.len(),
         offset: src.offset,
-        dim: move |i| {
-            let j = if i == a {
-                b
-            } else if i == b {
-                a
-            } else {
-                i
-            };
-            (n[j], st[j])
+        dim: Swap {
+            sizes: n,
+            strides: &src.strides[..n.len()],
+            a,
+            b,
         },
     })
 }
 
+/// transpose's dims: the input's, with dims `a` and `b` (< the number of dims, as many
+/// strides as sizes) swapped.
+pub struct Swap<'a> {
+    sizes: &'a [i64],
+    strides: &'a [i64],
+    a: usize,
+    b: usize,
+}
+
+impl DimSource for Swap<'_> {
+    #[inline(always)]
+    fn dim(&mut self, i: usize) -> (i64, i64) {
+        let j = if i == self.a {
+            self.b
+        } else if i == self.b {
+            self.a
+        } else {
+            i
+        };
+        (self.sizes[j], self.strides[j])
+    }
+
+    /// The input's block copied, then the two dims written (nothing reads back an item
+    /// just stored, the stall that one write per dim avoids inline).
+    #[inline(always)]
+    unsafe fn fill_heap(&mut self, p: *mut i64, nd: usize) {
+        let (n, st, a, b) = (self.sizes, self.strides, self.a, self.b);
+        debug_assert!(nd == n.len() && nd == st.len() && a < nd && b < nd);
+        // SAFETY: 2·nd items writable at p (the contract), nd the number of sizes and of
+        // strides (the struct's invariant), from the input's slices (another block);
+        // a, b < nd.
+        unsafe {
+            std::ptr::copy_nonoverlapping(n.as_ptr(), p, nd);
+            std::ptr::copy_nonoverlapping(st.as_ptr(), p.add(nd), nd);
+            p.add(a).write(n[b]);
+            p.add(b).write(n[a]);
+            p.add(nd + a).write(st[b]);
+            p.add(nd + b).write(st[a]);
+        }
+    }
+}
+
 /// `t()`: transpose of a <= 2-D tensor (0-D and 1-D are unchanged). Errors: Shape.
-pub fn transpose_2d<'a>(
-    src: LayoutRef<'a>,
-) -> Result<LazyLayout<impl FnMut(usize) -> (i64, i64) + 'a>> {
+pub fn transpose_2d<'a>(src: LayoutRef<'a>) -> Result<LazyLayout<Swap<'a>>> {
     let n = src.sizes;
     ensure!(
         n.len() <= 2,

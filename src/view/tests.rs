@@ -34,7 +34,7 @@ impl Built for Layout {
         self
     }
 }
-impl<F: FnMut(usize) -> (i64, i64)> Built for LazyLayout<F> {
+impl<F: crate::layout::DimSource> Built for LazyLayout<F> {
     fn built(self) -> Layout {
         self.build().unwrap()
     }
@@ -404,4 +404,30 @@ fn offset_arithmetic_on_empty_layouts_is_checked() {
     // A shape whose contiguous strides overflow is not "not viewable".
     let e = view(l(&[0], &[1], 0), &[0, 1 << 40, 1 << 40]).unwrap_err();
     assert_eq!(e.status, Status::Overflow);
+}
+
+/// Past [`MAX_INLINE_DIMS`] a transpose fills its heap block by a copy of the input's and
+/// two writes (`Swap::fill_heap`), not one `dim` call per dim: every pair of dims (equal
+/// ones, negative ones) of 6 to 10 dims (the cached block size and past it) gives the
+/// input with those two dims swapped.
+#[test]
+fn transpose_past_the_inline_dims_swaps_exactly_two_dims() {
+    for nd in MAX_INLINE_DIMS + 1..=10 {
+        let sizes: Vec<i64> = (0..nd as i64).map(|i| i + 2).collect();
+        let strides: Vec<i64> = (0..nd as i64).map(|i| 1000 - 7 * i).collect();
+        for a in 0..nd {
+            for b in 0..nd {
+                let (mut n, mut st) = (sizes.clone(), strides.clone());
+                n.swap(a, b);
+                st.swap(a, b);
+                let src = l(&sizes, &strides, 9);
+                check(transpose(src, a as i64, b as i64).unwrap(), &n, &st, 9);
+                let g = transpose(src, a as i64 - nd as i64, b as i64)
+                    .unwrap()
+                    .built();
+                assert!(g.spilled(), "{nd} dims live in a heap block");
+                check(g, &n, &st, 9);
+            }
+        }
+    }
 }
