@@ -514,7 +514,7 @@ impl<T: Intrusive> WeakIntrusivePtr<T> {
 
     /// Is this a weak reference to the object at `value`? (An address comparison: nothing
     /// is read.)
-    #[inline]
+    #[cfg(test)]
     pub fn refers_to(&self, value: *const T) -> bool {
         self.ptr.as_ptr() as usize + std::mem::offset_of!(RcBox<T>, value) == value as usize
     }

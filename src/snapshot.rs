@@ -7,8 +7,8 @@
 //! Off by default. When on (`TENSOR_MEMORY_TRACKING=1` at start-up, or [`set_tracking`]),
 //! storages created from then on are registered (their addresses with a copy of their
 //! data pointer, size and kind, in a mutex-protected map; `Drop` unregisters them) and so
-//! are the tensors made on them (a weak reference each, removed by the tensor's
-//! `release_resources` at strong count 0). Making a tensor tests one flag of its storage
+//! are the tensors made on them (a weak reference each, in a lock-free slot table,
+//! [`TensorSlots`], removed by the tensor's `release_resources` at strong count 0). Making a tensor tests one flag of its storage
 //! (`StorageImpl::is_tracked`); releasing an untracked tensor is unchanged (no weak
 //! reference, so the one-step fast path). The foundation only declares those calls
 //! (`storage::StorageObserver`, `tensor_impl::TensorObserver`) and the switch of new
@@ -16,7 +16,8 @@
 //! the calls, so nothing below it names it.
 //!
 //! A snapshot takes no reference of either kind: it reads everything under the registry
-//! lock, from what a registration guarantees to be there (a registered storage's count
+//! lock (and, for the tensors, which register and unregister without that lock, with
+//! [`SNAPSHOTTING`] set), from what a registration guarantees to be there (a registered storage's count
 //! word and the registry's copy of its figures; a registered tensor's layout and storage
 //! address, kept by the registry's weak reference). Holding a reference of its own, even
 //! briefly, would make the snapshot drop the last one whenever the owner released the
@@ -24,11 +25,12 @@
 //! of the thread that released it (which deleters bound to a thread depend on).
 
 use crate::error::{Error, Result, Status};
-use crate::refcount::{box_of, counts_of, WeakIntrusivePtr};
+use crate::refcount::{box_of, counts_of, RcBox, WeakIntrusivePtr};
 use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
 use crate::tensor_impl::{ObserverSlot, Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
 /// Environment variable, a boolean (`crate::env::flag`): true turns tracking on at start-up
@@ -75,81 +77,319 @@ type AddrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddrHash>>;
 struct Registry {
     /// Tracked `StorageImpl`s whose object is alive, by address.
     storages: AddrMap<Figures>,
-    /// Tracked tensors, each through a weak reference: the tensor's `release_resources`
-    /// (strong count 0) removes it, so untracked tensors keep the release fast path and no
-    /// `Drop` is added to TensorImpl.
-    tensors: TensorSlots,
 }
+
+/// One slot of the tensor table.
+struct Slot {
+    /// The address of the `RcBox` of the tensor filed here, whose weak unit the table
+    /// holds (a `WeakIntrusivePtr` given up by `into_raw`), or 0: free. Taken out by a
+    /// compare-exchange or swap to 0: whoever takes it owns the weak unit.
+    entry: AtomicUsize,
+    /// While the slot is free: the next free slot number ([`ObserverSlot::NONE`]: none).
+    next: AtomicU32,
+}
+
+/// log2 of the first segment's slots; segment k holds `SEGMENT0 << k`.
+const SEGMENT0_LOG: u32 = 6;
+const SEGMENT0: usize = 1 << SEGMENT0_LOG;
+/// 64 · (2^26 - 1) slots in all: every slot number is below `ObserverSlot::NONE`.
+const SEGMENTS: usize = 26;
 
 /// The tracked tensors in numbered slots: a tensor's slot number is kept in the tensor
 /// ([`crate::tensor_impl::ObserverSlot`]), so registering and removing one is an index, not
-/// a hash-table insert and removal (which were two thirds of the registry's cost per
-/// view). Freed slots are reused last-freed first.
-#[derive(Default)]
+/// a hash-table insert and removal. Lock-free: a slot number comes from a free list (a
+/// stack whose head carries a tag that every change bumps, so a head popped and pushed
+/// back meanwhile fails the compare-exchange: no ABA), freed slots are reused last-freed
+/// first, and the table grows by segments (each twice the last, published by a
+/// compare-exchange) that never move and are never freed while the table lives: a stale
+/// slot number or a stale free-list read always lands in allocated memory. The registry's
+/// lock is not taken; the snapshot excludes the freeing of what it reads with its own flag
+/// (see [`SNAPSHOTTING`]).
 struct TensorSlots {
-    slots: Vec<Option<WeakIntrusivePtr<TensorImpl>>>,
-    /// Free slot numbers. Its capacity is kept at least `slots.len()`, so `remove` never
-    /// allocates.
-    free: Vec<u32>,
-    live: usize,
+    segments: [AtomicPtr<Slot>; SEGMENTS],
+    /// The free list's head: `tag << 32 | slot number` (`ObserverSlot::NONE`: empty).
+    free: AtomicU64,
+}
+
+/// Where a segment's slots start, and how many it holds.
+fn segment_span(k: usize) -> (usize, usize) {
+    ((SEGMENT0 << k) - SEGMENT0, SEGMENT0 << k)
+}
+
+fn segment_layout(k: usize) -> Option<std::alloc::Layout> {
+    std::alloc::Layout::array::<Slot>(segment_span(k).1).ok()
+}
+
+/// `head` with slot number `i` and its tag bumped.
+#[inline(always)]
+fn retag(head: u64, i: u32) -> u64 {
+    (((head >> 32) + 1) << 32) | i as u64
 }
 
 impl TensorSlots {
+    const fn new() -> TensorSlots {
+        TensorSlots {
+            segments: [const { AtomicPtr::new(std::ptr::null_mut()) }; SEGMENTS],
+            free: AtomicU64::new(ObserverSlot::NONE as u64),
+        }
+    }
+
+    /// Slot `i`, if its segment exists.
+    #[inline(always)]
+    fn slot(&self, i: u32) -> Option<&Slot> {
+        let k = ((i >> SEGMENT0_LOG) + 1).ilog2() as usize;
+        let seg = self.segments.get(k)?.load(Ordering::Acquire);
+        if seg.is_null() {
+            return None;
+        }
+        // SAFETY: a published segment of `segment_span(k).1` initialised slots, never freed
+        // while `self` lives; `i` lies in segment k, so its offset is inside.
+        Some(unsafe { &*seg.add(i as usize - segment_span(k).0) })
+    }
+
+    /// Takes a free slot number.
+    #[inline(always)]
+    fn pop(&self) -> Option<u32> {
+        let mut head = self.free.load(Ordering::Acquire);
+        loop {
+            let i = head as u32;
+            // A listed number names an allocated slot; its `next` may be stale if another
+            // thread took it meanwhile, but then the tag has changed and the exchange fails.
+            let next = self.slot(i)?.next.load(Ordering::Relaxed);
+            match self.free.compare_exchange_weak(
+                head,
+                retag(head, next),
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(i),
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Puts `first..=last` (slots linked in that order by `next`, the last's set here)
+    /// on the free list.
+    #[inline(always)]
+    fn push_chain(&self, first: u32, last: &Slot) {
+        let mut head = self.free.load(Ordering::Relaxed);
+        loop {
+            last.next.store(head as u32, Ordering::Relaxed);
+            match self.free.compare_exchange_weak(
+                head,
+                retag(head, first),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Adds the first missing segment; all its slots but the first go on the free list and
+    /// the first is returned. `Err(true)`: another thread added it first (its slots are
+    /// listed: pop again); `Err(false)`: out of memory or of slot numbers.
+    #[cold]
+    #[inline(never)]
+    fn grow(&self) -> std::result::Result<u32, bool> {
+        let k = self
+            .segments
+            .iter()
+            .position(|s| s.load(Ordering::Acquire).is_null())
+            .ok_or(false)?;
+        let (start, n) = segment_span(k);
+        let layout = segment_layout(k).ok_or(false)?;
+        // SAFETY: a non-zero size (n >= 64 slots of 16 bytes).
+        let seg = unsafe { std::alloc::alloc(layout) } as *mut Slot;
+        if seg.is_null() {
+            return Err(false);
+        }
+        for j in 0..n {
+            // SAFETY: j < n slots of the new, unshared block.
+            unsafe {
+                seg.add(j).write(Slot {
+                    entry: AtomicUsize::new(0),
+                    next: AtomicU32::new((start + j + 1) as u32),
+                })
+            };
+        }
+        if self.segments[k]
+            .compare_exchange(std::ptr::null_mut(), seg, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: ours, never published.
+            unsafe { std::alloc::dealloc(seg as *mut u8, layout) };
+            return Err(true);
+        }
+        if n > 1 {
+            // SAFETY: the last slot of the segment just published (never freed).
+            let last = unsafe { &*seg.add(n - 1) };
+            self.push_chain(start as u32 + 1, last);
+        }
+        Ok(start as u32)
+    }
+
     /// Files `weak` (a reference to `t`) and records its slot in `t`; out of memory (or
-    /// 2^32 - 1 slots) hands `weak` back.
+    /// of slot numbers) hands `weak` back.
+    #[inline(always)]
     fn insert(
-        &mut self,
+        &self,
         t: &TensorImpl,
         weak: WeakIntrusivePtr<TensorImpl>,
     ) -> Option<WeakIntrusivePtr<TensorImpl>> {
-        let i = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                let n = self.slots.len();
-                let Ok(i) = u32::try_from(n) else {
-                    return Some(weak);
-                };
-                if i == ObserverSlot::NONE
-                    || self.slots.try_reserve(1).is_err()
-                    || self.free.try_reserve(n + 1 - self.free.len()).is_err()
-                {
-                    return Some(weak);
-                }
-                self.slots.push(None);
-                i
+        let i = loop {
+            if let Some(i) = self.pop() {
+                break i;
+            }
+            match self.grow() {
+                Ok(i) => break i,
+                Err(true) => continue,
+                Err(false) => return Some(weak),
             }
         };
-        self.slots[i as usize] = Some(weak);
-        self.live += 1;
         t.observer_slot().set(i);
+        let slot = self.slot(i).expect("a listed slot is allocated");
+        slot.entry.store(weak.into_raw() as usize, Ordering::Release);
         None
     }
 
-    /// Removes `t`'s entry, if this table holds one. (A tensor filed in an earlier table,
-    /// one that `set_tracking(false)` discarded, may name a slot that now holds another
-    /// tensor: the address check leaves that one alone.)
-    fn remove(&mut self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
+    /// Takes `t`'s entry out, if this table holds one, and frees its slot. (A tensor whose
+    /// entry `take_all` took, or one filed in another table, may name a slot that now
+    /// holds another tensor: the exchange, which compares the address, leaves that one
+    /// alone.) Sequentially consistent, for [`SNAPSHOTTING`].
+    #[inline(always)]
+    fn remove(&self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
         let i = t.observer_slot().get();
-        let slot = self.slots.get_mut(i as usize)?;
-        if !slot.as_ref().is_some_and(|w| w.refers_to(t)) {
-            return None;
+        let slot = self.slot(i)?;
+        // SAFETY: t is a TensorImpl, always the value of an RcBox.
+        let me = unsafe { box_of(t) } as usize;
+        slot.entry
+            .compare_exchange(me, 0, Ordering::SeqCst, Ordering::Relaxed)
+            .ok()?;
+        self.push_chain(i, slot);
+        // SAFETY: the entry held the weak unit that `insert` gave up; taking it out made it
+        // ours.
+        Some(unsafe { WeakIntrusivePtr::from_raw(me as *mut RcBox<TensorImpl>) })
+    }
+
+    /// Takes every entry out (freeing its slot) and hands each weak reference to `f`.
+    fn take_all(&self, mut f: impl FnMut(WeakIntrusivePtr<TensorImpl>)) {
+        for (k, seg) in self.segments.iter().enumerate() {
+            let seg = seg.load(Ordering::Acquire);
+            if seg.is_null() {
+                break;
+            }
+            let (start, n) = segment_span(k);
+            for j in 0..n {
+                // SAFETY: a published segment of n slots.
+                let slot = unsafe { &*seg.add(j) };
+                if slot.entry.load(Ordering::Relaxed) == 0 {
+                    continue;
+                }
+                let e = slot.entry.swap(0, Ordering::SeqCst);
+                if e != 0 {
+                    self.push_chain((start + j) as u32, slot);
+                    // SAFETY: as in `remove`: the swap took the entry's weak unit.
+                    f(unsafe { WeakIntrusivePtr::from_raw(e as *mut RcBox<TensorImpl>) });
+                }
+            }
         }
-        let weak = slot.take();
-        self.free.push(i); // within capacity (see `free`)
-        self.live -= 1;
-        weak
     }
 
+    /// The filed tensors' boxes (a moment's view: entries come and go meanwhile).
+    fn entries(&self) -> impl Iterator<Item = *const RcBox<TensorImpl>> + '_ {
+        self.segments
+            .iter()
+            .map(|s| s.load(Ordering::Acquire))
+            .take_while(|s| !s.is_null())
+            .enumerate()
+            .flat_map(|(k, seg)| {
+                // SAFETY: a published segment of `segment_span(k).1` slots, never freed
+                // while `self` lives.
+                unsafe { std::slice::from_raw_parts(seg as *const Slot, segment_span(k).1) }
+            })
+            .map(|s| s.entry.load(Ordering::SeqCst) as *const RcBox<TensorImpl>)
+            .filter(|p| !p.is_null())
+    }
+
+    /// How many tensors are filed (a moment's count, as `entries`).
     fn len(&self) -> usize {
-        self.live
+        self.entries().count()
     }
 
+    #[cfg(test)]
     fn is_empty(&self) -> bool {
-        self.live == 0
+        self.len() == 0
     }
 
-    fn values(&self) -> impl Iterator<Item = &WeakIntrusivePtr<TensorImpl>> {
-        self.slots.iter().flatten()
+    /// The filed tensors' weak references, borrowed from the table.
+    ///
+    /// # Safety
+    /// No entry is taken out (and its weak reference dropped) while the results are used:
+    /// the table is used by this thread only, or the caller is the snapshot, which holds
+    /// the registry lock with [`SNAPSHOTTING`] set.
+    unsafe fn values(&self) -> impl Iterator<Item = ManuallyDrop<WeakIntrusivePtr<TensorImpl>>> + '_ {
+        self.entries().map(|p| {
+            // SAFETY: a filed weak unit, not dropped while borrowed (the contract); the
+            // ManuallyDrop never gives it back.
+            ManuallyDrop::new(unsafe { WeakIntrusivePtr::from_raw(p as *mut RcBox<TensorImpl>) })
+        })
+    }
+}
+
+impl Drop for TensorSlots {
+    /// (Only tables other than the registry's, which is a static.)
+    fn drop(&mut self) {
+        self.take_all(drop);
+        for (k, seg) in self.segments.iter().enumerate() {
+            let seg = seg.load(Ordering::Acquire);
+            if seg.is_null() {
+                break;
+            }
+            let layout = segment_layout(k).expect("allocated with this layout");
+            // SAFETY: allocated by `grow` with this layout; nothing can reach it now.
+            unsafe { std::alloc::dealloc(seg as *mut u8, layout) };
+        }
+    }
+}
+
+/// The registry's tensors: never freed (a process keeps 16 bytes per tensor of the most it
+/// ever had tracked at once).
+static TENSORS: TensorSlots = TensorSlots::new();
+
+/// Set by the snapshot while it reads the tensor table (holding the registry lock). The
+/// snapshot dereferences the entries it reads, so a tensor whose entry was taken out must
+/// not drop that weak unit (which may free the tensor) while a snapshot that may have read
+/// the entry is still reading: whoever takes an entry out (a sequentially consistent
+/// exchange) then reads this flag (sequentially consistent); if it is set, they wait for the
+/// registry lock before dropping the weak reference. Either the snapshot's read of the
+/// entry comes after the exchange in that order (and finds 0 or another tensor), or the
+/// flag's store comes before the load (and the taker waits).
+static SNAPSHOTTING: AtomicBool = AtomicBool::new(false);
+
+/// What takes an entry out calls before dropping its weak reference (see [`SNAPSHOTTING`]).
+#[inline(always)]
+fn wait_out_snapshot() {
+    if SNAPSHOTTING.load(Ordering::SeqCst) {
+        drop(registry());
+    }
+}
+
+/// [`SNAPSHOTTING`] set while alive; cleared by `Drop`, on every path out of the snapshot's
+/// reading.
+struct Snapshotting;
+
+impl Snapshotting {
+    fn start() -> Snapshotting {
+        SNAPSHOTTING.store(true, Ordering::SeqCst);
+        Snapshotting
+    }
+}
+
+impl Drop for Snapshotting {
+    fn drop(&mut self) {
+        SNAPSHOTTING.store(false, Ordering::Release);
     }
 }
 
@@ -173,6 +413,10 @@ pub fn set_tracking(on: bool) -> bool {
     if !on {
         let old = registry().take();
         drop(old);
+        TENSORS.take_all(|weak| {
+            wait_out_snapshot();
+            drop(weak)
+        });
     }
     prev
 }
@@ -181,7 +425,6 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     let mut r = registry();
     f(r.get_or_insert_with(|| Registry {
         storages: AddrMap::default(),
-        tensors: TensorSlots::default(),
     }))
 }
 
@@ -217,35 +460,27 @@ pub(crate) fn storage_resized(s: &StorageImpl) {
     }
 }
 
-/// Removes an entry; once nothing tracked is alive, frees the tables (so a process that
-/// ends with tracking on but nothing tracked alive holds no registry memory). Whatever
-/// is removed is dropped after the lock is released.
-fn remove_entry(f: impl FnOnce(&mut Registry) -> Option<WeakIntrusivePtr<TensorImpl>>) {
-    let (weak, emptied) = {
-        let mut r = registry();
-        let Some(reg) = r.as_mut() else { return };
-        let weak = f(reg);
-        let emptied = if reg.storages.is_empty() && reg.tensors.is_empty() {
-            r.take()
-        } else {
-            None
-        };
-        (weak, emptied)
-    };
-    drop(weak);
-    drop(emptied);
-}
-
+/// Once no tracked storage is alive, frees the storage table (so a process that ends with
+/// tracking on but no tracked storage alive holds no registry memory but the tensor
+/// table's, [`TENSORS`]); the table is dropped after the lock is released.
 #[cold]
 #[inline(never)]
 pub(crate) fn unregister_storage(s: &StorageImpl) {
-    remove_entry(|r| {
-        r.storages.remove(&(s as *const StorageImpl as usize));
-        None
-    })
+    let emptied = {
+        let mut r = registry();
+        let Some(reg) = r.as_mut() else { return };
+        reg.storages.remove(&(s as *const StorageImpl as usize));
+        if reg.storages.is_empty() {
+            r.take()
+        } else {
+            None
+        }
+    };
+    drop(emptied);
 }
 
-/// Registers a new tensor made on a tracked storage (best effort, as storages).
+/// Registers a new tensor made on a tracked storage (best effort, as storages): no lock
+/// (the table is lock-free, see [`TensorSlots`]).
 #[cold]
 #[inline(never)]
 pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
@@ -253,8 +488,7 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     if !crate::storage::watching() {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
-    let weak = t.0.downgrade();
-    let rejected = with_registry(|r| r.tensors.insert(&t, weak));
+    let rejected = TENSORS.insert(&t, t.0.downgrade());
     drop(rejected);
     Ok(t)
 }
@@ -263,9 +497,11 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
 #[cold]
 #[inline(never)]
 pub(crate) fn unregister_tensor(t: &TensorImpl) {
-    // The weak reference is dropped unlocked; never the last weak unit (the caller's
-    // strong-0 path holds one).
-    remove_entry(|r| r.tensors.remove(t))
+    if let Some(weak) = TENSORS.remove(t) {
+        wait_out_snapshot();
+        // Never the last weak unit (the caller's strong-0 path holds one).
+        drop(weak);
+    }
 }
 
 /// The registry is what watches storages and the tensors on them (the foundation declares
@@ -375,12 +611,14 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
     {
         let r = registry();
         if let Some(reg) = r.as_ref() {
+            // Set before the first entry of the tensor table is read, cleared after the
+            // last use of one, on every path (see SNAPSHOTTING).
+            let reading = Snapshotting::start();
             storages
                 .try_reserve_exact(reg.storages.len())
                 .map_err(|_| oom())?;
-            spans
-                .try_reserve_exact(reg.tensors.len())
-                .map_err(|_| oom())?;
+            // A first count; tensors filed meanwhile grow the vector (fallibly).
+            spans.try_reserve_exact(TENSORS.len()).map_err(|_| oom())?;
             for (&a, f) in &reg.storages {
                 // SAFETY: registered and not yet unregistered (Drop unregisters under the
                 // lock we hold): the box is allocated; only its counter is read.
@@ -402,17 +640,23 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
                     },
                 ));
             }
-            for w in reg.tensors.values() {
+            // SAFETY: the registry lock is held and SNAPSHOTTING set: whoever takes an
+            // entry out meanwhile waits for the lock before dropping its weak reference.
+            for w in unsafe { TENSORS.values() } {
                 if w.expired() {
                     continue;
                 }
-                // SAFETY: a TensorImpl's release_resources only unregisters it (under the
-                // lock we hold); its layout and storage field stay as made until it is
-                // dropped, which the registry's weak reference prevents. The storage's
+                // SAFETY: a TensorImpl's release_resources only takes its entry out; its
+                // layout and storage field stay as made until it is dropped, which the
+                // entry's weak reference prevents until we are done (above). The storage's
                 // address is only compared, never followed.
                 let t = unsafe { w.peek() };
+                if spans.len() == spans.capacity() {
+                    spans.try_reserve(1).map_err(|_| oom())?;
+                }
                 spans.push((&**t.storage() as *const StorageImpl as usize, span(t)));
             }
+            drop(reading);
         }
     }
     // No allocation per storage: the spans' ranges go to one flat vector, grouped by
@@ -500,17 +744,18 @@ mod tests {
         let a = Tensor::empty(&[1], DType::F32).unwrap();
         let b = Tensor::empty(&[2], DType::F32).unwrap();
         let c = Tensor::empty(&[3], DType::F32).unwrap();
-        let mut old = TensorSlots::default();
+        let old = TensorSlots::new();
         assert!(old.insert(&a, a.0.downgrade()).is_none());
         assert_eq!(a.observer_slot().get(), 0);
         // A fresh table (tracking turned off and on again) gives slot 0 to b.
-        let mut t = TensorSlots::default();
+        let t = TensorSlots::new();
         assert!(t.insert(&b, b.0.downgrade()).is_none());
         assert!(t.insert(&c, c.0.downgrade()).is_none());
         assert_eq!((b.observer_slot().get(), c.observer_slot().get()), (0, 1));
         assert!(t.remove(&a).is_none(), "a's slot 0 is b's in this table");
         assert_eq!(t.len(), 2);
-        assert!(t.values().any(|w| w.refers_to(&*b)));
+        // SAFETY: this thread's own table.
+        assert!(unsafe { t.values() }.any(|w| w.refers_to(&*b)));
         // Removing b frees slot 0, which the next insert takes.
         assert!(t.remove(&b).is_some_and(|w| w.refers_to(&*b)));
         assert!(t.remove(&b).is_none(), "removed once");
