@@ -89,35 +89,43 @@ struct Slot {
     next: AtomicU32,
 }
 
-/// log2 of the first segment's slots; segment k holds `SEGMENT0 << k`.
-const SEGMENT0_LOG: u32 = 6;
-const SEGMENT0: usize = 1 << SEGMENT0_LOG;
-/// 64 · (2^26 - 1) slots in all: every slot number is below `ObserverSlot::NONE`.
-const SEGMENTS: usize = 26;
+/// A slot number is `segment << OFFSET_BITS | offset`, so that finding a slot is a shift,
+/// a mask and two loads.
+const OFFSET_BITS: u32 = 27;
+const OFFSET_MASK: u32 = (1 << OFFSET_BITS) - 1;
+/// Segments that can be allocated: 0..31 (the 32nd would hold `ObserverSlot::NONE`).
+const SEGMENTS: usize = 31;
+/// Segment k holds `64 << min(k, 21)` slots: 64, 128, ... 2^27, then 2^27 each (about
+/// 1.5 · 10^9 slots in all); the 32nd, 0.
+static SEGMENT_LEN: [u32; SEGMENTS + 1] = {
+    let mut len = [0; SEGMENTS + 1];
+    let mut k = 0;
+    while k < SEGMENTS {
+        len[k] = 64 << if k < 21 { k } else { 21 };
+        k += 1;
+    }
+    len
+};
 
 /// The tracked tensors in numbered slots: a tensor's slot number is kept in the tensor
 /// ([`crate::tensor_impl::ObserverSlot`]), so registering and removing one is an index, not
 /// a hash-table insert and removal. Lock-free: a slot number comes from a free list (a
 /// stack whose head carries a tag that every change bumps, so a head popped and pushed
 /// back meanwhile fails the compare-exchange: no ABA), freed slots are reused last-freed
-/// first, and the table grows by segments (each twice the last, published by a
-/// compare-exchange) that never move and are never freed while the table lives: a stale
-/// slot number or a stale free-list read always lands in allocated memory. The registry's
-/// lock is not taken; the snapshot excludes the freeing of what it reads with its own flag
-/// (see [`SNAPSHOTTING`]).
+/// first, and the table grows by segments (published by a compare-exchange) that never
+/// move and are never freed while the table lives: a stale slot number or a stale
+/// free-list read always lands in allocated memory. The registry's lock is not taken; the
+/// snapshot excludes the freeing of what it reads with its own flag (see
+/// [`SNAPSHOTTING`]).
 struct TensorSlots {
-    segments: [AtomicPtr<Slot>; SEGMENTS],
+    /// Segment k's slots (`SEGMENT_LEN[k]`), or NULL; the last is never allocated.
+    segments: [AtomicPtr<Slot>; SEGMENTS + 1],
     /// The free list's head: `tag << 32 | slot number` (`ObserverSlot::NONE`: empty).
     free: AtomicU64,
 }
 
-/// Where a segment's slots start, and how many it holds.
-fn segment_span(k: usize) -> (usize, usize) {
-    ((SEGMENT0 << k) - SEGMENT0, SEGMENT0 << k)
-}
-
 fn segment_layout(k: usize) -> Option<std::alloc::Layout> {
-    std::alloc::Layout::array::<Slot>(segment_span(k).1).ok()
+    std::alloc::Layout::array::<Slot>(SEGMENT_LEN[k] as usize).ok()
 }
 
 /// `head` with slot number `i` and its tag bumped.
@@ -129,7 +137,7 @@ fn retag(head: u64, i: u32) -> u64 {
 impl TensorSlots {
     const fn new() -> TensorSlots {
         TensorSlots {
-            segments: [const { AtomicPtr::new(std::ptr::null_mut()) }; SEGMENTS],
+            segments: [const { AtomicPtr::new(std::ptr::null_mut()) }; SEGMENTS + 1],
             free: AtomicU64::new(ObserverSlot::NONE as u64),
         }
     }
@@ -137,32 +145,36 @@ impl TensorSlots {
     /// Slot `i`, if its segment exists.
     #[inline(always)]
     fn slot(&self, i: u32) -> Option<&Slot> {
-        let k = ((i >> SEGMENT0_LOG) + 1).ilog2() as usize;
-        let seg = self.segments.get(k)?.load(Ordering::Acquire);
+        let (k, off) = ((i >> OFFSET_BITS) as usize, i & OFFSET_MASK);
+        if off >= SEGMENT_LEN[k] {
+            return None; // (ObserverSlot::NONE: the last segment holds none)
+        }
+        let seg = self.segments[k].load(Ordering::Acquire);
         if seg.is_null() {
             return None;
         }
-        // SAFETY: a published segment of `segment_span(k).1` initialised slots, never freed
-        // while `self` lives; `i` lies in segment k, so its offset is inside.
-        Some(unsafe { &*seg.add(i as usize - segment_span(k).0) })
+        // SAFETY: a published segment of `SEGMENT_LEN[k]` initialised slots, never freed
+        // while `self` lives, and off is below that.
+        Some(unsafe { &*seg.add(off as usize) })
     }
 
-    /// Takes a free slot number.
+    /// Takes a free slot: its number and the slot.
     #[inline(always)]
-    fn pop(&self) -> Option<u32> {
+    fn pop(&self) -> Option<(u32, &Slot)> {
         let mut head = self.free.load(Ordering::Acquire);
         loop {
             let i = head as u32;
             // A listed number names an allocated slot; its `next` may be stale if another
             // thread took it meanwhile, but then the tag has changed and the exchange fails.
-            let next = self.slot(i)?.next.load(Ordering::Relaxed);
+            let slot = self.slot(i)?;
+            let next = slot.next.load(Ordering::Relaxed);
             match self.free.compare_exchange_weak(
                 head,
                 retag(head, next),
                 Ordering::Acquire,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Some(i),
+                Ok(_) => return Some((i, slot)),
                 Err(h) => head = h,
             }
         }
@@ -192,13 +204,13 @@ impl TensorSlots {
     /// listed: pop again); `Err(false)`: out of memory or of slot numbers.
     #[cold]
     #[inline(never)]
-    fn grow(&self) -> std::result::Result<u32, bool> {
-        let k = self
-            .segments
+    fn grow(&self) -> std::result::Result<(u32, &Slot), bool> {
+        let k = self.segments[..SEGMENTS]
             .iter()
             .position(|s| s.load(Ordering::Acquire).is_null())
             .ok_or(false)?;
-        let (start, n) = segment_span(k);
+        let n = SEGMENT_LEN[k] as usize;
+        let start = (k as u32) << OFFSET_BITS;
         let layout = segment_layout(k).ok_or(false)?;
         // SAFETY: a non-zero size (n >= 64 slots of 16 bytes).
         let seg = unsafe { std::alloc::alloc(layout) } as *mut Slot;
@@ -210,7 +222,7 @@ impl TensorSlots {
             unsafe {
                 seg.add(j).write(Slot {
                     entry: AtomicUsize::new(0),
-                    next: AtomicU32::new((start + j + 1) as u32),
+                    next: AtomicU32::new(start + j as u32 + 1),
                 })
             };
         }
@@ -222,12 +234,10 @@ impl TensorSlots {
             unsafe { std::alloc::dealloc(seg as *mut u8, layout) };
             return Err(true);
         }
-        if n > 1 {
-            // SAFETY: the last slot of the segment just published (never freed).
-            let last = unsafe { &*seg.add(n - 1) };
-            self.push_chain(start as u32 + 1, last);
-        }
-        Ok(start as u32)
+        // SAFETY: the segment just published, never freed while `self` lives.
+        let (first, last) = unsafe { (&*seg, &*seg.add(n - 1)) };
+        self.push_chain(start + 1, last);
+        Ok((start, first))
     }
 
     /// Files `weak` (a reference to `t`) and records its slot in `t`; out of memory (or
@@ -238,18 +248,17 @@ impl TensorSlots {
         t: &TensorImpl,
         weak: WeakIntrusivePtr<TensorImpl>,
     ) -> Option<WeakIntrusivePtr<TensorImpl>> {
-        let i = loop {
-            if let Some(i) = self.pop() {
-                break i;
+        let (i, slot) = loop {
+            if let Some(s) = self.pop() {
+                break s;
             }
             match self.grow() {
-                Ok(i) => break i,
+                Ok(s) => break s,
                 Err(true) => continue,
                 Err(false) => return Some(weak),
             }
         };
         t.observer_slot().set(i);
-        let slot = self.slot(i).expect("a listed slot is allocated");
         slot.entry.store(weak.into_raw() as usize, Ordering::Release);
         None
     }
@@ -273,23 +282,31 @@ impl TensorSlots {
         Some(unsafe { WeakIntrusivePtr::from_raw(me as *mut RcBox<TensorImpl>) })
     }
 
+    /// Every allocated segment: its number and slots.
+    fn segments(&self) -> impl Iterator<Item = (u32, &[Slot])> + '_ {
+        self.segments
+            .iter()
+            .map(|s| s.load(Ordering::Acquire))
+            .take_while(|s| !s.is_null())
+            .enumerate()
+            .map(|(k, seg)| {
+                // SAFETY: a published segment of `SEGMENT_LEN[k]` slots, never freed while
+                // `self` lives.
+                let slots = unsafe { std::slice::from_raw_parts(seg as *const Slot, SEGMENT_LEN[k] as usize) };
+                (k as u32, slots)
+            })
+    }
+
     /// Takes every entry out (freeing its slot) and hands each weak reference to `f`.
     fn take_all(&self, mut f: impl FnMut(WeakIntrusivePtr<TensorImpl>)) {
-        for (k, seg) in self.segments.iter().enumerate() {
-            let seg = seg.load(Ordering::Acquire);
-            if seg.is_null() {
-                break;
-            }
-            let (start, n) = segment_span(k);
-            for j in 0..n {
-                // SAFETY: a published segment of n slots.
-                let slot = unsafe { &*seg.add(j) };
+        for (k, slots) in self.segments() {
+            for (j, slot) in slots.iter().enumerate() {
                 if slot.entry.load(Ordering::Relaxed) == 0 {
                     continue;
                 }
                 let e = slot.entry.swap(0, Ordering::SeqCst);
                 if e != 0 {
-                    self.push_chain((start + j) as u32, slot);
+                    self.push_chain(k << OFFSET_BITS | j as u32, slot);
                     // SAFETY: as in `remove`: the swap took the entry's weak unit.
                     f(unsafe { WeakIntrusivePtr::from_raw(e as *mut RcBox<TensorImpl>) });
                 }
@@ -299,16 +316,8 @@ impl TensorSlots {
 
     /// The filed tensors' boxes (a moment's view: entries come and go meanwhile).
     fn entries(&self) -> impl Iterator<Item = *const RcBox<TensorImpl>> + '_ {
-        self.segments
-            .iter()
-            .map(|s| s.load(Ordering::Acquire))
-            .take_while(|s| !s.is_null())
-            .enumerate()
-            .flat_map(|(k, seg)| {
-                // SAFETY: a published segment of `segment_span(k).1` slots, never freed
-                // while `self` lives.
-                unsafe { std::slice::from_raw_parts(seg as *const Slot, segment_span(k).1) }
-            })
+        self.segments()
+            .flat_map(|(_, slots)| slots)
             .map(|s| s.entry.load(Ordering::SeqCst) as *const RcBox<TensorImpl>)
             .filter(|p| !p.is_null())
     }
