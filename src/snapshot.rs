@@ -248,14 +248,32 @@ impl TensorSlots {
         t: &TensorImpl,
         weak: WeakIntrusivePtr<TensorImpl>,
     ) -> Option<WeakIntrusivePtr<TensorImpl>> {
+        let Some((i, slot)) = self.pop() else {
+            return self.insert_grown(t, weak);
+        };
+        t.observer_slot().set(i);
+        slot.entry.store(weak.into_raw() as usize, Ordering::Release);
+        None
+    }
+
+    /// `insert` once the free list was found empty: grows the table (or pops a slot that
+    /// another thread's growth listed meanwhile).
+    #[cold]
+    #[inline(never)]
+    fn insert_grown(
+        &self,
+        t: &TensorImpl,
+        weak: WeakIntrusivePtr<TensorImpl>,
+    ) -> Option<WeakIntrusivePtr<TensorImpl>> {
         let (i, slot) = loop {
-            if let Some(s) = self.pop() {
-                break s;
-            }
             match self.grow() {
                 Ok(s) => break s,
-                Err(true) => continue,
                 Err(false) => return Some(weak),
+                Err(true) => {
+                    if let Some(s) = self.pop() {
+                        break s;
+                    }
+                }
             }
         };
         t.observer_slot().set(i);
