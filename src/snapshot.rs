@@ -158,6 +158,19 @@ impl TensorSlots {
         Some(unsafe { &*seg.add(off as usize) })
     }
 
+    /// Slot `i` of the free list: `ObserverSlot::NONE` (None) or a number this table
+    /// listed, so no bounds test.
+    #[inline(always)]
+    fn listed(&self, i: u32) -> Option<&Slot> {
+        let seg = self.segments[(i >> OFFSET_BITS) as usize].load(Ordering::Acquire);
+        if seg.is_null() {
+            return None; // (NONE: the last segment is never allocated)
+        }
+        // SAFETY: every number put on the free list (by `grow`, `remove`, `take_all`) names
+        // a slot of a published segment, never freed while `self` lives.
+        Some(unsafe { &*seg.add((i & OFFSET_MASK) as usize) })
+    }
+
     /// Takes a free slot: its number and the slot.
     #[inline(always)]
     fn pop(&self) -> Option<(u32, &Slot)> {
@@ -166,7 +179,7 @@ impl TensorSlots {
             let i = head as u32;
             // A listed number names an allocated slot; its `next` may be stale if another
             // thread took it meanwhile, but then the tag has changed and the exchange fails.
-            let slot = self.slot(i)?;
+            let slot = self.listed(i)?;
             let next = slot.next.load(Ordering::Relaxed);
             match self.free.compare_exchange_weak(
                 head,
@@ -515,19 +528,25 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     if !crate::storage::watching() {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
-    let rejected = TENSORS.insert(&t, t.0.downgrade());
+    // SAFETY: `t` was just made (TensorObserver::tensor_made): its only reference.
+    let rejected = TENSORS.insert(&t, unsafe { t.0.downgrade_unshared() });
     drop(rejected);
     Ok(t)
 }
 
-/// Told by the tensor's `release_resources` (strong count 0).
+/// Told by the tensor's `release_resources` (strong count 0): takes its entry out and gives
+/// the entry's weak unit up to the release (1), which drops it with the unit the strong
+/// references shared, in one decrement.
 #[cold]
 #[inline(never)]
-pub(crate) fn unregister_tensor(t: &TensorImpl) {
-    if let Some(weak) = TENSORS.remove(t) {
-        wait_out_snapshot();
-        // Never the last weak unit (the caller's strong-0 path holds one).
-        drop(weak);
+pub(crate) fn unregister_tensor(t: &TensorImpl) -> u64 {
+    match TENSORS.remove(t) {
+        Some(weak) => {
+            wait_out_snapshot();
+            let _ = weak.into_raw();
+            1
+        }
+        None => 0,
     }
 }
 
@@ -566,7 +585,7 @@ impl TensorObserver for Observer {
         register_tensor(t)
     }
     #[inline]
-    fn tensor_released(t: &TensorImpl) {
+    fn tensor_released(t: &TensorImpl) -> u64 {
         unregister_tensor(t)
     }
 }

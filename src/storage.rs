@@ -475,8 +475,9 @@ impl Intrusive for StorageImpl {
     // inlines wherever its codegen unit has other storage drops (benches/c/count.sh: 6
     // more instructions per view release).
     #[inline(never)]
-    fn release_resources(&self) {
+    fn release_resources(&self) -> u64 {
         self.release_data();
+        0
     }
 
     /// A tracked storage may be held by address by its observer (the memory snapshot reads
