@@ -30,6 +30,7 @@ use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserve
 use crate::tensor_impl::{ObserverSlot, Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
@@ -142,32 +143,18 @@ impl TensorSlots {
         }
     }
 
-    /// Slot `i`, if its segment exists.
-    #[inline(always)]
-    fn slot(&self, i: u32) -> Option<&Slot> {
-        let (k, off) = ((i >> OFFSET_BITS) as usize, i & OFFSET_MASK);
-        if off >= SEGMENT_LEN[k] {
-            return None; // (ObserverSlot::NONE: the last segment holds none)
-        }
-        let seg = self.segments[k].load(Ordering::Acquire);
-        if seg.is_null() {
-            return None;
-        }
-        // SAFETY: a published segment of `SEGMENT_LEN[k]` initialised slots, never freed
-        // while `self` lives, and off is below that.
-        Some(unsafe { &*seg.add(off as usize) })
-    }
-
-    /// Slot `i` of the free list: `ObserverSlot::NONE` (None) or a number this table
-    /// listed, so no bounds test.
+    /// Slot `i`, `i` being `ObserverSlot::NONE` (None) or a number that a table handed out
+    /// (every table has the same segment sizes), so no bounds test: the free list's
+    /// numbers (put there by `grow`, `remove`, `take_all`) and a tensor's
+    /// [`ObserverSlot`] (set only by `insert`). None if its segment is not allocated here.
     #[inline(always)]
     fn listed(&self, i: u32) -> Option<&Slot> {
         let seg = self.segments[(i >> OFFSET_BITS) as usize].load(Ordering::Acquire);
         if seg.is_null() {
             return None; // (NONE: the last segment is never allocated)
         }
-        // SAFETY: every number put on the free list (by `grow`, `remove`, `take_all`) names
-        // a slot of a published segment, never freed while `self` lives.
+        // SAFETY: such a number's offset is below its segment's `SEGMENT_LEN`, and a
+        // published segment is never freed while `self` lives.
         Some(unsafe { &*seg.add((i & OFFSET_MASK) as usize) })
     }
 
@@ -262,7 +249,9 @@ impl TensorSlots {
         weak: WeakIntrusivePtr<TensorImpl>,
     ) -> Option<WeakIntrusivePtr<TensorImpl>> {
         let Some((i, slot)) = self.pop() else {
-            return self.insert_grown(t, weak);
+            let rejected = self.insert_grown(t, weak.into_raw());
+            // SAFETY: NULL, or the unit `weak` gave up, handed back.
+            return NonNull::new(rejected).map(|p| unsafe { WeakIntrusivePtr::from_raw(p.as_ptr()) });
         };
         t.observer_slot().set(i);
         slot.entry.store(weak.into_raw() as usize, Ordering::Release);
@@ -270,18 +259,21 @@ impl TensorSlots {
     }
 
     /// `insert` once the free list was found empty: grows the table (or pops a slot that
-    /// another thread's growth listed meanwhile).
+    /// another thread's growth listed meanwhile); out of memory hands `weak` (a weak unit
+    /// given up by `into_raw`) back, else NULL. `extern "C"` only so that calls to it
+    /// cannot unwind (nothing in here panics; if something did, the process would
+    /// abort), which spares `insert`'s callers a landing pad.
     #[cold]
     #[inline(never)]
-    fn insert_grown(
+    extern "C" fn insert_grown(
         &self,
         t: &TensorImpl,
-        weak: WeakIntrusivePtr<TensorImpl>,
-    ) -> Option<WeakIntrusivePtr<TensorImpl>> {
+        weak: *mut RcBox<TensorImpl>,
+    ) -> *mut RcBox<TensorImpl> {
         let (i, slot) = loop {
             match self.grow() {
                 Ok(s) => break s,
-                Err(false) => return Some(weak),
+                Err(false) => return weak,
                 Err(true) => {
                     if let Some(s) = self.pop() {
                         break s;
@@ -290,8 +282,8 @@ impl TensorSlots {
             }
         };
         t.observer_slot().set(i);
-        slot.entry.store(weak.into_raw() as usize, Ordering::Release);
-        None
+        slot.entry.store(weak as usize, Ordering::Release);
+        std::ptr::null_mut()
     }
 
     /// Takes `t`'s entry out, if this table holds one, and frees its slot. (A tensor whose
@@ -301,7 +293,9 @@ impl TensorSlots {
     #[inline(always)]
     fn remove(&self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
         let i = t.observer_slot().get();
-        let slot = self.slot(i)?;
+        // A tensor's number is NONE or one a table (this or another) handed out.
+        debug_assert!(i == ObserverSlot::NONE || (i & OFFSET_MASK) < SEGMENT_LEN[(i >> OFFSET_BITS) as usize]);
+        let slot = self.listed(i)?;
         // SAFETY: t is a TensorImpl, always the value of an RcBox.
         let me = unsafe { box_of(t) } as usize;
         slot.entry
@@ -412,8 +406,15 @@ static SNAPSHOTTING: AtomicBool = AtomicBool::new(false);
 #[inline(always)]
 fn wait_out_snapshot() {
     if SNAPSHOTTING.load(Ordering::SeqCst) {
-        drop(registry());
+        wait_for_snapshot();
     }
+}
+
+/// Waits for the registry lock, which the snapshot setting [`SNAPSHOTTING`] holds.
+#[cold]
+#[inline(never)]
+fn wait_for_snapshot() {
+    drop(registry());
 }
 
 /// [`SNAPSHOTTING`] set while alive; cleared by `Drop`, on every path out of the snapshot's
@@ -525,7 +526,8 @@ pub(crate) fn unregister_storage(s: &StorageImpl) {
 #[inline(never)]
 pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     let Ok(t) = t else { return t };
-    if !crate::storage::watching() {
+    // (Asked already: the storage is tracked.)
+    if !crate::storage::watching_asked() {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
     // SAFETY: `t` was just made (TensorObserver::tensor_made): its only reference.

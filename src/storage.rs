@@ -77,6 +77,13 @@ pub(crate) fn watching() -> bool {
     watching_from_start()
 }
 
+/// [`watching`] once the start-up setting has been asked (as it has whenever a watched
+/// storage exists): one load and no call (before the question, false).
+#[inline(always)]
+pub(crate) fn watching_asked() -> bool {
+    WATCHING.load(Ordering::Relaxed) == WATCH_ON
+}
+
 #[cold]
 #[inline(never)]
 fn watching_from_start() -> bool {

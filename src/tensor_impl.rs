@@ -116,6 +116,8 @@ impl ObserverSlot {
     pub(crate) fn get(&self) -> u32 {
         self.0.load(Ordering::Relaxed)
     }
+    /// Only the observer's table sets it, to a number the table handed out (the table finds
+    /// a slot from it without a bounds test).
     #[inline]
     pub(crate) fn set(&self, slot: u32) {
         self.0.store(slot, Ordering::Relaxed)
