@@ -30,7 +30,6 @@ use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserve
 use crate::tensor_impl::{ObserverSlot, Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
@@ -240,50 +239,44 @@ impl TensorSlots {
         Ok((start, first))
     }
 
-    /// Files `weak` (a reference to `t`) and records its slot in `t`; out of memory (or
-    /// of slot numbers) hands `weak` back.
+    /// Files `weak` (a reference to `t`) and records its slot in `t`: true; out of memory
+    /// (or of slot numbers) drops `weak`: false.
     #[inline(always)]
-    fn insert(
-        &self,
-        t: &TensorImpl,
-        weak: WeakIntrusivePtr<TensorImpl>,
-    ) -> Option<WeakIntrusivePtr<TensorImpl>> {
+    fn insert(&self, t: &TensorImpl, weak: WeakIntrusivePtr<TensorImpl>) -> bool {
         let Some((i, slot)) = self.pop() else {
-            let rejected = self.insert_grown(t, weak.into_raw());
-            // SAFETY: NULL, or the unit `weak` gave up, handed back.
-            return NonNull::new(rejected).map(|p| unsafe { WeakIntrusivePtr::from_raw(p.as_ptr()) });
+            return self.insert_grown(t, weak.into_raw());
         };
         t.observer_slot().set(i);
         slot.entry.store(weak.into_raw() as usize, Ordering::Release);
-        None
+        true
     }
 
     /// `insert` once the free list was found empty: grows the table (or pops a slot that
-    /// another thread's growth listed meanwhile); out of memory hands `weak` (a weak unit
-    /// given up by `into_raw`) back, else NULL. `extern "C"` only so that calls to it
-    /// cannot unwind (nothing in here panics; if something did, the process would
-    /// abort), which spares `insert`'s callers a landing pad.
+    /// another thread's growth listed meanwhile); `weak` is a weak unit given up by
+    /// `into_raw`. `extern "C"` only so that calls to it cannot unwind (nothing in here
+    /// panics; if something did, the process would abort), which spares `insert`'s callers
+    /// a landing pad.
     #[cold]
     #[inline(never)]
-    extern "C" fn insert_grown(
-        &self,
-        t: &TensorImpl,
-        weak: *mut RcBox<TensorImpl>,
-    ) -> *mut RcBox<TensorImpl> {
+    extern "C" fn insert_grown(&self, t: &TensorImpl, weak: *mut RcBox<TensorImpl>) -> bool {
         let (i, slot) = loop {
             match self.grow() {
                 Ok(s) => break s,
-                Err(false) => return weak,
                 Err(true) => {
                     if let Some(s) = self.pop() {
                         break s;
                     }
                 }
+                Err(false) => {
+                    // SAFETY: the unit `weak` gave up; not the last (`t` is alive).
+                    drop(unsafe { WeakIntrusivePtr::from_raw(weak) });
+                    return false;
+                }
             }
         };
         t.observer_slot().set(i);
         slot.entry.store(weak as usize, Ordering::Release);
-        std::ptr::null_mut()
+        true
     }
 
     /// Takes `t`'s entry out, if this table holds one, and frees its slot. (A tensor whose
@@ -411,9 +404,10 @@ fn wait_out_snapshot() {
 }
 
 /// Waits for the registry lock, which the snapshot setting [`SNAPSHOTTING`] holds.
+/// (`extern "C"`, as `TensorSlots::insert_grown`, for a call that cannot unwind.)
 #[cold]
 #[inline(never)]
-fn wait_for_snapshot() {
+extern "C" fn wait_for_snapshot() {
     drop(registry());
 }
 
@@ -531,8 +525,7 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
     // SAFETY: `t` was just made (TensorObserver::tensor_made): its only reference.
-    let rejected = TENSORS.insert(&t, unsafe { t.0.downgrade_unshared() });
-    drop(rejected);
+    TENSORS.insert(&t, unsafe { t.0.downgrade_unshared() });
     Ok(t)
 }
 
@@ -793,12 +786,12 @@ mod tests {
         let b = Tensor::empty(&[2], DType::F32).unwrap();
         let c = Tensor::empty(&[3], DType::F32).unwrap();
         let old = TensorSlots::new();
-        assert!(old.insert(&a, a.0.downgrade()).is_none());
+        assert!(old.insert(&a, a.0.downgrade()));
         assert_eq!(a.observer_slot().get(), 0);
         // A fresh table (tracking turned off and on again) gives slot 0 to b.
         let t = TensorSlots::new();
-        assert!(t.insert(&b, b.0.downgrade()).is_none());
-        assert!(t.insert(&c, c.0.downgrade()).is_none());
+        assert!(t.insert(&b, b.0.downgrade()));
+        assert!(t.insert(&c, c.0.downgrade()));
         assert_eq!((b.observer_slot().get(), c.observer_slot().get()), (0, 1));
         assert!(t.remove(&a).is_none(), "a's slot 0 is b's in this table");
         assert_eq!(t.len(), 2);
@@ -807,7 +800,7 @@ mod tests {
         // Removing b frees slot 0, which the next insert takes.
         assert!(t.remove(&b).is_some_and(|w| w.refers_to(&*b)));
         assert!(t.remove(&b).is_none(), "removed once");
-        assert!(t.insert(&a, a.0.downgrade()).is_none());
+        assert!(t.insert(&a, a.0.downgrade()));
         assert_eq!(a.observer_slot().get(), 0);
         assert_eq!(t.len(), 2);
         assert!(t.remove(&a).is_some() && t.remove(&c).is_some() && t.is_empty());
