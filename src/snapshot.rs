@@ -226,7 +226,12 @@ impl TensorSlots {
             };
         }
         if self.segments[k]
-            .compare_exchange(std::ptr::null_mut(), seg, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                std::ptr::null_mut(),
+                seg,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_err()
         {
             // SAFETY: ours, never published.
@@ -247,7 +252,8 @@ impl TensorSlots {
             return self.insert_grown(t, weak.into_raw());
         };
         t.observer_slot().set(i);
-        slot.entry.store(weak.into_raw() as usize, Ordering::Release);
+        slot.entry
+            .store(weak.into_raw() as usize, Ordering::Release);
         true
     }
 
@@ -287,7 +293,9 @@ impl TensorSlots {
     fn remove(&self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
         let i = t.observer_slot().get();
         // A tensor's number is NONE or one a table (this or another) handed out.
-        debug_assert!(i == ObserverSlot::NONE || (i & OFFSET_MASK) < SEGMENT_LEN[(i >> OFFSET_BITS) as usize]);
+        debug_assert!(
+            i == ObserverSlot::NONE || (i & OFFSET_MASK) < SEGMENT_LEN[(i >> OFFSET_BITS) as usize]
+        );
         let slot = self.listed(i)?;
         // SAFETY: t is a TensorImpl, always the value of an RcBox.
         let me = unsafe { box_of(t) } as usize;
@@ -310,7 +318,9 @@ impl TensorSlots {
             .map(|(k, seg)| {
                 // SAFETY: a published segment of `SEGMENT_LEN[k]` slots, never freed while
                 // `self` lives.
-                let slots = unsafe { std::slice::from_raw_parts(seg as *const Slot, SEGMENT_LEN[k] as usize) };
+                let slots = unsafe {
+                    std::slice::from_raw_parts(seg as *const Slot, SEGMENT_LEN[k] as usize)
+                };
                 (k as u32, slots)
             })
     }
@@ -356,7 +366,9 @@ impl TensorSlots {
     /// No entry is taken out (and its weak reference dropped) while the results are used:
     /// the table is used by this thread only, or the caller is the snapshot, which holds
     /// the registry lock with [`SNAPSHOTTING`] set.
-    unsafe fn values(&self) -> impl Iterator<Item = ManuallyDrop<WeakIntrusivePtr<TensorImpl>>> + '_ {
+    unsafe fn values(
+        &self,
+    ) -> impl Iterator<Item = ManuallyDrop<WeakIntrusivePtr<TensorImpl>>> + '_ {
         self.entries().map(|p| {
             // SAFETY: a filed weak unit, not dropped while borrowed (the contract); the
             // ManuallyDrop never gives it back.
@@ -807,11 +819,156 @@ mod tests {
         assert!(old.remove(&a).is_some() && old.is_empty());
     }
 
+    /// Held by the tests that turn tracking on and off and by those that count weak
+    /// references (which a tracked tensor's registration adds).
+    static TRACKING_TESTS: Mutex<()> = Mutex::new(());
+
+    fn tracking_tests() -> MutexGuard<'static, ()> {
+        TRACKING_TESTS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Slots allocated, and slots on the free list (walked from the head; the table is
+    /// idle).
+    fn capacity_and_free(t: &TensorSlots) -> (usize, usize) {
+        let cap = t.segments().map(|(_, slots)| slots.len()).sum();
+        let mut free = 0;
+        let mut i = t.free.load(Ordering::Acquire) as u32;
+        while let Some(slot) = t.listed(i) {
+            free += 1;
+            assert!(free <= cap, "the free list loops");
+            i = slot.next.load(Ordering::Relaxed);
+        }
+        (cap, free)
+    }
+
+    /// A slot number as an index from 0 (segment after segment).
+    fn dense(i: u32) -> usize {
+        let k = (i >> OFFSET_BITS) as usize;
+        SEGMENT_LEN[..k].iter().map(|&n| n as usize).sum::<usize>() + (i & OFFSET_MASK) as usize
+    }
+
+    /// Several threads file and remove tensors in one table at once, from empty (so they
+    /// grow it concurrently): no slot is ever handed to two live entries, each removal gives
+    /// back the entry's own weak reference, and at the end every slot is free again, once.
+    #[test]
+    fn tensor_slots_concurrent_insert_and_remove() {
+        use crate::dtype::DType;
+        const THREADS: usize = 4;
+        const LIVE: usize = 40; // per thread: 160 at once, past the first two segments
+        const ROUNDS: usize = 60;
+        let _serial = tracking_tests();
+        let table = TensorSlots::new();
+        // holders[slot]: how many live entries hold it (0 or 1)
+        let holders: Vec<AtomicU32> = (0..1024).map(|_| AtomicU32::new(0)).collect();
+        std::thread::scope(|sc| {
+            for _ in 0..THREADS {
+                sc.spawn(|| {
+                    let mine: Vec<Tensor> = (0..LIVE)
+                        .map(|_| Tensor::empty(&[1], DType::F32).unwrap())
+                        .collect();
+                    // (1, or 2 with TENSOR_MEMORY_TRACKING set: the registry's)
+                    let weak: Vec<u64> = mine.iter().map(|t| t.0.rc_box().weak_count()).collect();
+                    for round in 0..ROUNDS {
+                        for t in &mine {
+                            assert!(table.insert(t, t.0.downgrade()));
+                            let i = dense(t.observer_slot().get());
+                            assert_eq!(
+                                holders[i].fetch_add(1, Ordering::SeqCst),
+                                0,
+                                "slot {i} given twice"
+                            );
+                        }
+                        // remove in an order that differs by round (LIFO and FIFO)
+                        let order: Vec<&Tensor> = if round % 2 == 0 {
+                            mine.iter().collect()
+                        } else {
+                            mine.iter().rev().collect()
+                        };
+                        for t in order {
+                            let i = dense(t.observer_slot().get());
+                            assert_eq!(holders[i].fetch_sub(1, Ordering::SeqCst), 1);
+                            let w = table.remove(t).expect("filed");
+                            assert!(w.refers_to(&**t));
+                            drop(w);
+                            assert!(table.remove(t).is_none(), "removed once");
+                        }
+                    }
+                    for (t, &w) in mine.iter().zip(&weak) {
+                        assert_eq!(t.0.rc_box().weak_count(), w, "every weak unit dropped");
+                    }
+                });
+            }
+        });
+        assert!(table.is_empty());
+        let (cap, free) = capacity_and_free(&table);
+        assert_eq!(free, cap, "every slot back on the free list, once");
+        assert!(cap <= holders.len());
+    }
+
+    /// `take_all` (what turning tracking off does) races with tensors removing their own
+    /// entries and filing new ones: each entry's weak reference is dropped exactly once, by
+    /// whichever side took it out, and every slot ends up free exactly once.
+    #[test]
+    fn tensor_slots_take_all_races_with_remove() {
+        use crate::dtype::DType;
+        let _serial = tracking_tests();
+        let table = TensorSlots::new();
+        let done = AtomicBool::new(false);
+        let taken = AtomicUsize::new(0);
+        let kept: Vec<(Vec<Tensor>, Vec<u64>)> = std::thread::scope(|sc| {
+            let workers: Vec<_> = (0..3)
+                .map(|_| {
+                    sc.spawn(|| {
+                        let mine: Vec<Tensor> = (0..30)
+                            .map(|_| Tensor::empty(&[1], DType::F32).unwrap())
+                            .collect();
+                        let weak: Vec<u64> =
+                            mine.iter().map(|t| t.0.rc_box().weak_count()).collect();
+                        // Until the other side has taken a good number of entries (so the
+                        // two really raced), at least 200 rounds.
+                        let mut round = 0;
+                        while round < 200 || taken.load(Ordering::Relaxed) < 100 {
+                            for t in &mine {
+                                assert!(table.insert(t, t.0.downgrade()));
+                            }
+                            for t in &mine {
+                                // None when take_all got there first
+                                drop(table.remove(t));
+                            }
+                            round += 1;
+                        }
+                        (mine, weak)
+                    })
+                })
+                .collect();
+            sc.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    table.take_all(|w| {
+                        taken.fetch_add(1, Ordering::Relaxed);
+                        drop(w)
+                    });
+                }
+            });
+            let kept = workers.into_iter().map(|w| w.join().unwrap()).collect();
+            done.store(true, Ordering::Relaxed);
+            kept
+        });
+        for (mine, weak) in &kept {
+            for (t, &w) in mine.iter().zip(weak) {
+                assert_eq!(t.0.rc_box().weak_count(), w, "each weak unit dropped once");
+            }
+        }
+        assert!(table.is_empty());
+        let (cap, free) = capacity_and_free(&table);
+        assert_eq!(free, cap);
+    }
+
     /// Views made and dropped on several threads while snapshots are taken: no crash, no
     /// leak of registrations, and the figures of a storage nobody else touches are exact.
     #[test]
     fn concurrent_views_and_snapshots() {
         use crate::dtype::DType;
+        let _serial = tracking_tests();
         set_tracking(true);
         let base = Tensor::empty(&[1000], DType::F32).unwrap();
         let key = base.data_ptr() as usize;
