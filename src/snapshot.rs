@@ -221,7 +221,12 @@ impl TensorSlots {
             unsafe {
                 seg.add(j).write(Slot {
                     entry: AtomicUsize::new(0),
-                    next: AtomicU32::new(start + j as u32 + 1),
+                    // (the last's is set by push_chain)
+                    next: AtomicU32::new(if j + 1 < n {
+                        start + j as u32 + 1
+                    } else {
+                        ObserverSlot::NONE
+                    }),
                 })
             };
         }
@@ -393,8 +398,9 @@ impl Drop for TensorSlots {
     }
 }
 
-/// The registry's tensors: never freed (a process keeps 16 bytes per tensor of the most it
-/// ever had tracked at once).
+/// The registry's tensors: never freed (16 bytes a slot, added in segments of 64, 128, ...
+/// slots: a process keeps at most about twice 16 bytes per tensor of the most it ever had
+/// tracked at once).
 static TENSORS: TensorSlots = TensorSlots::new();
 
 /// Set by the snapshot while it reads the tensor table (holding the registry lock). The
