@@ -1030,6 +1030,66 @@ mod tests {
         set_tracking(false);
     }
 
+    /// Tracking turned off and on again (which takes every tensor entry out of the table)
+    /// while views of a tracked storage are made and dropped on several threads and
+    /// snapshots are taken: each registration's weak reference is dropped once (by the
+    /// view's release or by the switch, whichever took the entry), and no snapshot reads a
+    /// tensor that was freed (what the sanitizers check). Afterwards the base, whose
+    /// registration the first switch-off dropped, has no weak reference left.
+    #[test]
+    fn tracking_off_while_views_and_snapshots() {
+        use crate::dtype::DType;
+        let _serial = tracking_tests();
+        set_tracking(true);
+        let base = Tensor::empty(&[1000], DType::F32).unwrap();
+        assert_eq!(base.0.rc_box().weak_count(), 2, "registered");
+        let done = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let views: Vec<_> = (0..3)
+                .map(|_| {
+                    sc.spawn(|| {
+                        for i in 0..1500 {
+                            let v = base.slice(0, i % 900, i % 900 + 10, 1).unwrap();
+                            let w = v.transpose_2d().unwrap();
+                            drop(v);
+                            drop(w);
+                        }
+                    })
+                })
+                .collect();
+            sc.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    let snap = snapshot().unwrap();
+                    // the base, while listed (until the first switch-off), has itself at least
+                    if let Some(e) = snap
+                        .iter()
+                        .find(|e| e.data as usize == base.data_ptr() as usize)
+                    {
+                        assert!(e.tensors >= 1 && e.strong >= e.tensors);
+                    }
+                }
+            });
+            // Switched off and on until the view threads are done (at least 20 times).
+            let mut switches = 0;
+            while switches < 20 || !views.iter().all(|v| v.is_finished()) {
+                set_tracking(false);
+                set_tracking(true);
+                switches += 1;
+            }
+            for v in views {
+                v.join().unwrap();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        set_tracking(false);
+        assert_eq!(
+            base.0.rc_box().weak_count(),
+            1,
+            "the registration dropped once"
+        );
+        assert_eq!(base.use_count(), 1);
+    }
+
     #[test]
     fn union_of_ranges() {
         assert_eq!(union_len([]), 0);
