@@ -1061,10 +1061,7 @@ mod tests {
                 while !done.load(Ordering::Relaxed) {
                     let snap = snapshot().unwrap();
                     // the base, while listed (until the first switch-off), has itself at least
-                    if let Some(e) = snap
-                        .iter()
-                        .find(|e| e.data as usize == base.data_ptr() as usize)
-                    {
+                    if let Some(e) = snap.iter().find(|e| std::ptr::eq(e.data, base.data_ptr())) {
                         assert!(e.tensors >= 1 && e.strong >= e.tensors);
                     }
                 }
