@@ -110,7 +110,7 @@ pub struct RcBox<T> {
     /// * When strong goes 1 -> 0: with no weak reference left the box is dropped and freed
     ///   at once; otherwise [`Intrusive::release_resources`] runs (a storage frees its data
     ///   or runs the caller's deleter, exactly once) and the shared weak unit is given
-    ///   back. When weak reaches 0 the value is dropped (`Drop`) and the box freed.
+    ///   back, with any weak references the hook gave up, in one decrement. When weak reaches 0 the value is dropped (`Drop`) and the box freed.
     ///   Strong never rises from 0 again (`try_upgrade` is a CAS loop that fails at 0).
     /// * Orderings (as `Arc`): increments are `Relaxed`, since a new reference is made
     ///   from an existing one, which already keeps the box alive; decrements are `AcqRel`,
@@ -672,6 +672,45 @@ mod tests {
         drop(w2);
         assert_eq!(d.load(Ordering::SeqCst), 1);
         assert_eq!(r.load(Ordering::SeqCst), 1);
+    }
+
+    /// A hook that gives up a weak reference (the object's own, as a registry's entry):
+    /// the release drops it with the shared unit, so the object is freed by that release.
+    #[test]
+    fn release_resources_gives_up_a_weak_reference() {
+        use std::sync::Mutex;
+        struct Keeper {
+            own: Mutex<Option<WeakIntrusivePtr<Keeper>>>,
+            dropped: Arc<AtomicUsize>,
+        }
+        impl Intrusive for Keeper {
+            type Boxes = Global;
+            fn release_resources(&self) -> u64 {
+                match self.own.lock().unwrap().take() {
+                    Some(w) => {
+                        let _ = w.into_raw();
+                        1
+                    }
+                    None => 0,
+                }
+            }
+        }
+        impl Drop for Keeper {
+            fn drop(&mut self) {
+                self.dropped.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let d = Arc::new(AtomicUsize::new(0));
+        let p = IntrusivePtr::try_new(Keeper {
+            own: Mutex::new(None),
+            dropped: d.clone(),
+        })
+        .ok()
+        .unwrap();
+        *p.own.lock().unwrap() = Some(p.downgrade());
+        assert_eq!(p.rc_box().weak_count(), 2);
+        drop(p);
+        assert_eq!(d.load(Ordering::SeqCst), 1, "freed by the release");
     }
 
     #[test]
