@@ -74,7 +74,12 @@ pub trait Intrusive {
 
     /// Called exactly once, when the strong count reaches 0 while weak references remain.
     /// `Drop` runs later (when the weak count reaches 0) and must cope with either state.
-    fn release_resources(&self) {}
+    /// Returns how many weak references the hook gave up itself (ones it held and now
+    /// abandons undropped, as `WeakIntrusivePtr::into_raw`): they are released with the
+    /// unit the strong references shared, in one decrement.
+    fn release_resources(&self) -> u64 {
+        0
+    }
 
     /// Whether other threads may reach this object by its address alone, with no
     /// reference of either kind, and read its counts ([`counts_of`]) or upgrade
@@ -128,7 +133,7 @@ pub struct RcBox<T> {
     /// * When strong goes 1 -> 0: with no weak reference left the box is dropped and freed
     ///   at once; otherwise [`Intrusive::release_resources`] runs (a storage frees its data
     ///   or runs the caller's deleter, exactly once) and the shared weak unit is given
-    ///   back. When weak reaches 0 the value is dropped (`Drop`) and the box freed.
+    ///   back, with any weak references the hook gave up, in one decrement. When weak reaches 0 the value is dropped (`Drop`) and the box freed.
     ///   Strong never rises from 0 again (`try_upgrade` is a CAS loop that fails at 0).
     /// * Orderings (as `Arc`): increments are `Relaxed`, since a new reference is made
     ///   from an existing one, which already keeps the box alive; decrements are `AcqRel`,
@@ -349,6 +354,20 @@ impl<T: Intrusive> IntrusivePtr<T> {
         self.rc_box().inc_weak();
         WeakIntrusivePtr { ptr: self.ptr }
     }
+
+    /// [`downgrade`](Self::downgrade) of an object just made: a plain load and store of
+    /// the count word, no read-modify-write (and no overflow test: the weak count is 1).
+    ///
+    /// # Safety
+    /// `self` is the only reference of either kind to the object, made by `try_new` /
+    /// `try_new_with` on this thread and not yet shared: nothing else can touch the count.
+    #[inline(always)]
+    pub unsafe fn downgrade_unshared(&self) -> WeakIntrusivePtr<T> {
+        let rc = &self.rc_box().refcount;
+        debug_assert_eq!(rc.load(Ordering::Relaxed), STRONG_ONE | WEAK_ONE);
+        rc.store(rc.load(Ordering::Relaxed) + WEAK_ONE, Ordering::Relaxed);
+        WeakIntrusivePtr { ptr: self.ptr }
+    }
 }
 
 impl<T: Intrusive> Clone for IntrusivePtr<T> {
@@ -450,24 +469,34 @@ unsafe fn destroy<T: Intrusive>(p: NonNull<RcBox<T>>) {
     }
 }
 
-/// Drops one weak unit; frees the object when it was the last.
+/// Drops `n` (>= 1) weak units in one decrement; frees the object when they were the last.
 ///
 /// # Safety
-/// The caller owns one weak unit of the live box `p` (a weak reference, or the unit the
-/// strong references shared) and gives it up.
-unsafe fn release_weak<T: Intrusive>(p: NonNull<RcBox<T>>) {
-    // SAFETY: our weak unit keeps the box allocated until the decrement.
+/// The caller owns `n` weak units of the live box `p` (weak references, or the unit the
+/// strong references shared) and gives them up.
+#[inline(always)]
+unsafe fn release_weak_units<T: Intrusive>(p: NonNull<RcBox<T>>, n: u64) {
+    // SAFETY: our weak units keep the box allocated until the decrement.
     let old = unsafe { p.as_ref() }
         .refcount
-        .fetch_sub(WEAK_ONE, Ordering::AcqRel);
-    if weak_of(old) == 1 {
-        // SAFETY: ours was the last weak unit and strong is 0 (a strong reference would
+        .fetch_sub(n * WEAK_ONE, Ordering::AcqRel);
+    if weak_of(old) == n {
+        // SAFETY: ours were the last weak units and strong is 0 (a strong reference would
         // hold the shared unit): no reference remains.
         unsafe { destroy(p) };
-    } else if weak_of(old) == 0 {
+    } else if weak_of(old) < n {
         // A weak handle released twice (its box kept by the object-box cache).
         released_handle(p.as_ptr() as *const u8);
     }
+}
+
+/// Drops one weak unit ([`release_weak_units`]).
+///
+/// # Safety
+/// As `release_weak_units` with one unit.
+unsafe fn release_weak<T: Intrusive>(p: NonNull<RcBox<T>>) {
+    // SAFETY: the contract.
+    unsafe { release_weak_units(p, 1) }
 }
 
 impl<T: Intrusive> Drop for IntrusivePtr<T> {
@@ -504,8 +533,9 @@ impl<T: Intrusive> Drop for IntrusivePtr<T> {
                 // No weak reference exists and none can be created any more: one step.
                 destroy(self.ptr);
             } else {
-                self.ptr.as_ref().value.release_resources();
-                release_weak(self.ptr);
+                // The shared unit, and whatever weak references the hook gave up.
+                let given_up = self.ptr.as_ref().value.release_resources();
+                release_weak_units(self.ptr, 1 + given_up);
             }
         }
     }
@@ -593,7 +623,7 @@ impl<T: Intrusive> WeakIntrusivePtr<T> {
 
     /// Is this a weak reference to the object at `value`? (An address comparison: nothing
     /// is read.)
-    #[inline]
+    #[cfg(test)]
     pub fn refers_to(&self, value: *const T) -> bool {
         self.ptr.as_ptr() as usize + std::mem::offset_of!(RcBox<T>, value) == value as usize
     }
@@ -653,8 +683,9 @@ mod tests {
     }
     impl Intrusive for Probe {
         type Boxes = Global;
-        fn release_resources(&self) {
+        fn release_resources(&self) -> u64 {
             self.released.fetch_add(1, Ordering::SeqCst);
+            0
         }
     }
     impl Drop for Probe {
@@ -720,6 +751,45 @@ mod tests {
         drop(w2);
         assert_eq!(d.load(Ordering::SeqCst), 1);
         assert_eq!(r.load(Ordering::SeqCst), 1);
+    }
+
+    /// A hook that gives up a weak reference (the object's own, as a registry's entry):
+    /// the release drops it with the shared unit, so the object is freed by that release.
+    #[test]
+    fn release_resources_gives_up_a_weak_reference() {
+        use std::sync::Mutex;
+        struct Keeper {
+            own: Mutex<Option<WeakIntrusivePtr<Keeper>>>,
+            dropped: Arc<AtomicUsize>,
+        }
+        impl Intrusive for Keeper {
+            type Boxes = Global;
+            fn release_resources(&self) -> u64 {
+                match self.own.lock().unwrap().take() {
+                    Some(w) => {
+                        let _ = w.into_raw();
+                        1
+                    }
+                    None => 0,
+                }
+            }
+        }
+        impl Drop for Keeper {
+            fn drop(&mut self) {
+                self.dropped.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let d = Arc::new(AtomicUsize::new(0));
+        let p = IntrusivePtr::try_new(Keeper {
+            own: Mutex::new(None),
+            dropped: d.clone(),
+        })
+        .ok()
+        .unwrap();
+        *p.own.lock().unwrap() = Some(p.downgrade());
+        assert_eq!(p.rc_box().weak_count(), 2);
+        drop(p);
+        assert_eq!(d.load(Ordering::SeqCst), 1, "freed by the release");
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! Off by default. When on (`TENSOR_MEMORY_TRACKING=1` at start-up, or [`set_tracking`]),
 //! storages created from then on are registered (their addresses with a copy of their
 //! data pointer, size and kind, in a mutex-protected map; `Drop` unregisters them) and so
-//! are the tensors made on them (a weak reference each, removed by the tensor's
-//! `release_resources` at strong count 0). Making a tensor tests one flag of its storage
+//! are the tensors made on them (a weak reference each, in a lock-free slot table,
+//! [`TensorSlots`], removed by the tensor's `release_resources` at strong count 0). Making a tensor tests one flag of its storage
 //! (`StorageImpl::is_tracked`); releasing an untracked tensor is unchanged (no weak
 //! reference, so the one-step fast path). The foundation only declares those calls
 //! (`storage::StorageObserver`, `tensor_impl::TensorObserver`) and the switch of new
@@ -16,7 +16,8 @@
 //! the calls, so nothing below it names it.
 //!
 //! A snapshot takes no reference of either kind: it reads everything under the registry
-//! lock, from what a registration guarantees to be there (a registered storage's count
+//! lock (and, for the tensors, which register and unregister without that lock, with
+//! [`SNAPSHOTTING`] set), from what a registration guarantees to be there (a registered storage's count
 //! word and the registry's copy of its figures; a registered tensor's layout and storage
 //! address, kept by the registry's weak reference). Holding a reference of its own, even
 //! briefly, would make the snapshot drop the last one whenever the owner released the
@@ -24,11 +25,12 @@
 //! of the thread that released it (which deleters bound to a thread depend on).
 
 use crate::error::{Error, Result, Status};
-use crate::refcount::{box_of, counts_of, WeakIntrusivePtr};
+use crate::refcount::{box_of, counts_of, RcBox, WeakIntrusivePtr};
 use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
 use crate::tensor_impl::{ObserverSlot, Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
 /// Environment variable, a boolean (`crate::env::flag`): true turns tracking on at start-up
@@ -75,81 +77,372 @@ type AddrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddrHash>>;
 struct Registry {
     /// Tracked `StorageImpl`s whose object is alive, by address.
     storages: AddrMap<Figures>,
-    /// Tracked tensors, each through a weak reference: the tensor's `release_resources`
-    /// (strong count 0) removes it, so untracked tensors keep the release fast path and no
-    /// `Drop` is added to TensorImpl.
-    tensors: TensorSlots,
 }
+
+/// One slot of the tensor table.
+struct Slot {
+    /// The address of the `RcBox` of the tensor filed here, whose weak unit the table
+    /// holds (a `WeakIntrusivePtr` given up by `into_raw`), or 0: free. Taken out by a
+    /// compare-exchange or swap to 0: whoever takes it owns the weak unit.
+    entry: AtomicUsize,
+    /// While the slot is free: the next free slot number ([`ObserverSlot::NONE`]: none).
+    next: AtomicU32,
+}
+
+/// A slot number is `segment << OFFSET_BITS | offset`, so that finding a slot is a shift,
+/// a mask and two loads.
+const OFFSET_BITS: u32 = 27;
+const OFFSET_MASK: u32 = (1 << OFFSET_BITS) - 1;
+/// Segments that can be allocated: 0..31 (the 32nd would hold `ObserverSlot::NONE`).
+const SEGMENTS: usize = 31;
+/// Segment k holds `64 << min(k, 21)` slots: 64, 128, ... 2^27, then 2^27 each (about
+/// 1.5 · 10^9 slots in all); the 32nd, 0.
+static SEGMENT_LEN: [u32; SEGMENTS + 1] = {
+    let mut len = [0; SEGMENTS + 1];
+    let mut k = 0;
+    while k < SEGMENTS {
+        len[k] = 64 << if k < 21 { k } else { 21 };
+        k += 1;
+    }
+    len
+};
 
 /// The tracked tensors in numbered slots: a tensor's slot number is kept in the tensor
 /// ([`crate::tensor_impl::ObserverSlot`]), so registering and removing one is an index, not
-/// a hash-table insert and removal (which were two thirds of the registry's cost per
-/// view). Freed slots are reused last-freed first.
-#[derive(Default)]
+/// a hash-table insert and removal. Lock-free: a slot number comes from a free list (a
+/// stack whose head carries a tag that every change bumps, so a head popped and pushed
+/// back meanwhile fails the compare-exchange: no ABA), freed slots are reused last-freed
+/// first, and the table grows by segments (published by a compare-exchange) that never
+/// move and are never freed while the table lives: a stale slot number or a stale
+/// free-list read always lands in allocated memory. The registry's lock is not taken; the
+/// snapshot excludes the freeing of what it reads with its own flag (see
+/// [`SNAPSHOTTING`]).
 struct TensorSlots {
-    slots: Vec<Option<WeakIntrusivePtr<TensorImpl>>>,
-    /// Free slot numbers. Its capacity is kept at least `slots.len()`, so `remove` never
-    /// allocates.
-    free: Vec<u32>,
-    live: usize,
+    /// Segment k's slots (`SEGMENT_LEN[k]`), or NULL; the last is never allocated.
+    segments: [AtomicPtr<Slot>; SEGMENTS + 1],
+    /// The free list's head: `tag << 32 | slot number` (`ObserverSlot::NONE`: empty).
+    free: AtomicU64,
+}
+
+fn segment_layout(k: usize) -> Option<std::alloc::Layout> {
+    std::alloc::Layout::array::<Slot>(SEGMENT_LEN[k] as usize).ok()
+}
+
+/// `head` with slot number `i` and its tag bumped.
+#[inline(always)]
+fn retag(head: u64, i: u32) -> u64 {
+    (((head >> 32) + 1) << 32) | i as u64
 }
 
 impl TensorSlots {
-    /// Files `weak` (a reference to `t`) and records its slot in `t`; out of memory (or
-    /// 2^32 - 1 slots) hands `weak` back.
-    fn insert(
-        &mut self,
-        t: &TensorImpl,
-        weak: WeakIntrusivePtr<TensorImpl>,
-    ) -> Option<WeakIntrusivePtr<TensorImpl>> {
-        let i = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                let n = self.slots.len();
-                let Ok(i) = u32::try_from(n) else {
-                    return Some(weak);
-                };
-                if i == ObserverSlot::NONE
-                    || self.slots.try_reserve(1).is_err()
-                    || self.free.try_reserve(n + 1 - self.free.len()).is_err()
-                {
-                    return Some(weak);
+    const fn new() -> TensorSlots {
+        TensorSlots {
+            segments: [const { AtomicPtr::new(std::ptr::null_mut()) }; SEGMENTS + 1],
+            free: AtomicU64::new(ObserverSlot::NONE as u64),
+        }
+    }
+
+    /// Slot `i`, `i` being `ObserverSlot::NONE` (None) or a number that a table handed out
+    /// (every table has the same segment sizes), so no bounds test: the free list's
+    /// numbers (put there by `grow`, `remove`, `take_all`) and a tensor's
+    /// [`ObserverSlot`] (set only by `insert`). None if its segment is not allocated here.
+    #[inline(always)]
+    fn listed(&self, i: u32) -> Option<&Slot> {
+        let seg = self.segments[(i >> OFFSET_BITS) as usize].load(Ordering::Acquire);
+        if seg.is_null() {
+            return None; // (NONE: the last segment is never allocated)
+        }
+        // SAFETY: such a number's offset is below its segment's `SEGMENT_LEN`, and a
+        // published segment is never freed while `self` lives.
+        Some(unsafe { &*seg.add((i & OFFSET_MASK) as usize) })
+    }
+
+    /// Takes a free slot: its number and the slot.
+    #[inline(always)]
+    fn pop(&self) -> Option<(u32, &Slot)> {
+        let mut head = self.free.load(Ordering::Acquire);
+        loop {
+            let i = head as u32;
+            // A listed number names an allocated slot; its `next` may be stale if another
+            // thread took it meanwhile, but then the tag has changed and the exchange fails.
+            let slot = self.listed(i)?;
+            let next = slot.next.load(Ordering::Relaxed);
+            match self.free.compare_exchange_weak(
+                head,
+                retag(head, next),
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some((i, slot)),
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Puts `first..=last` (slots linked in that order by `next`, the last's set here)
+    /// on the free list.
+    #[inline(always)]
+    fn push_chain(&self, first: u32, last: &Slot) {
+        let mut head = self.free.load(Ordering::Relaxed);
+        loop {
+            last.next.store(head as u32, Ordering::Relaxed);
+            match self.free.compare_exchange_weak(
+                head,
+                retag(head, first),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Adds the first missing segment; all its slots but the first go on the free list and
+    /// the first is returned. `Err(true)`: another thread added it first (its slots are
+    /// listed: pop again); `Err(false)`: out of memory or of slot numbers.
+    #[cold]
+    #[inline(never)]
+    fn grow(&self) -> std::result::Result<(u32, &Slot), bool> {
+        let k = self.segments[..SEGMENTS]
+            .iter()
+            .position(|s| s.load(Ordering::Acquire).is_null())
+            .ok_or(false)?;
+        let n = SEGMENT_LEN[k] as usize;
+        let start = (k as u32) << OFFSET_BITS;
+        let layout = segment_layout(k).ok_or(false)?;
+        // SAFETY: a non-zero size (n >= 64 slots of 16 bytes).
+        let seg = unsafe { std::alloc::alloc(layout) } as *mut Slot;
+        if seg.is_null() {
+            return Err(false);
+        }
+        for j in 0..n {
+            // SAFETY: j < n slots of the new, unshared block.
+            unsafe {
+                seg.add(j).write(Slot {
+                    entry: AtomicUsize::new(0),
+                    // (the last's is set by push_chain)
+                    next: AtomicU32::new(if j + 1 < n {
+                        start + j as u32 + 1
+                    } else {
+                        ObserverSlot::NONE
+                    }),
+                })
+            };
+        }
+        if self.segments[k]
+            .compare_exchange(
+                std::ptr::null_mut(),
+                seg,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            // SAFETY: ours, never published.
+            unsafe { std::alloc::dealloc(seg as *mut u8, layout) };
+            return Err(true);
+        }
+        // SAFETY: the segment just published, never freed while `self` lives.
+        let (first, last) = unsafe { (&*seg, &*seg.add(n - 1)) };
+        self.push_chain(start + 1, last);
+        Ok((start, first))
+    }
+
+    /// Files `weak` (a reference to `t`) and records its slot in `t`: true; out of memory
+    /// (or of slot numbers) drops `weak`: false.
+    #[inline(always)]
+    fn insert(&self, t: &TensorImpl, weak: WeakIntrusivePtr<TensorImpl>) -> bool {
+        let Some((i, slot)) = self.pop() else {
+            return self.insert_grown(t, weak.into_raw());
+        };
+        t.observer_slot().set(i);
+        slot.entry
+            .store(weak.into_raw() as usize, Ordering::Release);
+        true
+    }
+
+    /// `insert` once the free list was found empty: grows the table (or pops a slot that
+    /// another thread's growth listed meanwhile); `weak` is a weak unit given up by
+    /// `into_raw`. `extern "C"` only so that calls to it cannot unwind (nothing in here
+    /// panics; if something did, the process would abort), which spares `insert`'s callers
+    /// a landing pad.
+    #[cold]
+    #[inline(never)]
+    extern "C" fn insert_grown(&self, t: &TensorImpl, weak: *mut RcBox<TensorImpl>) -> bool {
+        let (i, slot) = loop {
+            match self.grow() {
+                Ok(s) => break s,
+                Err(true) => {
+                    if let Some(s) = self.pop() {
+                        break s;
+                    }
                 }
-                self.slots.push(None);
-                i
+                Err(false) => {
+                    // SAFETY: the unit `weak` gave up; not the last (`t` is alive).
+                    drop(unsafe { WeakIntrusivePtr::from_raw(weak) });
+                    return false;
+                }
             }
         };
-        self.slots[i as usize] = Some(weak);
-        self.live += 1;
         t.observer_slot().set(i);
-        None
+        slot.entry.store(weak as usize, Ordering::Release);
+        true
     }
 
-    /// Removes `t`'s entry, if this table holds one. (A tensor filed in an earlier table,
-    /// one that `set_tracking(false)` discarded, may name a slot that now holds another
-    /// tensor: the address check leaves that one alone.)
-    fn remove(&mut self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
+    /// Takes `t`'s entry out, if this table holds one, and frees its slot. (A tensor whose
+    /// entry `take_all` took, or one filed in another table, may name a slot that now
+    /// holds another tensor: the exchange, which compares the address, leaves that one
+    /// alone.) Sequentially consistent, for [`SNAPSHOTTING`].
+    #[inline(always)]
+    fn remove(&self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
         let i = t.observer_slot().get();
-        let slot = self.slots.get_mut(i as usize)?;
-        if !slot.as_ref().is_some_and(|w| w.refers_to(t)) {
-            return None;
+        // A tensor's number is NONE or one a table (this or another) handed out.
+        debug_assert!(
+            i == ObserverSlot::NONE || (i & OFFSET_MASK) < SEGMENT_LEN[(i >> OFFSET_BITS) as usize]
+        );
+        let slot = self.listed(i)?;
+        // SAFETY: t is a TensorImpl, always the value of an RcBox.
+        let me = unsafe { box_of(t) } as usize;
+        slot.entry
+            .compare_exchange(me, 0, Ordering::SeqCst, Ordering::Relaxed)
+            .ok()?;
+        self.push_chain(i, slot);
+        // SAFETY: the entry held the weak unit that `insert` gave up; taking it out made it
+        // ours.
+        Some(unsafe { WeakIntrusivePtr::from_raw(me as *mut RcBox<TensorImpl>) })
+    }
+
+    /// Every allocated segment: its number and slots.
+    fn segments(&self) -> impl Iterator<Item = (u32, &[Slot])> + '_ {
+        self.segments
+            .iter()
+            .map(|s| s.load(Ordering::Acquire))
+            .take_while(|s| !s.is_null())
+            .enumerate()
+            .map(|(k, seg)| {
+                // SAFETY: a published segment of `SEGMENT_LEN[k]` slots, never freed while
+                // `self` lives.
+                let slots = unsafe {
+                    std::slice::from_raw_parts(seg as *const Slot, SEGMENT_LEN[k] as usize)
+                };
+                (k as u32, slots)
+            })
+    }
+
+    /// Takes every entry out (freeing its slot) and hands each weak reference to `f`.
+    fn take_all(&self, mut f: impl FnMut(WeakIntrusivePtr<TensorImpl>)) {
+        for (k, slots) in self.segments() {
+            for (j, slot) in slots.iter().enumerate() {
+                if slot.entry.load(Ordering::Relaxed) == 0 {
+                    continue;
+                }
+                let e = slot.entry.swap(0, Ordering::SeqCst);
+                if e != 0 {
+                    self.push_chain(k << OFFSET_BITS | j as u32, slot);
+                    // SAFETY: as in `remove`: the swap took the entry's weak unit.
+                    f(unsafe { WeakIntrusivePtr::from_raw(e as *mut RcBox<TensorImpl>) });
+                }
+            }
         }
-        let weak = slot.take();
-        self.free.push(i); // within capacity (see `free`)
-        self.live -= 1;
-        weak
     }
 
+    /// The filed tensors' boxes (a moment's view: entries come and go meanwhile).
+    fn entries(&self) -> impl Iterator<Item = *const RcBox<TensorImpl>> + '_ {
+        self.segments()
+            .flat_map(|(_, slots)| slots)
+            .map(|s| s.entry.load(Ordering::SeqCst) as *const RcBox<TensorImpl>)
+            .filter(|p| !p.is_null())
+    }
+
+    /// How many tensors are filed (a moment's count, as `entries`).
     fn len(&self) -> usize {
-        self.live
+        self.entries().count()
     }
 
+    #[cfg(test)]
     fn is_empty(&self) -> bool {
-        self.live == 0
+        self.len() == 0
     }
 
-    fn values(&self) -> impl Iterator<Item = &WeakIntrusivePtr<TensorImpl>> {
-        self.slots.iter().flatten()
+    /// The filed tensors' weak references, borrowed from the table.
+    ///
+    /// # Safety
+    /// No entry is taken out (and its weak reference dropped) while the results are used:
+    /// the table is used by this thread only, or the caller is the snapshot, which holds
+    /// the registry lock with [`SNAPSHOTTING`] set.
+    unsafe fn values(
+        &self,
+    ) -> impl Iterator<Item = ManuallyDrop<WeakIntrusivePtr<TensorImpl>>> + '_ {
+        self.entries().map(|p| {
+            // SAFETY: a filed weak unit, not dropped while borrowed (the contract); the
+            // ManuallyDrop never gives it back.
+            ManuallyDrop::new(unsafe { WeakIntrusivePtr::from_raw(p as *mut RcBox<TensorImpl>) })
+        })
+    }
+}
+
+impl Drop for TensorSlots {
+    /// (Only tables other than the registry's, which is a static.)
+    fn drop(&mut self) {
+        self.take_all(drop);
+        for (k, seg) in self.segments.iter().enumerate() {
+            let seg = seg.load(Ordering::Acquire);
+            if seg.is_null() {
+                break;
+            }
+            let layout = segment_layout(k).expect("allocated with this layout");
+            // SAFETY: allocated by `grow` with this layout; nothing can reach it now.
+            unsafe { std::alloc::dealloc(seg as *mut u8, layout) };
+        }
+    }
+}
+
+/// The registry's tensors: never freed (16 bytes a slot, added in segments of 64, 128, ...
+/// slots: a process keeps at most about twice 16 bytes per tensor of the most it ever had
+/// tracked at once).
+static TENSORS: TensorSlots = TensorSlots::new();
+
+/// Set by the snapshot while it reads the tensor table (holding the registry lock). The
+/// snapshot dereferences the entries it reads, so a tensor whose entry was taken out must
+/// not drop that weak unit (which may free the tensor) while a snapshot that may have read
+/// the entry is still reading: whoever takes an entry out (a sequentially consistent
+/// exchange) then reads this flag (sequentially consistent); if it is set, they wait for the
+/// registry lock before dropping the weak reference. Either the snapshot's read of the
+/// entry comes after the exchange in that order (and finds 0 or another tensor), or the
+/// flag's store comes before the load (and the taker waits).
+static SNAPSHOTTING: AtomicBool = AtomicBool::new(false);
+
+/// What takes an entry out calls before dropping its weak reference (see [`SNAPSHOTTING`]).
+#[inline(always)]
+fn wait_out_snapshot() {
+    if SNAPSHOTTING.load(Ordering::SeqCst) {
+        wait_for_snapshot();
+    }
+}
+
+/// Waits for the registry lock, which the snapshot setting [`SNAPSHOTTING`] holds.
+/// (`extern "C"`, as `TensorSlots::insert_grown`, for a call that cannot unwind.)
+#[cold]
+#[inline(never)]
+extern "C" fn wait_for_snapshot() {
+    drop(registry());
+}
+
+/// [`SNAPSHOTTING`] set while alive; cleared by `Drop`, on every path out of the snapshot's
+/// reading.
+struct Snapshotting;
+
+impl Snapshotting {
+    fn start() -> Snapshotting {
+        SNAPSHOTTING.store(true, Ordering::SeqCst);
+        Snapshotting
+    }
+}
+
+impl Drop for Snapshotting {
+    fn drop(&mut self) {
+        SNAPSHOTTING.store(false, Ordering::Release);
     }
 }
 
@@ -173,6 +466,10 @@ pub fn set_tracking(on: bool) -> bool {
     if !on {
         let old = registry().take();
         drop(old);
+        TENSORS.take_all(|weak| {
+            wait_out_snapshot();
+            drop(weak)
+        });
     }
     prev
 }
@@ -181,7 +478,6 @@ fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     let mut r = registry();
     f(r.get_or_insert_with(|| Registry {
         storages: AddrMap::default(),
-        tensors: TensorSlots::default(),
     }))
 }
 
@@ -217,55 +513,54 @@ pub(crate) fn storage_resized(s: &StorageImpl) {
     }
 }
 
-/// Removes an entry; once nothing tracked is alive, frees the tables (so a process that
-/// ends with tracking on but nothing tracked alive holds no registry memory). Whatever
-/// is removed is dropped after the lock is released.
-fn remove_entry(f: impl FnOnce(&mut Registry) -> Option<WeakIntrusivePtr<TensorImpl>>) {
-    let (weak, emptied) = {
-        let mut r = registry();
-        let Some(reg) = r.as_mut() else { return };
-        let weak = f(reg);
-        let emptied = if reg.storages.is_empty() && reg.tensors.is_empty() {
-            r.take()
-        } else {
-            None
-        };
-        (weak, emptied)
-    };
-    drop(weak);
-    drop(emptied);
-}
-
+/// Once no tracked storage is alive, frees the storage table (so a process that ends with
+/// tracking on but no tracked storage alive holds no registry memory but the tensor
+/// table's, [`TENSORS`]); the table is dropped after the lock is released.
 #[cold]
 #[inline(never)]
 pub(crate) fn unregister_storage(s: &StorageImpl) {
-    remove_entry(|r| {
-        r.storages.remove(&(s as *const StorageImpl as usize));
-        None
-    })
+    let emptied = {
+        let mut r = registry();
+        let Some(reg) = r.as_mut() else { return };
+        reg.storages.remove(&(s as *const StorageImpl as usize));
+        if reg.storages.is_empty() {
+            r.take()
+        } else {
+            None
+        }
+    };
+    drop(emptied);
 }
 
-/// Registers a new tensor made on a tracked storage (best effort, as storages).
+/// Registers a new tensor made on a tracked storage (best effort, as storages): no lock
+/// (the table is lock-free, see [`TensorSlots`]).
 #[cold]
 #[inline(never)]
 pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     let Ok(t) = t else { return t };
-    if !crate::storage::watching() {
+    // (Asked already: the storage is tracked.)
+    if !crate::storage::watching_asked() {
         return Ok(t); // its storage was tracked, but tracking has been turned off since
     }
-    let weak = t.0.downgrade();
-    let rejected = with_registry(|r| r.tensors.insert(&t, weak));
-    drop(rejected);
+    // SAFETY: `t` was just made (TensorObserver::tensor_made): its only reference.
+    TENSORS.insert(&t, unsafe { t.0.downgrade_unshared() });
     Ok(t)
 }
 
-/// Told by the tensor's `release_resources` (strong count 0).
+/// Told by the tensor's `release_resources` (strong count 0): takes its entry out and gives
+/// the entry's weak unit up to the release (1), which drops it with the unit the strong
+/// references shared, in one decrement.
 #[cold]
 #[inline(never)]
-pub(crate) fn unregister_tensor(t: &TensorImpl) {
-    // The weak reference is dropped unlocked; never the last weak unit (the caller's
-    // strong-0 path holds one).
-    remove_entry(|r| r.tensors.remove(t))
+pub(crate) fn unregister_tensor(t: &TensorImpl) -> u64 {
+    match TENSORS.remove(t) {
+        Some(weak) => {
+            wait_out_snapshot();
+            let _ = weak.into_raw();
+            1
+        }
+        None => 0,
+    }
 }
 
 /// The registry is what watches storages and the tensors on them (the foundation declares
@@ -303,7 +598,7 @@ impl TensorObserver for Observer {
         register_tensor(t)
     }
     #[inline]
-    fn tensor_released(t: &TensorImpl) {
+    fn tensor_released(t: &TensorImpl) -> u64 {
         unregister_tensor(t)
     }
 }
@@ -375,12 +670,14 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
     {
         let r = registry();
         if let Some(reg) = r.as_ref() {
+            // Set before the first entry of the tensor table is read, cleared after the
+            // last use of one, on every path (see SNAPSHOTTING).
+            let reading = Snapshotting::start();
             storages
                 .try_reserve_exact(reg.storages.len())
                 .map_err(|_| oom())?;
-            spans
-                .try_reserve_exact(reg.tensors.len())
-                .map_err(|_| oom())?;
+            // A first count; tensors filed meanwhile grow the vector (fallibly).
+            spans.try_reserve_exact(TENSORS.len()).map_err(|_| oom())?;
             for (&a, f) in &reg.storages {
                 // SAFETY: registered and not yet unregistered (Drop unregisters under the
                 // lock we hold): the box is allocated; only its counter is read.
@@ -402,17 +699,23 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
                     },
                 ));
             }
-            for w in reg.tensors.values() {
+            // SAFETY: the registry lock is held and SNAPSHOTTING set: whoever takes an
+            // entry out meanwhile waits for the lock before dropping its weak reference.
+            for w in unsafe { TENSORS.values() } {
                 if w.expired() {
                     continue;
                 }
-                // SAFETY: a TensorImpl's release_resources only unregisters it (under the
-                // lock we hold); its layout and storage field stay as made until it is
-                // dropped, which the registry's weak reference prevents. The storage's
+                // SAFETY: a TensorImpl's release_resources only takes its entry out; its
+                // layout and storage field stay as made until it is dropped, which the
+                // entry's weak reference prevents until we are done (above). The storage's
                 // address is only compared, never followed.
                 let t = unsafe { w.peek() };
+                if spans.len() == spans.capacity() {
+                    spans.try_reserve(1).map_err(|_| oom())?;
+                }
                 spans.push((&**t.storage() as *const StorageImpl as usize, span(t)));
             }
+            drop(reading);
         }
     }
     // No allocation per storage: the spans' ranges go to one flat vector, grouped by
@@ -500,25 +803,170 @@ mod tests {
         let a = Tensor::empty(&[1], DType::F32).unwrap();
         let b = Tensor::empty(&[2], DType::F32).unwrap();
         let c = Tensor::empty(&[3], DType::F32).unwrap();
-        let mut old = TensorSlots::default();
-        assert!(old.insert(&a, a.0.downgrade()).is_none());
+        let old = TensorSlots::new();
+        assert!(old.insert(&a, a.0.downgrade()));
         assert_eq!(a.observer_slot().get(), 0);
         // A fresh table (tracking turned off and on again) gives slot 0 to b.
-        let mut t = TensorSlots::default();
-        assert!(t.insert(&b, b.0.downgrade()).is_none());
-        assert!(t.insert(&c, c.0.downgrade()).is_none());
+        let t = TensorSlots::new();
+        assert!(t.insert(&b, b.0.downgrade()));
+        assert!(t.insert(&c, c.0.downgrade()));
         assert_eq!((b.observer_slot().get(), c.observer_slot().get()), (0, 1));
         assert!(t.remove(&a).is_none(), "a's slot 0 is b's in this table");
         assert_eq!(t.len(), 2);
-        assert!(t.values().any(|w| w.refers_to(&*b)));
+        // SAFETY: this thread's own table.
+        assert!(unsafe { t.values() }.any(|w| w.refers_to(&*b)));
         // Removing b frees slot 0, which the next insert takes.
         assert!(t.remove(&b).is_some_and(|w| w.refers_to(&*b)));
         assert!(t.remove(&b).is_none(), "removed once");
-        assert!(t.insert(&a, a.0.downgrade()).is_none());
+        assert!(t.insert(&a, a.0.downgrade()));
         assert_eq!(a.observer_slot().get(), 0);
         assert_eq!(t.len(), 2);
         assert!(t.remove(&a).is_some() && t.remove(&c).is_some() && t.is_empty());
         assert!(old.remove(&a).is_some() && old.is_empty());
+    }
+
+    /// Held by the tests that turn tracking on and off and by those that count weak
+    /// references (which a tracked tensor's registration adds).
+    static TRACKING_TESTS: Mutex<()> = Mutex::new(());
+
+    fn tracking_tests() -> MutexGuard<'static, ()> {
+        TRACKING_TESTS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Slots allocated, and slots on the free list (walked from the head; the table is
+    /// idle).
+    fn capacity_and_free(t: &TensorSlots) -> (usize, usize) {
+        let cap = t.segments().map(|(_, slots)| slots.len()).sum();
+        let mut free = 0;
+        let mut i = t.free.load(Ordering::Acquire) as u32;
+        while let Some(slot) = t.listed(i) {
+            free += 1;
+            assert!(free <= cap, "the free list loops");
+            i = slot.next.load(Ordering::Relaxed);
+        }
+        (cap, free)
+    }
+
+    /// A slot number as an index from 0 (segment after segment).
+    fn dense(i: u32) -> usize {
+        let k = (i >> OFFSET_BITS) as usize;
+        SEGMENT_LEN[..k].iter().map(|&n| n as usize).sum::<usize>() + (i & OFFSET_MASK) as usize
+    }
+
+    /// Several threads file and remove tensors in one table at once, from empty (so they
+    /// grow it concurrently): no slot is ever handed to two live entries, each removal gives
+    /// back the entry's own weak reference, and at the end every slot is free again, once.
+    #[test]
+    fn tensor_slots_concurrent_insert_and_remove() {
+        use crate::dtype::DType;
+        const THREADS: usize = 4;
+        const LIVE: usize = 40; // per thread: 160 at once, past the first two segments
+        const ROUNDS: usize = 60;
+        let _serial = tracking_tests();
+        let table = TensorSlots::new();
+        // holders[slot]: how many live entries hold it (0 or 1)
+        let holders: Vec<AtomicU32> = (0..1024).map(|_| AtomicU32::new(0)).collect();
+        std::thread::scope(|sc| {
+            for _ in 0..THREADS {
+                sc.spawn(|| {
+                    let mine: Vec<Tensor> = (0..LIVE)
+                        .map(|_| Tensor::empty(&[1], DType::F32).unwrap())
+                        .collect();
+                    // (1, or 2 with TENSOR_MEMORY_TRACKING set: the registry's)
+                    let weak: Vec<u64> = mine.iter().map(|t| t.0.rc_box().weak_count()).collect();
+                    for round in 0..ROUNDS {
+                        for t in &mine {
+                            assert!(table.insert(t, t.0.downgrade()));
+                            let i = dense(t.observer_slot().get());
+                            assert_eq!(
+                                holders[i].fetch_add(1, Ordering::SeqCst),
+                                0,
+                                "slot {i} given twice"
+                            );
+                        }
+                        // remove in an order that differs by round (LIFO and FIFO)
+                        let order: Vec<&Tensor> = if round % 2 == 0 {
+                            mine.iter().collect()
+                        } else {
+                            mine.iter().rev().collect()
+                        };
+                        for t in order {
+                            let i = dense(t.observer_slot().get());
+                            assert_eq!(holders[i].fetch_sub(1, Ordering::SeqCst), 1);
+                            let w = table.remove(t).expect("filed");
+                            assert!(w.refers_to(&**t));
+                            drop(w);
+                            assert!(table.remove(t).is_none(), "removed once");
+                        }
+                    }
+                    for (t, &w) in mine.iter().zip(&weak) {
+                        assert_eq!(t.0.rc_box().weak_count(), w, "every weak unit dropped");
+                    }
+                });
+            }
+        });
+        assert!(table.is_empty());
+        let (cap, free) = capacity_and_free(&table);
+        assert_eq!(free, cap, "every slot back on the free list, once");
+        assert!(cap <= holders.len());
+    }
+
+    /// `take_all` (what turning tracking off does) races with tensors removing their own
+    /// entries and filing new ones: each entry's weak reference is dropped exactly once, by
+    /// whichever side took it out, and every slot ends up free exactly once.
+    #[test]
+    fn tensor_slots_take_all_races_with_remove() {
+        use crate::dtype::DType;
+        let _serial = tracking_tests();
+        let table = TensorSlots::new();
+        let done = AtomicBool::new(false);
+        let taken = AtomicUsize::new(0);
+        let kept: Vec<(Vec<Tensor>, Vec<u64>)> = std::thread::scope(|sc| {
+            let workers: Vec<_> = (0..3)
+                .map(|_| {
+                    sc.spawn(|| {
+                        let mine: Vec<Tensor> = (0..30)
+                            .map(|_| Tensor::empty(&[1], DType::F32).unwrap())
+                            .collect();
+                        let weak: Vec<u64> =
+                            mine.iter().map(|t| t.0.rc_box().weak_count()).collect();
+                        // Until the other side has taken a good number of entries (so the
+                        // two really raced), at least 200 rounds.
+                        let mut round = 0;
+                        while round < 200 || taken.load(Ordering::Relaxed) < 100 {
+                            for t in &mine {
+                                assert!(table.insert(t, t.0.downgrade()));
+                            }
+                            for t in &mine {
+                                // None when take_all got there first
+                                drop(table.remove(t));
+                            }
+                            round += 1;
+                        }
+                        (mine, weak)
+                    })
+                })
+                .collect();
+            sc.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    table.take_all(|w| {
+                        taken.fetch_add(1, Ordering::Relaxed);
+                        drop(w)
+                    });
+                }
+            });
+            let kept = workers.into_iter().map(|w| w.join().unwrap()).collect();
+            done.store(true, Ordering::Relaxed);
+            kept
+        });
+        for (mine, weak) in &kept {
+            for (t, &w) in mine.iter().zip(weak) {
+                assert_eq!(t.0.rc_box().weak_count(), w, "each weak unit dropped once");
+            }
+        }
+        assert!(table.is_empty());
+        let (cap, free) = capacity_and_free(&table);
+        assert_eq!(free, cap);
     }
 
     /// Views made and dropped on several threads while snapshots are taken: no crash, no
@@ -526,6 +974,7 @@ mod tests {
     #[test]
     fn concurrent_views_and_snapshots() {
         use crate::dtype::DType;
+        let _serial = tracking_tests();
         set_tracking(true);
         let base = Tensor::empty(&[1000], DType::F32).unwrap();
         let key = base.data_ptr() as usize;
@@ -579,6 +1028,63 @@ mod tests {
             .iter()
             .any(|e| e.data as usize == key && e.nbytes == 4000 && e.tensors == 0));
         set_tracking(false);
+    }
+
+    /// Tracking turned off and on again (which takes every tensor entry out of the table)
+    /// while views of a tracked storage are made and dropped on several threads and
+    /// snapshots are taken: each registration's weak reference is dropped once (by the
+    /// view's release or by the switch, whichever took the entry), and no snapshot reads a
+    /// tensor that was freed (what the sanitizers check). Afterwards the base, whose
+    /// registration the first switch-off dropped, has no weak reference left.
+    #[test]
+    fn tracking_off_while_views_and_snapshots() {
+        use crate::dtype::DType;
+        let _serial = tracking_tests();
+        set_tracking(true);
+        let base = Tensor::empty(&[1000], DType::F32).unwrap();
+        assert_eq!(base.0.rc_box().weak_count(), 2, "registered");
+        let done = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let views: Vec<_> = (0..3)
+                .map(|_| {
+                    sc.spawn(|| {
+                        for i in 0..1500 {
+                            let v = base.slice(0, i % 900, i % 900 + 10, 1).unwrap();
+                            let w = v.transpose_2d().unwrap();
+                            drop(v);
+                            drop(w);
+                        }
+                    })
+                })
+                .collect();
+            sc.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    let snap = snapshot().unwrap();
+                    // the base, while listed (until the first switch-off), has itself at least
+                    if let Some(e) = snap.iter().find(|e| std::ptr::eq(e.data, base.data_ptr())) {
+                        assert!(e.tensors >= 1 && e.strong >= e.tensors);
+                    }
+                }
+            });
+            // Switched off and on until the view threads are done (at least 20 times).
+            let mut switches = 0;
+            while switches < 20 || !views.iter().all(|v| v.is_finished()) {
+                set_tracking(false);
+                set_tracking(true);
+                switches += 1;
+            }
+            for v in views {
+                v.join().unwrap();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        set_tracking(false);
+        assert_eq!(
+            base.0.rc_box().weak_count(),
+            1,
+            "the registration dropped once"
+        );
+        assert_eq!(base.use_count(), 1);
     }
 
     #[test]

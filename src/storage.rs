@@ -80,6 +80,13 @@ pub(crate) fn watching() -> bool {
     watching_from_start()
 }
 
+/// [`watching`] once the start-up setting has been asked (as it has whenever a watched
+/// storage exists): one load and no call (before the question, false).
+#[inline(always)]
+pub(crate) fn watching_asked() -> bool {
+    WATCHING.load(Ordering::Relaxed) == WATCH_ON
+}
+
 #[cold]
 #[inline(never)]
 fn watching_from_start() -> bool {
@@ -586,8 +593,9 @@ impl Intrusive for StorageImpl {
     // inlines wherever its codegen unit has other storage drops (benches/c/count.sh: 6
     // more instructions per view release).
     #[inline(never)]
-    fn release_resources(&self) {
+    fn release_resources(&self) -> u64 {
         self.release_data();
+        0
     }
 
     /// A tracked storage may be held by address by its observer (the memory snapshot reads

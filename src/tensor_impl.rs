@@ -122,6 +122,8 @@ impl ObserverSlot {
     pub(crate) fn get(&self) -> u32 {
         self.0.load(Ordering::Relaxed)
     }
+    /// Only the observer's table sets it, to a number the table handed out (the table finds
+    /// a slot from it without a bounds test).
     #[inline]
     pub(crate) fn set(&self, slot: u32) {
         self.0.store(slot, Ordering::Relaxed)
@@ -134,9 +136,10 @@ impl Intrusive for TensorImpl {
     /// Called at strong count 0 only while weak references exist, and the only weak
     /// reference to a tensor is its observer's (the memory snapshot's registration): so
     /// this tells the observer, and an untracked tensor's release path stays the one-step
-    /// fast path.
-    fn release_resources(&self) {
-        Observer::tensor_released(self);
+    /// fast path. The observer gives its weak reference up to the release (one decrement
+    /// for both units).
+    fn release_resources(&self) -> u64 {
+        Observer::tensor_released(self)
     }
 }
 
@@ -144,13 +147,14 @@ impl Intrusive for TensorImpl {
 /// above the foundation, as `storage::StorageObserver` watches storages: the memory
 /// snapshot implements both for [`Observer`].
 pub(crate) trait TensorObserver {
-    /// A tensor was made on a tracked storage: the observer may keep a weak reference to
-    /// it (its only weak references), and set its [`ObserverSlot`], and hands the tensor
-    /// back.
+    /// A tensor was made on a tracked storage (just made: `t` is its only reference, not
+    /// yet shared): the observer may keep a weak reference to it (its only weak
+    /// references), and set its [`ObserverSlot`], and hands the tensor back.
     fn tensor_made(t: Result<Tensor>) -> Result<Tensor>;
     /// A tensor made on a tracked storage reached strong count 0 while weak references
-    /// remain (`release_resources`).
-    fn tensor_released(t: &TensorImpl);
+    /// remain (`release_resources`): returns how many of its weak references the observer
+    /// gave up undropped (0 or 1), which the release then drops.
+    fn tensor_released(t: &TensorImpl) -> u64;
 }
 
 /// A strong reference to a TensorImpl (`Clone` = retain, `Drop` = release); the C handle
