@@ -260,10 +260,11 @@ impl DimSource for Swap<'_> {
     #[inline(always)]
     unsafe fn fill_heap(&mut self, p: *mut i64, nd: usize) {
         let (n, st, a, b) = (self.sizes, self.strides, self.a, self.b);
-        debug_assert!(nd == n.len() && nd == st.len() && a < nd && b < nd);
+        // The struct's invariant (transpose builds it so), asserted: a LazyLayout's fields
+        // are public, and an `nd` changed after the rule would read or write out of bounds.
+        assert!(nd == n.len() && nd == st.len() && a < nd && b < nd);
         // SAFETY: 2·nd items writable at p (the contract), nd the number of sizes and of
-        // strides (the struct's invariant), from the input's slices (another block);
-        // a, b < nd.
+        // strides (asserted), from the input's slices (another block); a, b < nd.
         unsafe {
             std::ptr::copy_nonoverlapping(n.as_ptr(), p, nd);
             std::ptr::copy_nonoverlapping(st.as_ptr(), p.add(nd), nd);

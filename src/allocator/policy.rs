@@ -95,6 +95,13 @@ pub(crate) fn aside_for_checker() -> bool {
     THREAD_ASIDE.load(Ordering::Relaxed)
 }
 
+/// [`aside_for_checker`] from `TENSOR_NO_CACHING` (`None`: unset) and whether a memory
+/// checker runs: only `=0` keeps the caches and the inline bytes under a checker (`=1`
+/// turns the caches off by the limit, and the inline bytes by this).
+fn steps_aside(no_caching: Option<bool>, checker: bool) -> bool {
+    checker && no_caching != Some(false)
+}
+
 /// The current cache limit in bytes (reads the environment the first time).
 pub fn cache_limit() -> usize {
     let l = CACHE_LIMIT.load(Ordering::Relaxed);
@@ -105,7 +112,7 @@ pub fn cache_limit() -> usize {
         let no_caching = crate::env::flag(ENV_NO_CACHING);
         let limit = limit_from_env(); // read (and checked) even when NO_CACHING wins
         let limit = if no_caching == Some(true) { 0 } else { limit };
-        let aside = no_caching.is_none() && crate::sanitizer::checker().is_some();
+        let aside = steps_aside(no_caching, crate::sanitizer::checker().is_some());
         THREAD_ASIDE.store(aside, Ordering::Relaxed);
         let _ =
             CACHE_LIMIT.compare_exchange(LIMIT_UNREAD, limit, Ordering::Relaxed, Ordering::Relaxed);
@@ -144,6 +151,18 @@ mod tests {
             "9999999999G",
         ] {
             assert_eq!(parse_bytes(bad), None, "{bad:?}");
+        }
+    }
+
+    /// Under a checker only TENSOR_NO_CACHING=0 keeps what hides blocks from it (the
+    /// per-thread caches, a small storage's inline bytes); =1 must not bring them back.
+    #[test]
+    fn only_no_caching_0_keeps_the_caches_under_a_checker() {
+        assert!(steps_aside(None, true));
+        assert!(steps_aside(Some(true), true));
+        assert!(!steps_aside(Some(false), true));
+        for v in [None, Some(true), Some(false)] {
+            assert!(!steps_aside(v, false));
         }
     }
 }

@@ -482,6 +482,8 @@ mod tests {
                     let mut k = Affine::<u8, f32>::new(a, b, stream);
                     // SAFETY: n items ss apart inside src; n contiguous f32 in out.
                     unsafe { k.run(out.as_mut_ptr() as *mut u8, src.as_ptr(), n, 4, ss as isize) };
+                    // The kernel leaves the fence to its op, as copy_affine_ does.
+                    crate::copy::kernels::fence_streaming_stores();
                     for (i, &o) in out.iter().enumerate() {
                         let want = src[i * ss] as f32 * a as f32 + b as f32;
                         assert_eq!(
