@@ -1,6 +1,7 @@
 //! Blocks from and back to the system (`posix_memalign` / `free`): the layer under both
-//! caches (and, through Rust's global allocator, the object boxes: [`fresh_box`]), and the one place `reserved_bytes` changes for blocks (the other: a storage's
-//! inline bytes, `stats::stats_inline_alloc`).
+//! caches (and, through Rust's global allocator, the object boxes: [`fresh_box`]), and
+//! the one place `reserved_bytes` changes for blocks (the other: a storage's inline bytes,
+//! `stats::stats_inline_alloc`).
 
 use super::stats::RESERVED_BYTES;
 use std::alloc::Layout;
@@ -61,14 +62,14 @@ pub(crate) fn prefault_for_write(p: *mut u8, nbytes: usize) {
     }
 }
 
-/// `MADV_POPULATE_WRITE` on the whole 4 KiB pages inside `nbytes` at `p`; false when there
-/// are none or the kernel refused (nothing else happens then).
+/// `MADV_POPULATE_WRITE` on the whole pages inside `nbytes` at `p`; false when there are
+/// none or the kernel refused (nothing else happens then).
 fn populate_pages(p: *mut u8, nbytes: usize) -> bool {
     #[cfg(target_os = "linux")]
     {
-        const PAGE: usize = 4096;
-        let start = (p as usize).div_ceil(PAGE) * PAGE;
-        let end = (p as usize).saturating_add(nbytes) / PAGE * PAGE;
+        let page = page_size();
+        let start = (p as usize).div_ceil(page) * page;
+        let end = (p as usize).saturating_add(nbytes) / page * page;
         // SAFETY: advice on whole pages inside a range the caller owns and is about to
         // write; MADV_POPULATE_WRITE only faults pages in (as writes would), it never
         // changes their content.
@@ -81,6 +82,18 @@ fn populate_pages(p: *mut u8, nbytes: usize) -> bool {
     {
         let _ = (p, nbytes);
         false
+    }
+}
+
+/// The system's page size (4 KiB on x86_64; 16 or 64 KiB on some arm64 kernels).
+#[cfg(target_os = "linux")]
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
     }
 }
 
@@ -268,7 +281,8 @@ mod tests {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+// Not under Miri, which has no mmap / madvise / mincore.
+#[cfg(all(test, target_os = "linux", not(miri)))]
 mod populate_tests {
     use super::*;
 
@@ -276,8 +290,8 @@ mod populate_tests {
     /// at its ends) and leaves their content as it was.
     #[test]
     fn populate_names_only_whole_pages_and_keeps_content() {
-        const PAGE: usize = 4096;
-        let n = 16 * PAGE;
+        let page = page_size();
+        let n = 16 * page;
         // SAFETY: a fresh private anonymous mapping of n bytes, unmapped at the end.
         unsafe {
             let m = libc::mmap(
@@ -292,18 +306,18 @@ mod populate_tests {
             let base = m as *mut u8;
             // Pages 2 and 12 are touched (content 7); the range starts inside page 1 and
             // ends inside page 13, so pages 2..13 are whole inside it.
-            *base.add(2 * PAGE + 5) = 7;
-            *base.add(12 * PAGE) = 7;
-            assert!(populate_pages(base.add(PAGE + 100), 12 * PAGE - 50));
+            *base.add(2 * page + 5) = 7;
+            *base.add(12 * page) = 7;
+            assert!(populate_pages(base.add(page + 100), 12 * page - 50));
             let mut vec = vec![0u8; 16];
             assert_eq!(libc::mincore(m, n, vec.as_mut_ptr()), 0);
             let resident: Vec<bool> = vec.iter().map(|v| v & 1 == 1).collect();
             let want: Vec<bool> = (0..16).map(|i| (2..13).contains(&i)).collect();
             assert_eq!(resident, want);
-            assert_eq!((*base.add(2 * PAGE + 5), *base.add(12 * PAGE)), (7, 7));
-            assert_eq!(*base.add(7 * PAGE), 0);
+            assert_eq!((*base.add(2 * page + 5), *base.add(12 * page)), (7, 7));
+            assert_eq!(*base.add(7 * page), 0);
             // No whole page inside: nothing to do.
-            assert!(!populate_pages(base.add(14 * PAGE + 1), PAGE));
+            assert!(!populate_pages(base.add(14 * page + 1), page));
             assert_eq!(libc::munmap(m, n), 0);
         }
     }
