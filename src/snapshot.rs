@@ -678,6 +678,26 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
                 .map_err(|_| oom())?;
             // A first count; tensors filed meanwhile grow the vector (fallibly).
             spans.try_reserve_exact(TENSORS.len()).map_err(|_| oom())?;
+            // The tensors first, then the storages' counts: a tensor counted here keeps its
+            // storage reference until the snapshot ends (its release waits, above), and one
+            // filed later has taken its reference before, so each storage's strong count
+            // read below covers every tensor counted on it.
+            // SAFETY: the registry lock is held and SNAPSHOTTING set: whoever takes an
+            // entry out meanwhile waits for the lock before dropping its weak reference.
+            for w in unsafe { TENSORS.values() } {
+                if w.expired() {
+                    continue;
+                }
+                // SAFETY: a TensorImpl's release_resources only takes its entry out; its
+                // layout and storage field stay as made until it is dropped, which the
+                // entry's weak reference prevents until we are done (above). The storage's
+                // address is only compared, never followed.
+                let t = unsafe { w.peek() };
+                if spans.len() == spans.capacity() {
+                    spans.try_reserve(1).map_err(|_| oom())?;
+                }
+                spans.push((&**t.storage() as *const StorageImpl as usize, span(t)));
+            }
             for (&a, f) in &reg.storages {
                 // SAFETY: registered and not yet unregistered (Drop unregisters under the
                 // lock we hold): the box is allocated; only its counter is read.
@@ -698,22 +718,6 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
                         reachable_bytes: 0,
                     },
                 ));
-            }
-            // SAFETY: the registry lock is held and SNAPSHOTTING set: whoever takes an
-            // entry out meanwhile waits for the lock before dropping its weak reference.
-            for w in unsafe { TENSORS.values() } {
-                if w.expired() {
-                    continue;
-                }
-                // SAFETY: a TensorImpl's release_resources only takes its entry out; its
-                // layout and storage field stay as made until it is dropped, which the
-                // entry's weak reference prevents until we are done (above). The storage's
-                // address is only compared, never followed.
-                let t = unsafe { w.peek() };
-                if spans.len() == spans.capacity() {
-                    spans.try_reserve(1).map_err(|_| oom())?;
-                }
-                spans.push((&**t.storage() as *const StorageImpl as usize, span(t)));
             }
             drop(reading);
         }
