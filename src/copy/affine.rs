@@ -377,15 +377,41 @@ mod simd {
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn emit8<const STREAM: bool>(d: *mut f32, v: __m128i, a: __m256, b: __m256) {
+        // SAFETY: the contract, which emit8_u32's is.
+        unsafe { emit8_u32::<STREAM>(d, _mm256_cvtepu8_epi32(v), a, b) }
+    }
+
+    /// Eight 32-bit integers (bytes zero-extended) to eight floats `x·a + b` at `d`.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; 32 bytes writable at `d`, 32-byte aligned when `STREAM`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn emit8_u32<const STREAM: bool>(d: *mut f32, x: __m256i, a: __m256, b: __m256) {
         // SAFETY: one 32-byte store at d, aligned when streaming: the contract.
         unsafe {
-            let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-            let y = _mm256_add_ps(_mm256_mul_ps(x, a), b);
+            let y = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(x), a), b);
             if STREAM {
                 _mm256_stream_ps(d, y)
             } else {
                 _mm256_storeu_ps(d, y)
             }
+        }
+    }
+
+    /// Bytes 0, 3, ..., 21 at `p`, zero-extended into eight 32-bit lanes: one shuffle (`m`,
+    /// in `stride3`) of the 16 bytes at `p` (lane 0) and the 16 at `p + 6` (lane 1).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; the 22 bytes at `p` readable.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn gather8(p: *const u8, m: __m256i) -> __m256i {
+        // SAFETY: bytes p..p + 16 and p + 6..p + 22: the contract.
+        unsafe {
+            let lo = _mm_loadu_si128(p as *const __m128i);
+            let hi = _mm_loadu_si128(p.add(6) as *const __m128i);
+            _mm256_shuffle_epi8(_mm256_set_m128i(hi, lo), m)
         }
     }
 
@@ -436,24 +462,11 @@ mod simd {
         // (d + i 32-byte aligned when d is: i is a multiple of 16); the tail moves items
         // i..n one by one.
         unsafe {
-            let group = |p: *const u8| {
-                let lo = _mm_loadu_si128(p as *const __m128i);
-                let hi = _mm_loadu_si128(p.add(6) as *const __m128i);
-                let v = _mm256_shuffle_epi8(_mm256_set_m128i(hi, lo), m);
-                _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), va), vb)
-            };
-            let store = |q: *mut f32, y: __m256| {
-                if STREAM {
-                    _mm256_stream_ps(q, y)
-                } else {
-                    _mm256_storeu_ps(q, y)
-                }
-            };
             let mut i = 0;
             while i + 16 <= n {
                 let p = s.add(3 * i);
-                store(d.add(i), group(p));
-                store(d.add(i + 8), group(p.add(24)));
+                emit8_u32::<STREAM>(d.add(i), gather8(p, m), va, vb);
+                emit8_u32::<STREAM>(d.add(i + 8), gather8(p.add(24), m), va, vb);
                 i += 16;
             }
             for j in i..n {
