@@ -9,7 +9,7 @@
 #   bench_big_clone takes optional [rounds]: BENCH_BIG_CLONE_ARGS=5
 #   bench_pipe (C++) adds the cv::dnn::blobFromImage rows when pkg-config finds opencv4.
 #   bench_yuv (FFmpeg's libswscale) takes optional [rounds [cold|warm [rows]]]: BENCH_YUV_ARGS="31 warm c"
-#   bench_norm takes optional [rounds]: BENCH_NORM_ARGS=31
+#   bench_norm takes optional [rounds [self|alt]]: BENCH_NORM_ARGS=31
 #   bench_views takes optional [iters_per_round [rounds]]: BENCH_VIEWS_ARGS="20000 101"
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -377,15 +377,41 @@ mod simd {
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn emit8<const STREAM: bool>(d: *mut f32, v: __m128i, a: __m256, b: __m256) {
+        // SAFETY: the contract, which emit8_u32's is.
+        unsafe { emit8_u32::<STREAM>(d, _mm256_cvtepu8_epi32(v), a, b) }
+    }
+
+    /// Eight 32-bit integers (bytes zero-extended) to eight floats `x·a + b` at `d`.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; 32 bytes writable at `d`, 32-byte aligned when `STREAM`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn emit8_u32<const STREAM: bool>(d: *mut f32, x: __m256i, a: __m256, b: __m256) {
         // SAFETY: one 32-byte store at d, aligned when streaming: the contract.
         unsafe {
-            let x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-            let y = _mm256_add_ps(_mm256_mul_ps(x, a), b);
+            let y = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(x), a), b);
             if STREAM {
                 _mm256_stream_ps(d, y)
             } else {
                 _mm256_storeu_ps(d, y)
             }
+        }
+    }
+
+    /// Bytes 0, 3, ..., 21 at `p`, zero-extended into eight 32-bit lanes: one shuffle (`m`,
+    /// in `stride3`) of the 16 bytes at `p` (lane 0) and the 16 at `p + 6` (lane 1).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; the 22 bytes at `p` readable.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn gather8(p: *const u8, m: __m256i) -> __m256i {
+        // SAFETY: bytes p..p + 16 and p + 6..p + 22: the contract.
+        unsafe {
+            let lo = _mm_loadu_si128(p as *const __m128i);
+            let hi = _mm_loadu_si128(p.add(6) as *const __m128i);
+            _mm256_shuffle_epi8(_mm256_set_m128i(hi, lo), m)
         }
     }
 
@@ -414,8 +440,9 @@ mod simd {
         }
     }
 
-    /// Every third byte: 16 outputs from 48 input bytes (three 16-byte loads, each
-    /// shuffled to its share of the 16 picked bytes).
+    /// Every third byte, 16 outputs per step: each 8 come from one 256-bit shuffle of two
+    /// 16-byte loads 6 bytes apart (lane 0 holds bytes 0..16, lane 1 bytes 6..22), which
+    /// puts bytes 0, 3, ..., 21 zero-extended into the eight 32-bit lanes directly.
     ///
     /// # Safety
     /// The CPU supports AVX2; the `n` bytes `s + 3i` (i < n) readable, `n` f32 writable at
@@ -423,28 +450,23 @@ mod simd {
     #[target_feature(enable = "avx2")]
     unsafe fn stride3<const STREAM: bool>(d: *mut f32, s: *const u8, n: usize, a: f32, b: f32) {
         let (va, vb) = (_mm256_set1_ps(a), _mm256_set1_ps(b));
-        // Output k takes input byte 3k: bytes 0..16 give outputs 0..5, 16..32 outputs
-        // 6..10 (bytes 18, 21, ..., 30), 32..48 outputs 11..15 (bytes 33, ..., 45).
+        // Output k of a group of 8 takes byte 3k: k < 4 from lane 0 (bytes 0, 3, 6, 9),
+        // k >= 4 from lane 1, loaded 6 bytes later (its bytes 6, 9, 12, 15 = 12, ..., 21).
         let z = -1i8;
-        let m0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, z, z, z, z, z, z, z, z, z, z);
-        let m1 = _mm_setr_epi8(z, z, z, z, z, z, 2, 5, 8, 11, 14, z, z, z, z, z);
-        let m2 = _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, 1, 4, 7, 10, 13);
-        // SAFETY: the block loop reads bytes 3i..3i + 48, which the loop condition keeps at
-        // or before the last item's byte 3(n - 1), and writes floats i..i + 16 <= n (d + i
-        // 32-byte aligned when d is: i is a multiple of 16); the tail moves items i..n one
-        // by one.
+        let m = _mm256_setr_epi8(
+            0, z, z, z, 3, z, z, z, 6, z, z, z, 9, z, z, z, //
+            6, z, z, z, 9, z, z, z, 12, z, z, z, 15, z, z, z,
+        );
+        // SAFETY: a group of 8 at item i reads bytes 3i..3i + 16 and 3i + 6..3i + 22, whose
+        // last byte 3i + 21 = 3(i + 7) is an item's; the loop writes floats i..i + 16 <= n
+        // (d + i 32-byte aligned when d is: i is a multiple of 16); the tail moves items
+        // i..n one by one.
         unsafe {
             let mut i = 0;
-            // The last 16-byte load of a block ends at byte 3·i + 47, which must not pass the
-            // last item (byte 3·(n - 1)).
-            while i + 16 <= n && 3 * i + 47 <= 3 * (n - 1) {
+            while i + 16 <= n {
                 let p = s.add(3 * i);
-                let v0 = _mm_shuffle_epi8(_mm_loadu_si128(p as *const __m128i), m0);
-                let v1 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(16) as *const __m128i), m1);
-                let v2 = _mm_shuffle_epi8(_mm_loadu_si128(p.add(32) as *const __m128i), m2);
-                let v = _mm_or_si128(_mm_or_si128(v0, v1), v2);
-                emit8::<STREAM>(d.add(i), v, va, vb);
-                emit8::<STREAM>(d.add(i + 8), _mm_unpackhi_epi64(v, v), va, vb);
+                emit8_u32::<STREAM>(d.add(i), gather8(p, m), va, vb);
+                emit8_u32::<STREAM>(d.add(i + 8), gather8(p.add(24), m), va, vb);
                 i += 16;
             }
             for j in i..n {
