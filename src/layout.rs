@@ -668,6 +668,7 @@ impl CheckedLayout {
     /// non-overlapping and dense, since then it reaches exactly `numel` items from offset 0
     /// (and the tensor's extent already fit in i64). `None` when it does not qualify or
     /// the copy cannot be allocated (callers then take the checking path).
+    #[inline(always)] // into the clone's `empty_dense_like`, which writes it in place
     pub fn dense_at_zero(layout: &Layout, numel: i64, dtype: DType, dense: bool) -> Option<Self> {
         if !dense {
             return None;

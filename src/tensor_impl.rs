@@ -315,7 +315,7 @@ impl Tensor {
             t.dtype,
             t.is_non_overlapping_and_dense(),
         ) {
-            Some(layout) => Tensor::empty_in(layout),
+            Some(layout) => Tensor::empty_in_inlined(layout),
             None => Tensor::empty_strided(t.sizes(), t.strides(), t.dtype),
         }
     }
@@ -327,6 +327,14 @@ impl Tensor {
 
     /// An uninitialised tensor with `layout`, on a new storage of exactly its bytes.
     fn empty_in(layout: CheckedLayout) -> Result<Tensor> {
+        Tensor::empty_in_inlined(layout)
+    }
+
+    /// [`empty_in`](Self::empty_in), inlined where the layout is built (`empty_dense_like`,
+    /// a clone's): the layout is then written into the new box from where it is made, not
+    /// moved through memory on the way (about 30 instructions per small clone).
+    #[inline(always)]
+    fn empty_in_inlined(layout: CheckedLayout) -> Result<Tensor> {
         let storage = StorageImpl::allocate(layout.nbytes(), Allocator::default_allocator())?;
         // A storage of exactly the layout's bytes: it fits.
         Tensor::new_fitting(storage, layout, VersionOf::Storage)
