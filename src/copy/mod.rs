@@ -31,7 +31,7 @@ use engine::{execute, Kernel, Plan};
 use kernels::{Bytes16, Convert, CopySame, Equal};
 
 /// Up to this many bytes, a dense same-layout same-dtype copy skips the engine (clone of
-/// small tensors): one `memcpy`, as fast as the engine's single-threaded copy at these
+/// small tensors): one `memcpy` (`kernels::copy_bytes`), as fast as the engine's single-threaded copy at these
 /// sizes without its planning (a 16 KiB clone took 2.4x a `malloc` + `memcpy` + `free`
 /// through the engine; the engine's streaming stores and threads start far above).
 const SMALL_COPY_BYTES: usize = 64 << 10;
@@ -627,7 +627,7 @@ impl TensorImpl {
             if nbytes > 0 {
                 // SAFETY: both are dense with equal strides: each covers exactly nbytes
                 // bytes from its data pointer (self checked by data_for_read); out is fresh.
-                unsafe { std::ptr::copy_nonoverlapping(src, out.data_ptr(), nbytes) };
+                unsafe { kernels::copy_bytes(out.data_ptr(), src, nbytes) };
             }
             return Ok(out);
         }
