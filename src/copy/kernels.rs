@@ -88,10 +88,10 @@ pub(crate) const STREAM_FALLBACK_BYTES: usize = 16 << 20;
 
 /// Contiguous copies of more than this many bytes, and at most [`VEC_COPY_MAX`], are
 /// [`copy_bytes`]' own AVX2 loop: glibc 2.36's `memcpy` moves them with `rep movsb` from
-/// 2112 bytes on a CPU with fast short `rep movsb` (FSRM), which on the Zen 4 hosts of
-/// BENCHMARKS.md ("Small-tensor clone") took 1.2-1.4x the loop's time for a 3-8 KiB copy
-/// whose lines are in the L1 cache (and up to 3x when source and destination are 16 bytes
-/// apart modulo 4 KiB).
+/// 2112 bytes on a CPU with fast short `rep movsb` (FSRM), which on the Zen 4 host of
+/// BENCHMARKS.md ("Small-tensor clone") took 1.1-1.4x the loop's time for a 3-8 KiB copy
+/// whose lines are in the L1 cache (and 2-4.6x with a destination 16 bytes past the source
+/// modulo 4 KiB).
 const VEC_COPY_MIN: usize = 2048;
 /// See [`VEC_COPY_MIN`]: past 16 KiB the two measured alike.
 const VEC_COPY_MAX: usize = 16 << 10;
