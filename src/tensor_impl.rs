@@ -259,18 +259,23 @@ impl Tensor {
     #[inline(always)] // as CheckedLayout::check
     pub fn new(storage: &Storage, layout: CheckedLayout, version: VersionOf) -> Result<Tensor> {
         layout.check_fits(storage.nbytes())?;
-        Tensor::new_fitting(storage.clone(), layout, version)
+        // SAFETY: checked just above.
+        unsafe { Tensor::new_fitting(storage.clone(), layout, version) }
     }
 
     /// [`new`](Self::new) taking the storage reference the tensor keeps, the layout's fit
     /// checked by the caller.
     ///
-    /// The caller has checked `layout.check_fits(storage.nbytes())`, or made the storage
-    /// for exactly `layout.nbytes()` bytes (`empty_in`). Not `unsafe`: a layout that did not
-    /// fit would still be caught by every data access (`check_in_bounds`), but the
-    /// invariant written on `TensorImpl::layout` would not hold.
+    /// # Safety
+    /// `layout` fits `storage` (`layout.check_fits(storage.nbytes())` passed, or the storage
+    /// was made for exactly `layout.nbytes()` bytes and nothing else has it yet): the
+    /// invariant written on `TensorImpl::layout`.
     #[inline(always)]
-    fn new_fitting(storage: Storage, layout: CheckedLayout, version: VersionOf) -> Result<Tensor> {
+    unsafe fn new_fitting(
+        storage: Storage,
+        layout: CheckedLayout,
+        version: VersionOf,
+    ) -> Result<Tensor> {
         debug_assert!(layout.check_fits(storage.nbytes()).is_ok());
         let version = version.resolve()?;
         let (layout, numel, dtype) = layout.into_parts();
@@ -336,8 +341,8 @@ impl Tensor {
     #[inline(always)]
     fn empty_in_inlined(layout: CheckedLayout) -> Result<Tensor> {
         let storage = StorageImpl::allocate(layout.nbytes(), Allocator::default_allocator())?;
-        // A storage of exactly the layout's bytes: it fits.
-        Tensor::new_fitting(storage, layout, VersionOf::Storage)
+        // SAFETY: a new storage of exactly the layout's bytes, ours alone: it fits.
+        unsafe { Tensor::new_fitting(storage, layout, VersionOf::Storage) }
     }
 
     pub fn zeros(sizes: &[i64], dtype: DType) -> Result<Tensor> {
@@ -900,6 +905,37 @@ mod tests {
         // SAFETY: this test's thread is the only user of the storage.
         unsafe { t.storage().resize(4) }.unwrap();
         assert_eq!(t.get(&[3]).unwrap_err().status, Status::OutOfBounds);
+    }
+
+    /// The bounds check of a dense tensor whose flags are known (`offset + numel` items,
+    /// no pass over the dims) counts the offset and every element, in any dim order: a
+    /// storage shrunk by one item under such a view is caught, one of exactly its extent
+    /// is not.
+    #[test]
+    fn dense_bounds_check_counts_offset_and_elements() {
+        let base = Tensor::zeros(&[8], DType::F32).unwrap();
+        // 2x3 at offset 2, then its transpose: dense, extent (2 + 6) items = 32 bytes.
+        let v = Tensor::from_storage(base.storage(), 2, &[2, 3], None, DType::F32).unwrap();
+        let t = v.transpose(0, 1).unwrap();
+        for x in [&v, &t] {
+            assert!(x.is_non_overlapping_and_dense(), "flags computed: dense");
+            assert!(x.flags.known().is_some());
+            assert!(x.check_in_bounds().is_ok());
+        }
+        // SAFETY: this test's thread is the only user of the storage.
+        unsafe { base.storage().resize(28) }.unwrap();
+        for x in [&v, &t] {
+            let e = x.check_in_bounds().unwrap_err();
+            assert_eq!(e.status, Status::OutOfBounds);
+            assert!(
+                e.message.contains("32") && e.message.contains("28"),
+                "{}",
+                e.message
+            );
+        }
+        // SAFETY: as above.
+        unsafe { base.storage().resize(32) }.unwrap();
+        assert!(v.check_in_bounds().is_ok() && t.check_in_bounds().is_ok());
     }
 
     #[test]

@@ -31,9 +31,10 @@ use engine::{execute, Kernel, Plan};
 use kernels::{Bytes16, Convert, CopySame, Equal};
 
 /// Up to this many bytes, a dense same-layout same-dtype copy skips the engine (clone of
-/// small tensors): one `memcpy` (`kernels::copy_bytes`), as fast as the engine's single-threaded copy at these
-/// sizes without its planning (a 16 KiB clone took 2.4x a `malloc` + `memcpy` + `free`
-/// through the engine; the engine's streaming stores and threads start far above).
+/// small tensors): one copy of the span (`kernels::copy_bytes`), as fast as the engine's
+/// single-threaded copy at these sizes without its planning (a 16 KiB clone took 2.4x a
+/// `malloc` + `memcpy` + `free` through the engine; the engine's streaming stores and
+/// threads start far above).
 const SMALL_COPY_BYTES: usize = 64 << 10;
 
 /// Runs `k` over two operands laid out as (`sizes`, `st0`) and (`sizes`, `st1`).
@@ -622,7 +623,7 @@ impl TensorImpl {
     unsafe fn copy_into_fresh(&self, src: *mut u8, out: Tensor, same: bool) -> Result<Tensor> {
         let nbytes = self.nbytes();
         // Small tensors: a dense source copied to the same strides in the same dtype is
-        // one memcpy of its span; the engine's planning would cost more than the copy.
+        // one copy of its span; the engine's planning would cost more than the copy.
         if nbytes <= SMALL_COPY_BYTES && same && self.dtype() != DType::Bool {
             if nbytes > 0 {
                 // SAFETY: both are dense with equal strides: each covers exactly nbytes
