@@ -166,8 +166,28 @@ impl Buf {
         }
     }
 
-    /// Fallible clone (the allocation of a spilled copy may fail).
+    /// Fallible clone (the allocation of a spilled copy may fail). An inline buffer is
+    /// copied whole, as one fixed-size move (its unwritten items too, as `MaybeUninit`):
+    /// no call and no length-dependent copy (a `memcpy` call, about 50 instructions per
+    /// small clone).
+    #[inline(always)]
     fn try_clone(&self) -> Result<Self> {
+        if self.len <= INLINE {
+            return Ok(Buf {
+                len: self.len,
+                data: BufData {
+                    // SAFETY: inline (len <= INLINE): the `inline` field is the live one; a
+                    // `MaybeUninit` array is copied as it is, written items or not.
+                    inline: unsafe { self.data.inline },
+                },
+            });
+        }
+        self.try_clone_heap()
+    }
+
+    /// [`try_clone`](Self::try_clone) of a spilled buffer.
+    #[inline(never)]
+    fn try_clone_heap(&self) -> Result<Self> {
         let mut b = Buf::uninit(self.len)?;
         let src = self.as_slice();
         // SAFETY: b has room for src.len() = len items (uninit's contract), written here
@@ -648,6 +668,7 @@ impl CheckedLayout {
     /// non-overlapping and dense, since then it reaches exactly `numel` items from offset 0
     /// (and the tensor's extent already fit in i64). `None` when it does not qualify or
     /// the copy cannot be allocated (callers then take the checking path).
+    #[inline(always)] // into the clone's `empty_dense_like`, which writes it in place
     pub fn dense_at_zero(layout: &Layout, numel: i64, dtype: DType, dense: bool) -> Option<Self> {
         if !dense {
             return None;
@@ -776,6 +797,13 @@ impl CachedFlags {
             return Flags(f & !Self::KNOWN);
         }
         self.fill(layout, numel)
+    }
+
+    /// The flags if they have been computed already (nothing is computed here).
+    #[inline]
+    pub fn known(&self) -> Option<Flags> {
+        let f = self.0.load(Ordering::Relaxed);
+        (f & Self::KNOWN != 0).then_some(Flags(f & !Self::KNOWN))
     }
 
     // Out of line: one copy of the refresh, run once per tensor that is asked.

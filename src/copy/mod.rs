@@ -31,9 +31,10 @@ use engine::{execute, Kernel, Plan};
 use kernels::{Bytes16, Convert, CopySame, Equal};
 
 /// Up to this many bytes, a dense same-layout same-dtype copy skips the engine (clone of
-/// small tensors): one `memcpy`, as fast as the engine's single-threaded copy at these
-/// sizes without its planning (a 16 KiB clone took 2.4x a `malloc` + `memcpy` + `free`
-/// through the engine; the engine's streaming stores and threads start far above).
+/// small tensors): one copy of the span (`kernels::copy_bytes`), as fast as the engine's
+/// single-threaded copy at these sizes without its planning (a 16 KiB clone took 2.4x a
+/// `malloc` + `memcpy` + `free` through the engine; the engine's streaming stores and
+/// threads start far above).
 const SMALL_COPY_BYTES: usize = 64 << 10;
 
 /// Runs `k` over two operands laid out as (`sizes`, `st0`) and (`sizes`, `st1`).
@@ -588,26 +589,46 @@ impl TensorImpl {
     fn copy_to_new(&self, strides: &[i64], dtype: DType) -> Result<Tensor> {
         dtype.check_convert_from(self.dtype(), "copy_")?;
         let src = self.data_for_read()?;
-        let same = dtype == self.dtype() && self.is_non_overlapping_and_dense();
-        // `like_strides`' Same: self's own strides, self non-overlapping and dense.
-        let own = same && std::ptr::eq(strides, self.strides());
-        let out = if own {
-            Tensor::empty_dense_like(self)?
-        } else {
-            Tensor::empty_strided(self.sizes(), strides, dtype)?
-        };
+        let out = Tensor::empty_strided(self.sizes(), strides, dtype)?;
+        // A dense source copied to its own strides in its own dtype: one span.
+        let same = dtype == self.dtype()
+            && self.is_non_overlapping_and_dense()
+            && out.strides() == self.strides();
+        // SAFETY: src from data_for_read; out fresh; `same` as computed.
+        unsafe { self.copy_into_fresh(src, out, same) }
+    }
+
+    /// `clone(Preserve)` of a non-overlapping and dense `self`: a new tensor with its sizes,
+    /// strides and dtype at offset 0 (`Tensor::empty_dense_like`: the layout copied, not
+    /// validated again), holding its values. What `copy_to_new(self.strides(),
+    /// self.dtype())` does, without the dtype, layout and strides tests whose answers are
+    /// known here.
+    fn clone_dense(&self) -> Result<Tensor> {
+        debug_assert!(self.is_non_overlapping_and_dense());
+        let src = self.data_for_read()?;
+        let out = Tensor::empty_dense_like(self)?;
+        debug_assert!(out.strides() == self.strides() && out.dtype() == self.dtype());
+        // SAFETY: src from data_for_read; out fresh, with self's strides and dtype, self
+        // non-overlapping and dense.
+        unsafe { self.copy_into_fresh(src, out, true) }
+    }
+
+    /// Copies `self`'s values into `out`, a fresh tensor of its sizes; returns `out`.
+    ///
+    /// # Safety
+    /// `src` is `self.data_for_read()`'s pointer; `out` is fresh (private, every byte of its
+    /// storage about to be written: a dense layout); `same`: `self` is non-overlapping and
+    /// dense and `out` has its dtype and strides.
+    #[inline(always)]
+    unsafe fn copy_into_fresh(&self, src: *mut u8, out: Tensor, same: bool) -> Result<Tensor> {
         let nbytes = self.nbytes();
         // Small tensors: a dense source copied to the same strides in the same dtype is
-        // one memcpy of its span; the engine's planning would cost more than the copy.
-        if nbytes <= SMALL_COPY_BYTES
-            && same
-            && dtype != DType::Bool
-            && (own || out.strides() == self.strides())
-        {
+        // one copy of its span; the engine's planning would cost more than the copy.
+        if nbytes <= SMALL_COPY_BYTES && same && self.dtype() != DType::Bool {
             if nbytes > 0 {
                 // SAFETY: both are dense with equal strides: each covers exactly nbytes
                 // bytes from its data pointer (self checked by data_for_read); out is fresh.
-                unsafe { std::ptr::copy_nonoverlapping(src, out.data_ptr(), nbytes) };
+                unsafe { kernels::copy_bytes(out.data_ptr(), src, nbytes) };
             }
             return Ok(out);
         }
@@ -615,13 +636,13 @@ impl TensorImpl {
         let block = out.storage();
         crate::allocator::prefault_for_write(block.data_ptr(), block.nbytes());
         // SAFETY: self validated by data_for_read; out is fresh, private and laid out by
-        // `strides`.
+        // its own strides.
         unsafe {
             copy_raw(
                 self.sizes(),
                 out.data_ptr(),
                 out.strides(),
-                dtype,
+                out.dtype(),
                 src,
                 self.strides(),
                 self.dtype(),
@@ -638,7 +659,7 @@ impl TensorImpl {
         // `like_strides`' Same case, without building its result (a `Dims` moved through a
         // `Result`: about 40 instructions of a small clone).
         if matches!(fmt, MemoryFormat::Preserve) && self.is_non_overlapping_and_dense() {
-            return self.copy_to_new(self.strides(), self.dtype());
+            return self.clone_dense();
         }
         self.copy_to_new(&self.like_strides(fmt)?, self.dtype())
     }
