@@ -547,19 +547,25 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
     Ok(t)
 }
 
-/// Told by the tensor's `release_resources` (strong count 0): takes its entry out and gives
-/// the entry's weak unit up to the release (1), which drops it with the unit the strong
-/// references shared, in one decrement.
+/// Takes `t`'s entry out of the table, if it is filed there, and gives the entry's weak
+/// unit up to the caller, the release of `t` (true), once no snapshot can be reading the
+/// entry (see [`SNAPSHOTTING`]); false if it is not filed (any more: `take_all` took it).
+/// Told either by the release of the tensor's only strong reference while the entry's is
+/// its only weak one (`Intrusive::reclaim_sole_weak`: the release then destroys the tensor
+/// without touching its count; with strong still 1 a snapshot that read the entry counts
+/// the tensor, whose storage reference is dropped only after that snapshot, as a
+/// snapshot requires), or by its `release_resources` at strong count 0 (which drops the
+/// unit with the one the strong references shared, in one decrement).
 #[cold]
 #[inline(never)]
-pub(crate) fn unregister_tensor(t: &TensorImpl) -> u64 {
+pub(crate) fn unregister_tensor(t: &TensorImpl) -> bool {
     match TENSORS.remove(t) {
         Some(weak) => {
             wait_out_snapshot();
             let _ = weak.into_raw();
-            1
+            true
         }
-        None => 0,
+        None => false,
     }
 }
 
@@ -599,6 +605,10 @@ impl TensorObserver for Observer {
     }
     #[inline]
     fn tensor_released(t: &TensorImpl) -> u64 {
+        unregister_tensor(t) as u64
+    }
+    #[inline]
+    fn tensor_reclaimed(t: &TensorImpl) -> bool {
         unregister_tensor(t)
     }
 }
