@@ -27,7 +27,7 @@
 use crate::error::{Error, Result, Status};
 use crate::refcount::{box_of, counts_of, RcBox, WeakIntrusivePtr};
 use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
-use crate::tensor_impl::{ObserverSlot, Tensor, TensorImpl, TensorObserver};
+use crate::tensor_impl::{ObserverSlot, TensorImpl, TensorObserver};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -429,6 +429,14 @@ extern "C" fn wait_for_snapshot() {
     drop(registry());
 }
 
+/// [`wait_for_snapshot`], then `r`.
+#[cold]
+#[inline(never)]
+extern "C" fn wait_for_snapshot_then(r: bool) -> bool {
+    wait_for_snapshot();
+    r
+}
+
 /// [`SNAPSHOTTING`] set while alive; cleared by `Drop`, on every path out of the snapshot's
 /// reading.
 struct Snapshotting;
@@ -533,18 +541,22 @@ pub(crate) fn unregister_storage(s: &StorageImpl) {
 }
 
 /// Registers a new tensor made on a tracked storage (best effort, as storages): no lock
-/// (the table is lock-free, see [`TensorSlots`]).
+/// (the table is lock-free, see [`TensorSlots`]). True if filed (the value only lets the
+/// growth path be a tail call, which spares the fast path saving a register).
 #[cold]
 #[inline(never)]
-pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
-    let Ok(t) = t else { return t };
+pub(crate) fn register_tensor(t: &TensorImpl) -> bool {
     // (Asked already: the storage is tracked.)
     if !crate::storage::watching_asked() {
-        return Ok(t); // its storage was tracked, but tracking has been turned off since
+        return false; // its storage was tracked, but tracking has been turned off since
     }
-    // SAFETY: `t` was just made (TensorObserver::tensor_made): its only reference.
-    TENSORS.insert(&t, unsafe { t.0.downgrade_unshared() });
-    Ok(t)
+    // SAFETY: `t` was just made (TensorObserver::tensor_made), the value of an RcBox whose
+    // only reference its maker holds; this borrows that reference (never dropped here).
+    let me = ManuallyDrop::new(unsafe {
+        crate::refcount::IntrusivePtr::from_raw(box_of(t) as *mut RcBox<TensorImpl>)
+    });
+    // SAFETY: that only reference, not yet shared.
+    TENSORS.insert(t, unsafe { me.downgrade_unshared() })
 }
 
 /// Takes `t`'s entry out of the table, if it is filed there, and gives the entry's weak
@@ -559,14 +571,15 @@ pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
 #[cold]
 #[inline(never)]
 pub(crate) fn unregister_tensor(t: &TensorImpl) -> bool {
-    match TENSORS.remove(t) {
-        Some(weak) => {
-            wait_out_snapshot();
-            let _ = weak.into_raw();
-            true
-        }
-        None => false,
+    let Some(weak) = TENSORS.remove(t) else {
+        return false;
+    };
+    let _ = weak.into_raw();
+    if SNAPSHOTTING.load(Ordering::SeqCst) {
+        // (a tail call: the fast path saves no register)
+        return wait_for_snapshot_then(true);
     }
+    true
 }
 
 /// The registry is what watches storages and the tensors on them (the foundation declares
@@ -600,8 +613,8 @@ impl StorageObserver for Observer {
 
 impl TensorObserver for Observer {
     #[inline]
-    fn tensor_made(t: Result<Tensor>) -> Result<Tensor> {
-        register_tensor(t)
+    fn tensor_made(t: &TensorImpl) {
+        register_tensor(t);
     }
     #[inline]
     fn tensor_released(t: &TensorImpl) -> u64 {
@@ -808,6 +821,7 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor_impl::Tensor;
 
     /// The slot table: slots are reused last-freed first; a tensor removes only its own
     /// entry, including when its slot number came from another (discarded) table.

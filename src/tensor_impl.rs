@@ -156,10 +156,10 @@ impl Intrusive for TensorImpl {
 /// above the foundation, as `storage::StorageObserver` watches storages: the memory
 /// snapshot implements both for [`Observer`].
 pub(crate) trait TensorObserver {
-    /// A tensor was made on a tracked storage (just made: `t` is its only reference, not
-    /// yet shared): the observer may keep a weak reference to it (its only weak
-    /// references), and set its [`ObserverSlot`], and hands the tensor back.
-    fn tensor_made(t: Result<Tensor>) -> Result<Tensor>;
+    /// A tensor was made on a tracked storage (just made: its maker holds its only
+    /// reference, not yet shared): the observer may keep a weak reference to it (its only
+    /// weak references) and set its [`ObserverSlot`].
+    fn tensor_made(t: &TensorImpl);
     /// A tensor made on a tracked storage reached strong count 0 while weak references
     /// remain (`release_resources`): returns how many of its weak references the observer
     /// gave up undropped (0 or 1), which the release then drops.
@@ -256,7 +256,7 @@ impl TensorBox {
         });
         // Tensors on a tracked storage are watched too (the memory snapshot registers them).
         if storage.is_tracked() {
-            return Observer::tensor_made(Ok(t));
+            Observer::tensor_made(&t);
         }
         Ok(t)
     }
