@@ -429,12 +429,14 @@ extern "C" fn wait_for_snapshot() {
     drop(registry());
 }
 
-/// [`wait_for_snapshot`], then `r`.
+/// [`wait_for_snapshot`], then true: for a tail call (the result is opaque to the
+/// optimiser, which would otherwise keep the constant in a saved register across a plain
+/// call); it cannot unwind either.
 #[cold]
 #[inline(never)]
-extern "C" fn wait_for_snapshot_then(r: bool) -> bool {
+fn wait_for_snapshot_then_true() -> bool {
     wait_for_snapshot();
-    r
+    std::hint::black_box(true)
 }
 
 /// [`SNAPSHOTTING`] set while alive; cleared by `Drop`, on every path out of the snapshot's
@@ -577,7 +579,7 @@ pub(crate) fn unregister_tensor(t: &TensorImpl) -> bool {
     let _ = weak.into_raw();
     if SNAPSHOTTING.load(Ordering::SeqCst) {
         // (a tail call: the fast path saves no register)
-        return wait_for_snapshot_then(true);
+        return wait_for_snapshot_then_true();
     }
     true
 }
