@@ -840,6 +840,81 @@ mod tests {
         assert_eq!(d.load(Ordering::SeqCst), 1, "freed by the release");
     }
 
+    /// The release of the only strong reference while the object's own weak reference is
+    /// the only weak one: the object takes it back (`reclaim_sole_weak`) and is destroyed
+    /// by that release, without `release_resources`. When the object no longer holds it
+    /// (someone else's weak reference is the one), the hook answers false and the release
+    /// goes the usual way: `release_resources` at strong 0, the object kept for the weak
+    /// reference.
+    #[test]
+    fn reclaim_sole_weak_destroys_without_release_resources() {
+        use std::sync::Mutex;
+        struct Keeper {
+            own: Mutex<Option<WeakIntrusivePtr<Keeper>>>,
+            asked: Arc<AtomicUsize>,
+            released: Arc<AtomicUsize>,
+            dropped: Arc<AtomicUsize>,
+        }
+        impl Intrusive for Keeper {
+            type Boxes = Global;
+            fn release_resources(&self) -> u64 {
+                self.released.fetch_add(1, Ordering::SeqCst);
+                0
+            }
+            fn reclaim_sole_weak(&self) -> bool {
+                self.asked.fetch_add(1, Ordering::SeqCst);
+                match self.own.lock().unwrap().take() {
+                    Some(w) => {
+                        let _ = w.into_raw();
+                        true
+                    }
+                    None => false,
+                }
+            }
+        }
+        impl Drop for Keeper {
+            fn drop(&mut self) {
+                self.dropped.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let counters = || {
+            (0..3)
+                .map(|_| Arc::new(AtomicUsize::new(0)))
+                .collect::<Vec<_>>()
+        };
+        let make = |c: &[Arc<AtomicUsize>]| {
+            IntrusivePtr::try_new(Keeper {
+                own: Mutex::new(None),
+                asked: c[0].clone(),
+                released: c[1].clone(),
+                dropped: c[2].clone(),
+            })
+            .ok()
+            .unwrap()
+        };
+        let get = |c: &[Arc<AtomicUsize>]| -> Vec<usize> {
+            c.iter().map(|a| a.load(Ordering::SeqCst)).collect()
+        };
+        // Its own weak reference, two strong ones: the first release only decrements.
+        let c = counters();
+        let p = make(&c);
+        *p.own.lock().unwrap() = Some(p.downgrade());
+        let q = p.clone();
+        drop(q);
+        assert_eq!(get(&c), [0, 0, 0], "not the only strong reference: not asked");
+        drop(p);
+        assert_eq!(get(&c), [1, 0, 1], "reclaimed and destroyed, no release_resources");
+        // Someone else's weak reference: asked, declines, released the usual way.
+        let c = counters();
+        let p = make(&c);
+        let w = p.downgrade();
+        drop(p);
+        assert_eq!(get(&c), [1, 1, 0], "declined: strong 0, kept for the weak reference");
+        assert!(w.lock().is_none());
+        drop(w);
+        assert_eq!(get(&c), [1, 1, 1]);
+    }
+
     #[test]
     fn raw_roundtrip() {
         let (p, _r, d) = probe();
