@@ -544,8 +544,7 @@ impl<T: Intrusive> IntrusivePtr<T> {
         // `reachable_by_address`; tested only once the count matched, so other objects
         // pay nothing, and a const `false` for tensors).
         let cur = rc.load(Ordering::Acquire);
-        if cur == STRONG_ONE | WEAK_ONE && !self.rc_box().value.reachable_by_address()
-        {
+        if cur == STRONG_ONE | WEAK_ONE && !self.rc_box().value.reachable_by_address() {
             // SAFETY: we are the only reference of either kind (see above), none can be
             // made without one, and no registry can upgrade by address: destroying now is
             // what the decrement would lead to.
@@ -901,15 +900,27 @@ mod tests {
         *p.own.lock().unwrap() = Some(p.downgrade());
         let q = p.clone();
         drop(q);
-        assert_eq!(get(&c), [0, 0, 0], "not the only strong reference: not asked");
+        assert_eq!(
+            get(&c),
+            [0, 0, 0],
+            "not the only strong reference: not asked"
+        );
         drop(p);
-        assert_eq!(get(&c), [1, 0, 1], "reclaimed and destroyed, no release_resources");
+        assert_eq!(
+            get(&c),
+            [1, 0, 1],
+            "reclaimed and destroyed, no release_resources"
+        );
         // Someone else's weak reference: asked, declines, released the usual way.
         let c = counters();
         let p = make(&c);
         let w = p.downgrade();
         drop(p);
-        assert_eq!(get(&c), [1, 1, 0], "declined: strong 0, kept for the weak reference");
+        assert_eq!(
+            get(&c),
+            [1, 1, 0],
+            "declined: strong 0, kept for the weak reference"
+        );
         assert!(w.lock().is_none());
         drop(w);
         assert_eq!(get(&c), [1, 1, 1]);

@@ -8,7 +8,10 @@
 //! storages created from then on are registered (their addresses with a copy of their
 //! data pointer, size and kind, in a mutex-protected map; `Drop` unregisters them) and so
 //! are the tensors made on them (a weak reference each, in a lock-free slot table,
-//! [`TensorSlots`], removed by the tensor's `release_resources` at strong count 0). Making a tensor tests one flag of its storage
+//! [`TensorSlots`], removed at the tensor's release: by the release of its only strong
+//! reference while that weak reference is its only one, which then destroys the tensor
+//! without touching its count, `Intrusive::reclaim_sole_weak`; otherwise by its
+//! `release_resources` at strong count 0). Making a tensor tests one flag of its storage
 //! (`StorageImpl::is_tracked`); releasing an untracked tensor is unchanged (no weak
 //! reference, so the one-step fast path). The foundation only declares those calls
 //! (`storage::StorageObserver`, `tensor_impl::TensorObserver`) and the switch of new
@@ -713,10 +716,12 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
                 if w.expired() {
                     continue;
                 }
-                // SAFETY: a TensorImpl's release_resources only takes its entry out; its
-                // layout and storage field stay as made until it is dropped, which the
-                // entry's weak reference prevents until we are done (above). The storage's
-                // address is only compared, never followed.
+                // SAFETY: a TensorImpl's release only takes its entry out; its layout and
+                // storage field stay as made until it is dropped, which the entry's weak
+                // reference prevents until we are done (whoever takes the entry out waits
+                // for us before giving that reference up, above; the release that takes it
+                // back to destroy the tensor at strong count 1 too). The storage's address
+                // is only compared, never followed.
                 let t = unsafe { w.peek() };
                 if spans.len() == spans.capacity() {
                     spans.try_reserve(1).map_err(|_| oom())?;
