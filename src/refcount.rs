@@ -556,7 +556,7 @@ impl<T: Intrusive> IntrusivePtr<T> {
         // load synchronises with every earlier release, as the decrement would; the count
         // cannot have changed since unless that weak reference was dropped meanwhile,
         // which the hook then finds (it no longer holds it) and answers false.
-        if cur == STRONG_ONE | 2 * WEAK_ONE && self.rc_box().value.reclaim_sole_weak() {
+        if cur == STRONG_ONE | (2 * WEAK_ONE) && self.rc_box().value.reclaim_sole_weak() {
             // SAFETY: the only strong reference is ours, the only weak one the object has
             // just handed back (its contract): no reference of either kind remains with
             // anyone else and none can be made, so destroying now is what the decrements
