@@ -81,6 +81,21 @@ pub trait Intrusive {
         0
     }
 
+    /// Asked by the release of the only strong reference when exactly one weak reference
+    /// exists (its acquire load read one strong unit and two weak ones: the unit the
+    /// strong references share and that reference's). True: the object held that weak
+    /// reference itself (an observer's registration) and has taken it back, so nothing
+    /// else can reach the object or change its count any more: the release then destroys
+    /// it at once, with no read-modify-write of the count, and neither `release_resources`
+    /// nor a decrement happens. False (the default, a constant for most types): the
+    /// release goes on with its decrement. The hook must not touch the count; when it
+    /// returns false, nothing of the object is changed. An object reachable by address
+    /// ([`reachable_by_address`](Self::reachable_by_address)) answers false.
+    #[inline(always)]
+    fn reclaim_sole_weak(&self) -> bool {
+        false
+    }
+
     /// Whether other threads may reach this object by its address alone, with no
     /// reference of either kind, and read its counts ([`counts_of`]) or upgrade
     /// ([`try_upgrade`]) there (a registry of objects by address, whose entry the object's
@@ -502,18 +517,50 @@ unsafe fn release_weak<T: Intrusive>(p: NonNull<RcBox<T>>) {
 impl<T: Intrusive> Drop for IntrusivePtr<T> {
     #[inline]
     fn drop(&mut self) {
+        // SAFETY: dropped: never used again.
+        unsafe { self.release_ref() }
+    }
+}
+
+impl<T: Intrusive> IntrusivePtr<T> {
+    /// `drop(self)`, always inlined: for the C API's release, where the drop glue of a
+    /// handle's type is left out of line once the release has more than one fast path.
+    #[inline(always)]
+    pub fn release(self) {
+        // SAFETY: the reference is given up here, never used again (nor dropped).
+        unsafe { std::mem::ManuallyDrop::new(self).release_ref() }
+    }
+
+    /// Gives this strong reference up (`Drop`).
+    ///
+    /// # Safety
+    /// `self` is not used (nor dropped) afterwards.
+    #[inline(always)]
+    unsafe fn release_ref(&mut self) {
         let rc = &self.rc_box().refcount;
         // Sole owner, no weak refs: nobody else can reach the object, so no other thread
         // can change the count (c10 takes the same shortcut). Skips one atomic RMW for the
         // common short-lived view. Not for objects reachable by address (see
         // `reachable_by_address`; tested only once the count matched, so other objects
         // pay nothing, and a const `false` for tensors).
-        if rc.load(Ordering::Acquire) == STRONG_ONE | WEAK_ONE
-            && !self.rc_box().value.reachable_by_address()
-        {
+        let cur = rc.load(Ordering::Acquire);
+        if cur == STRONG_ONE | WEAK_ONE && !self.rc_box().value.reachable_by_address() {
             // SAFETY: we are the only reference of either kind (see above), none can be
             // made without one, and no registry can upgrade by address: destroying now is
             // what the decrement would lead to.
+            unsafe { destroy(self.ptr) };
+            return;
+        }
+        // The same with one weak reference that the object itself holds and takes back
+        // (`reclaim_sole_weak`; a constant false for types that hold none). The acquire
+        // load synchronises with every earlier release, as the decrement would; the count
+        // cannot have changed since unless that weak reference was dropped meanwhile,
+        // which the hook then finds (it no longer holds it) and answers false.
+        if cur == STRONG_ONE | (2 * WEAK_ONE) && self.rc_box().value.reclaim_sole_weak() {
+            // SAFETY: the only strong reference is ours, the only weak one the object has
+            // just handed back (its contract): no reference of either kind remains with
+            // anyone else and none can be made, so destroying now is what the decrements
+            // would lead to.
             unsafe { destroy(self.ptr) };
             return;
         }
@@ -790,6 +837,93 @@ mod tests {
         assert_eq!(p.rc_box().weak_count(), 2);
         drop(p);
         assert_eq!(d.load(Ordering::SeqCst), 1, "freed by the release");
+    }
+
+    /// The release of the only strong reference while the object's own weak reference is
+    /// the only weak one: the object takes it back (`reclaim_sole_weak`) and is destroyed
+    /// by that release, without `release_resources`. When the object no longer holds it
+    /// (someone else's weak reference is the one), the hook answers false and the release
+    /// goes the usual way: `release_resources` at strong 0, the object kept for the weak
+    /// reference.
+    #[test]
+    fn reclaim_sole_weak_destroys_without_release_resources() {
+        use std::sync::Mutex;
+        struct Keeper {
+            own: Mutex<Option<WeakIntrusivePtr<Keeper>>>,
+            asked: Arc<AtomicUsize>,
+            released: Arc<AtomicUsize>,
+            dropped: Arc<AtomicUsize>,
+        }
+        impl Intrusive for Keeper {
+            type Boxes = Global;
+            fn release_resources(&self) -> u64 {
+                self.released.fetch_add(1, Ordering::SeqCst);
+                0
+            }
+            fn reclaim_sole_weak(&self) -> bool {
+                self.asked.fetch_add(1, Ordering::SeqCst);
+                match self.own.lock().unwrap().take() {
+                    Some(w) => {
+                        let _ = w.into_raw();
+                        true
+                    }
+                    None => false,
+                }
+            }
+        }
+        impl Drop for Keeper {
+            fn drop(&mut self) {
+                self.dropped.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let counters = || {
+            (0..3)
+                .map(|_| Arc::new(AtomicUsize::new(0)))
+                .collect::<Vec<_>>()
+        };
+        let make = |c: &[Arc<AtomicUsize>]| {
+            IntrusivePtr::try_new(Keeper {
+                own: Mutex::new(None),
+                asked: c[0].clone(),
+                released: c[1].clone(),
+                dropped: c[2].clone(),
+            })
+            .ok()
+            .unwrap()
+        };
+        let get = |c: &[Arc<AtomicUsize>]| -> Vec<usize> {
+            c.iter().map(|a| a.load(Ordering::SeqCst)).collect()
+        };
+        // Its own weak reference, two strong ones: the first release only decrements.
+        let c = counters();
+        let p = make(&c);
+        *p.own.lock().unwrap() = Some(p.downgrade());
+        let q = p.clone();
+        drop(q);
+        assert_eq!(
+            get(&c),
+            [0, 0, 0],
+            "not the only strong reference: not asked"
+        );
+        drop(p);
+        assert_eq!(
+            get(&c),
+            [1, 0, 1],
+            "reclaimed and destroyed, no release_resources"
+        );
+        // Someone else's weak reference: asked, declines, released the usual way.
+        let c = counters();
+        let p = make(&c);
+        let w = p.downgrade();
+        drop(p);
+        assert_eq!(
+            get(&c),
+            [1, 1, 0],
+            "declined: strong 0, kept for the weak reference"
+        );
+        assert!(w.lock().is_none());
+        drop(w);
+        assert_eq!(get(&c), [1, 1, 1]);
     }
 
     #[test]

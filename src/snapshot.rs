@@ -8,7 +8,10 @@
 //! storages created from then on are registered (their addresses with a copy of their
 //! data pointer, size and kind, in a mutex-protected map; `Drop` unregisters them) and so
 //! are the tensors made on them (a weak reference each, in a lock-free slot table,
-//! [`TensorSlots`], removed by the tensor's `release_resources` at strong count 0). Making a tensor tests one flag of its storage
+//! [`TensorSlots`], removed at the tensor's release: by the release of its only strong
+//! reference while that weak reference is its only one, which then destroys the tensor
+//! without touching its count, `Intrusive::reclaim_sole_weak`; otherwise by its
+//! `release_resources` at strong count 0). Making a tensor tests one flag of its storage
 //! (`StorageImpl::is_tracked`); releasing an untracked tensor is unchanged (no weak
 //! reference, so the one-step fast path). The foundation only declares those calls
 //! (`storage::StorageObserver`, `tensor_impl::TensorObserver`) and the switch of new
@@ -27,7 +30,7 @@
 use crate::error::{Error, Result, Status};
 use crate::refcount::{box_of, counts_of, RcBox, WeakIntrusivePtr};
 use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
-use crate::tensor_impl::{ObserverSlot, Tensor, TensorImpl, TensorObserver};
+use crate::tensor_impl::{ObserverSlot, TensorImpl, TensorObserver};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -429,6 +432,16 @@ extern "C" fn wait_for_snapshot() {
     drop(registry());
 }
 
+/// [`wait_for_snapshot`], then true: for a tail call (the result is opaque to the
+/// optimiser, which would otherwise keep the constant in a saved register across a plain
+/// call); it cannot unwind either.
+#[cold]
+#[inline(never)]
+fn wait_for_snapshot_then_true() -> bool {
+    wait_for_snapshot();
+    std::hint::black_box(true)
+}
+
 /// [`SNAPSHOTTING`] set while alive; cleared by `Drop`, on every path out of the snapshot's
 /// reading.
 struct Snapshotting;
@@ -533,34 +546,45 @@ pub(crate) fn unregister_storage(s: &StorageImpl) {
 }
 
 /// Registers a new tensor made on a tracked storage (best effort, as storages): no lock
-/// (the table is lock-free, see [`TensorSlots`]).
+/// (the table is lock-free, see [`TensorSlots`]). True if filed (the value only lets the
+/// growth path be a tail call, which spares the fast path saving a register).
 #[cold]
 #[inline(never)]
-pub(crate) fn register_tensor(t: Result<Tensor>) -> Result<Tensor> {
-    let Ok(t) = t else { return t };
+pub(crate) fn register_tensor(t: &TensorImpl) -> bool {
     // (Asked already: the storage is tracked.)
     if !crate::storage::watching_asked() {
-        return Ok(t); // its storage was tracked, but tracking has been turned off since
+        return false; // its storage was tracked, but tracking has been turned off since
     }
-    // SAFETY: `t` was just made (TensorObserver::tensor_made): its only reference.
-    TENSORS.insert(&t, unsafe { t.0.downgrade_unshared() });
-    Ok(t)
+    // SAFETY: `t` was just made (TensorObserver::tensor_made), the value of an RcBox whose
+    // only reference its maker holds; this borrows that reference (never dropped here).
+    let me = ManuallyDrop::new(unsafe {
+        crate::refcount::IntrusivePtr::from_raw(box_of(t) as *mut RcBox<TensorImpl>)
+    });
+    // SAFETY: that only reference, not yet shared.
+    TENSORS.insert(t, unsafe { me.downgrade_unshared() })
 }
 
-/// Told by the tensor's `release_resources` (strong count 0): takes its entry out and gives
-/// the entry's weak unit up to the release (1), which drops it with the unit the strong
-/// references shared, in one decrement.
+/// Takes `t`'s entry out of the table, if it is filed there, and gives the entry's weak
+/// unit up to the caller, the release of `t` (true), once no snapshot can be reading the
+/// entry (see [`SNAPSHOTTING`]); false if it is not filed (any more: `take_all` took it).
+/// Told either by the release of the tensor's only strong reference while the entry's is
+/// its only weak one (`Intrusive::reclaim_sole_weak`: the release then destroys the tensor
+/// without touching its count; with strong still 1 a snapshot that read the entry counts
+/// the tensor, whose storage reference is dropped only after that snapshot, as a
+/// snapshot requires), or by its `release_resources` at strong count 0 (which drops the
+/// unit with the one the strong references shared, in one decrement).
 #[cold]
 #[inline(never)]
-pub(crate) fn unregister_tensor(t: &TensorImpl) -> u64 {
-    match TENSORS.remove(t) {
-        Some(weak) => {
-            wait_out_snapshot();
-            let _ = weak.into_raw();
-            1
-        }
-        None => 0,
+pub(crate) fn unregister_tensor(t: &TensorImpl) -> bool {
+    let Some(weak) = TENSORS.remove(t) else {
+        return false;
+    };
+    let _ = weak.into_raw();
+    if SNAPSHOTTING.load(Ordering::SeqCst) {
+        // (a tail call: the fast path saves no register)
+        return wait_for_snapshot_then_true();
     }
+    true
 }
 
 /// The registry is what watches storages and the tensors on them (the foundation declares
@@ -594,11 +618,15 @@ impl StorageObserver for Observer {
 
 impl TensorObserver for Observer {
     #[inline]
-    fn tensor_made(t: Result<Tensor>) -> Result<Tensor> {
-        register_tensor(t)
+    fn tensor_made(t: &TensorImpl) {
+        register_tensor(t);
     }
     #[inline]
     fn tensor_released(t: &TensorImpl) -> u64 {
+        unregister_tensor(t) as u64
+    }
+    #[inline]
+    fn tensor_reclaimed(t: &TensorImpl) -> bool {
         unregister_tensor(t)
     }
 }
@@ -688,10 +716,12 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
                 if w.expired() {
                     continue;
                 }
-                // SAFETY: a TensorImpl's release_resources only takes its entry out; its
-                // layout and storage field stay as made until it is dropped, which the
-                // entry's weak reference prevents until we are done (above). The storage's
-                // address is only compared, never followed.
+                // SAFETY: a TensorImpl's release only takes its entry out; its layout and
+                // storage field stay as made until it is dropped, which the entry's weak
+                // reference prevents until we are done (whoever takes the entry out waits
+                // for us before giving that reference up, above; the release that takes it
+                // back to destroy the tensor at strong count 1 too). The storage's address
+                // is only compared, never followed.
                 let t = unsafe { w.peek() };
                 if spans.len() == spans.capacity() {
                     spans.try_reserve(1).map_err(|_| oom())?;
@@ -798,6 +828,7 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor_impl::Tensor;
 
     /// The slot table: slots are reused last-freed first; a tensor removes only its own
     /// entry, including when its slot number came from another (discarded) table.

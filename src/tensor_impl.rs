@@ -141,20 +141,35 @@ impl Intrusive for TensorImpl {
     fn release_resources(&self) -> u64 {
         Observer::tensor_released(self)
     }
+
+    /// The release of a tracked tensor's only reference while the observer's is its only
+    /// weak one (the common short-lived view): the observer takes its registration back
+    /// and the tensor is destroyed with no read-modify-write of its count (an untracked
+    /// tensor, with no weak reference, never gets here).
+    #[inline(always)]
+    fn reclaim_sole_weak(&self) -> bool {
+        Observer::tensor_reclaimed(self)
+    }
 }
 
 /// What watches the tensors made on a tracked storage (`StorageImpl::is_tracked`), from
 /// above the foundation, as `storage::StorageObserver` watches storages: the memory
 /// snapshot implements both for [`Observer`].
 pub(crate) trait TensorObserver {
-    /// A tensor was made on a tracked storage (just made: `t` is its only reference, not
-    /// yet shared): the observer may keep a weak reference to it (its only weak
-    /// references), and set its [`ObserverSlot`], and hands the tensor back.
-    fn tensor_made(t: Result<Tensor>) -> Result<Tensor>;
+    /// A tensor was made on a tracked storage (just made: its maker holds its only
+    /// reference, not yet shared): the observer may keep a weak reference to it (its only
+    /// weak references) and set its [`ObserverSlot`].
+    fn tensor_made(t: &TensorImpl);
     /// A tensor made on a tracked storage reached strong count 0 while weak references
     /// remain (`release_resources`): returns how many of its weak references the observer
     /// gave up undropped (0 or 1), which the release then drops.
     fn tensor_released(t: &TensorImpl) -> u64;
+    /// The only strong reference to a tensor is being released and it has exactly one
+    /// weak reference (`Intrusive::reclaim_sole_weak`): true if that was the observer's,
+    /// which it has taken back (no one else can reach the tensor now: the release destroys
+    /// it); false, nothing done, if the observer holds none (then the release decrements
+    /// as usual).
+    fn tensor_reclaimed(t: &TensorImpl) -> bool;
 }
 
 /// A strong reference to a TensorImpl (`Clone` = retain, `Drop` = release); the C handle
@@ -245,7 +260,7 @@ impl TensorBox {
         });
         // Tensors on a tracked storage are watched too (the memory snapshot registers them).
         if tracked {
-            return Observer::tensor_made(Ok(t));
+            Observer::tensor_made(&t);
         }
         Ok(t)
     }

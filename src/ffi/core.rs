@@ -31,7 +31,9 @@ pub extern "C" fn tensor_retain(t: *const tensor_t) -> *mut tensor_t {
 pub extern "C" fn tensor_release(t: *mut tensor_t) {
     guard(fn_name!(), || {
         // SAFETY: the caller gives up one strong reference it owns (or passes NULL).
-        drop(unsafe { tensor_t::adopt(t) });
+        if let Some(t) = unsafe { tensor_t::adopt(t) } {
+            t.0.release();
+        }
     })
 }
 
