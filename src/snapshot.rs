@@ -30,7 +30,7 @@
 use crate::error::{Error, Result, Status};
 use crate::refcount::{box_of, counts_of, RcBox, WeakIntrusivePtr};
 use crate::storage::{Observer, Storage, StorageImpl, StorageKind, StorageObserver};
-use crate::tensor_impl::{ObserverSlot, TensorImpl, TensorObserver};
+use crate::tensor_impl::{ObserverSlot, Tensor, TensorImpl, TensorObserver};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -548,20 +548,23 @@ pub(crate) fn unregister_storage(s: &StorageImpl) {
 /// Registers a new tensor made on a tracked storage (best effort, as storages): no lock
 /// (the table is lock-free, see [`TensorSlots`]). True if filed (the value only lets the
 /// growth path be a tail call, which spares the fast path saving a register).
+///
+/// # Safety
+/// As [`TensorObserver::tensor_made`]: `b` is the box of a tensor just made, whose only
+/// reference its maker holds (`b` from that reference, with its provenance: the whole box).
 #[cold]
 #[inline(never)]
-pub(crate) fn register_tensor(t: &TensorImpl) -> bool {
+pub(crate) unsafe fn register_tensor(b: *const RcBox<TensorImpl>) -> bool {
     // (Asked already: the storage is tracked.)
     if !crate::storage::watching_asked() {
         return false; // its storage was tracked, but tracking has been turned off since
     }
-    // SAFETY: `t` was just made (TensorObserver::tensor_made), the value of an RcBox whose
-    // only reference its maker holds; this borrows that reference (never dropped here).
+    // SAFETY: the contract; this borrows the maker's reference (never dropped here).
     let me = ManuallyDrop::new(unsafe {
-        crate::refcount::IntrusivePtr::from_raw(box_of(t) as *mut RcBox<TensorImpl>)
+        crate::refcount::IntrusivePtr::from_raw(b as *mut RcBox<TensorImpl>)
     });
     // SAFETY: that only reference, not yet shared.
-    TENSORS.insert(t, unsafe { me.downgrade_unshared() })
+    TENSORS.insert(&me, unsafe { me.downgrade_unshared() })
 }
 
 /// Takes `t`'s entry out of the table, if it is filed there, and gives the entry's weak
@@ -618,8 +621,9 @@ impl StorageObserver for Observer {
 
 impl TensorObserver for Observer {
     #[inline]
-    fn tensor_made(t: &TensorImpl) {
-        register_tensor(t);
+    fn tensor_made(t: &Tensor) {
+        // SAFETY: a tensor just made, its maker's only reference; its box pointer.
+        unsafe { register_tensor(t.0.as_ptr()) };
     }
     #[inline]
     fn tensor_released(t: &TensorImpl) -> u64 {
@@ -828,7 +832,6 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor_impl::Tensor;
 
     /// The slot table: slots are reused last-freed first; a tensor removes only its own
     /// entry, including when its slot number came from another (discarded) table.

@@ -159,7 +159,7 @@ pub(crate) trait TensorObserver {
     /// A tensor was made on a tracked storage (just made: its maker holds its only
     /// reference, not yet shared): the observer may keep a weak reference to it (its only
     /// weak references) and set its [`ObserverSlot`].
-    fn tensor_made(t: &TensorImpl);
+    fn tensor_made(t: &Tensor);
     /// A tensor made on a tracked storage reached strong count 0 while weak references
     /// remain (`release_resources`): returns how many of its weak references the observer
     /// gave up undropped (0 or 1), which the release then drops.
