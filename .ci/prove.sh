@@ -133,8 +133,8 @@ step_miri() {
     return
   fi
   run cargo +nightly miri setup
-  # Unit tests of the reference counts, storages (and their boxes' slack alignment), DLPack
-  # and the copy engine's scalar paths (tests that call into libc or take minutes under Miri
+  # Unit tests of the reference counts, storages (and their boxes' slack alignment), DLPack,
+  # the copy engine's scalar paths and the snapshot racing views (about 2.5 minutes) (tests that call into libc or take minutes under Miri
   # are #[cfg_attr(miri, ignore)]).
   # The copy tests that sweep every dtype pair or big tensors take minutes under Miri: the
   # scalar paths are covered by the smaller ones listed.
@@ -144,7 +144,8 @@ step_miri() {
     copy::tests::bool_copies copy::tests::copy_with_overlapping copy::tests::copy_between_storages \
     copy::tests::in_place_errors copy::tests::write_checks copy::tests::equal_on_the_same \
     copy::tests::repeat_matches copy::tests::copy_broadcasts \
-    copy::float_int::tests::every_pair_on_a_sample copy::float_int::tests::baseline_float
+    copy::float_int::tests::every_pair_on_a_sample copy::float_int::tests::baseline_float \
+    snapshot::tests::concurrent_views_and_snapshots
 }
 
 step_oom() {

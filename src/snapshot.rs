@@ -47,7 +47,15 @@ struct Figures {
     data: usize,
     nbytes: usize,
     kind: StorageKind,
+    /// The storage's box, as its reference gave it (the whole box's provenance, which the
+    /// key, an address, does not carry): where the snapshot reads the counts.
+    rc: *const RcBox<StorageImpl>,
 }
+
+// SAFETY: `rc` is only dereferenced by the snapshot, under the registry lock, while the
+// entry exists (the storage's `Drop` removes it under that lock first); the rest is plain
+// data.
+unsafe impl Send for Figures {}
 
 /// The registry's keys are object addresses: distinct, 16-byte aligned, and chosen by the
 /// allocator, not by a caller, so they need no DoS-resistant hash. SipHash (std's default)
@@ -502,6 +510,7 @@ pub(crate) fn register_storage(s: &Storage) {
         data: s.data_ptr() as usize,
         nbytes: s.nbytes(),
         kind: s.kind(),
+        rc: s.as_ptr(),
     };
     with_registry(|r| {
         if r.storages.try_reserve(1).is_ok() {
@@ -735,7 +744,7 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
             for (&a, f) in &reg.storages {
                 // SAFETY: registered and not yet unregistered (Drop unregisters under the
                 // lock we hold): the box is allocated; only its counter is read.
-                let (strong, weak) = unsafe { counts_of(box_of(a as *const StorageImpl)) };
+                let (strong, weak) = unsafe { counts_of(f.rc) };
                 if strong == 0 {
                     continue;
                 }
