@@ -134,8 +134,8 @@ step_miri() {
   fi
   run cargo +nightly miri setup
   # Unit tests of the reference counts, storages (and their boxes' slack alignment), DLPack,
-  # the copy engine's scalar paths and the snapshot racing views (about 2.5 minutes) (tests that call into libc or take minutes under Miri
-  # are #[cfg_attr(miri, ignore)]).
+  # the copy engine's scalar paths, and snapshots racing views (about 2.5 minutes); tests
+  # that call into libc or take minutes under Miri are #[cfg_attr(miri, ignore)].
   # The copy tests that sweep every dtype pair or big tensors take minutes under Miri: the
   # scalar paths are covered by the smaller ones listed.
   run env CARGO_TARGET_DIR=target/miri \
