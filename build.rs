@@ -30,6 +30,18 @@ fn main() {
         println!("cargo:rustc-cfg=tensor_asan");
     }
 
+    // `cfg(tensor_tls_descriptor)`: the per-thread caches are reached through a TLS
+    // descriptor written in `asm!` (src/allocator/thread.rs): x86_64 Linux with glibc, not
+    // under Miri (which runs no `asm!`; cargo miri shows build scripts `CARGO_CFG_MIRI`).
+    let cfg = |k: &str| std::env::var(format!("CARGO_CFG_{k}")).ok();
+    if cfg("TARGET_ARCH").as_deref() == Some("x86_64")
+        && cfg("TARGET_OS").as_deref() == Some("linux")
+        && cfg("TARGET_ENV").as_deref() == Some("gnu")
+        && cfg("MIRI").is_none()
+    {
+        println!("cargo:rustc-cfg=tensor_tls_descriptor");
+    }
+
     // The C test driver (tests/c_api.rs) compiles for the same target.
     println!(
         "cargo:rustc-env=TENSOR_TARGET={}",

@@ -15,13 +15,6 @@
 use super::stats::CACHED_BYTES;
 use super::system::{system_free, ALIGNMENT};
 use std::alloc::Layout;
-#[cfg(not(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    target_env = "gnu",
-    not(miri)
-)))]
-use std::cell::UnsafeCell;
 use std::sync::atomic::Ordering;
 
 /// Object slots: one per boxed type (a slot keeps blocks of one layout only; another type's
@@ -230,16 +223,9 @@ impl ThreadCaches {
     /// pointer or an array / struct of them, for which all-zero bytes are a valid value;
     /// `initial_state_is_all_zero` (a unit test, also run under Miri) checks that this
     /// stays so field by field.
-    // There the storage starts zeroed and this is only the test's reference.
-    #[cfg_attr(
-        all(
-            target_arch = "x86_64",
-            target_os = "linux",
-            target_env = "gnu",
-            not(miri)
-        ),
-        allow(dead_code)
-    )]
+    // With the TLS descriptor (`caches` below) the storage starts zeroed and this is only the
+    // test's reference.
+    #[cfg_attr(tensor_tls_descriptor, allow(dead_code))]
     const fn new() -> ThreadCaches {
         ThreadCaches {
             objects: ObjectCache::new(),
@@ -274,12 +260,7 @@ thread_local! {
 /// only `rax` changes, but glibc before 2.39 could clobber vector registers in
 /// `_dl_tlsdesc_dynamic`. On entry to an `asm!` block without `nostack` the stack is
 /// aligned for a call, as the descriptor function may need.
-#[cfg(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    target_env = "gnu",
-    not(miri)
-))]
+#[cfg(tensor_tls_descriptor)]
 #[inline(always)]
 fn caches() -> *mut ThreadCaches {
     let off: usize;
@@ -302,12 +283,7 @@ fn caches() -> *mut ThreadCaches {
 // The storage of `caches()`: one `ThreadCaches` per thread, zero-initialised by the dynamic
 // loader (`.tbss`: the valid initial state, `ThreadCaches::new`), never dropped (it needs no
 // drop; the thread-exit work is `EXIT_GUARD`'s). Hidden: not exported from the library.
-#[cfg(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    target_env = "gnu",
-    not(miri)
-))]
+#[cfg(tensor_tls_descriptor)]
 std::arch::global_asm!(
     ".pushsection .tbss.libtensor_thread_caches,\"awT\",@nobits",
     ".p2align {align}",
@@ -324,14 +300,10 @@ std::arch::global_asm!(
 );
 
 /// This thread's caches, elsewhere: a `thread_local!` without a destructor.
-#[cfg(not(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    target_env = "gnu",
-    not(miri)
-)))]
+#[cfg(not(tensor_tls_descriptor))]
 #[inline(always)]
 fn caches() -> *mut ThreadCaches {
+    use std::cell::UnsafeCell;
     thread_local! {
         static CACHES: UnsafeCell<ThreadCaches> = const { UnsafeCell::new(ThreadCaches::new()) };
     }
