@@ -33,7 +33,7 @@ pub(crate) use stats::{
 /// object (`storage::StorageImpl`: one allocation for both, the bytes on a cache line of
 /// their own), instead of a small block: one line.
 pub(crate) const INLINE_BYTES: usize = ALIGNMENT;
-pub(crate) use system::{prefault_for_write, ALIGNMENT, HUGE_THRESHOLD};
+pub(crate) use system::{page_size, prefault_for_write, ALIGNMENT, HUGE_THRESHOLD};
 
 use crate::error::{Error, Result, Status};
 use stats::{stats_alloc, stats_free};

@@ -85,9 +85,9 @@ fn populate_pages(p: *mut u8, nbytes: usize) -> bool {
     }
 }
 
-/// The system's page size (4 KiB on x86_64; 16 or 64 KiB on some arm64 kernels).
-#[cfg(target_os = "linux")]
-fn page_size() -> usize {
+/// The system's page size (4 KiB on x86_64; 16 or 64 KiB on some arm64 kernels), 4096 if
+/// `sysconf` cannot tell.
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n > 0 {

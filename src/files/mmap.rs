@@ -80,16 +80,6 @@ unsafe extern "C" fn unmap(_data: *mut c_void, ctx: *mut c_void) {
     }
 }
 
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
-    }
-}
-
 /// Size of the object behind `fd`: a regular file's length, or a block device's. Anything
 /// else (a directory, FIFO, socket, character device) is refused with Io naming `what` and
 /// its kind: none is a file of bytes to map.
@@ -174,7 +164,7 @@ pub(crate) fn map_fd(
         OutOfBounds,
         "region of {nbytes} bytes at offset {offset} is past the end of {what} ({size} bytes)"
     );
-    let delta = offset % page_size();
+    let delta = offset % crate::allocator::page_size() as u64;
     let map_len = nbytes + delta;
     ensure!(
         map_len <= isize::MAX as u64 && offset - delta <= i64::MAX as u64,
