@@ -96,6 +96,12 @@ pub trait Intrusive {
         false
     }
 
+    /// Whether [`reclaim_sole_weak`](Self::reclaim_sole_weak) can answer true: only then
+    /// does the release test for that count, and it asks the hook out of line (a tail
+    /// call), so that the sole-owner release of the other kinds of object keeps its
+    /// registers.
+    const RECLAIMS_SOLE_WEAK: bool = false;
+
     /// Whether other threads may reach this object by its address alone, with no
     /// reference of either kind, and read its counts ([`counts_of`]) or upgrade
     /// ([`try_upgrade`]) there (a registry of objects by address, whose entry the object's
@@ -552,38 +558,70 @@ impl<T: Intrusive> IntrusivePtr<T> {
             return;
         }
         // The same with one weak reference that the object itself holds and takes back
-        // (`reclaim_sole_weak`; a constant false for types that hold none). The acquire
-        // load synchronises with every earlier release, as the decrement would; the count
-        // cannot have changed since unless that weak reference was dropped meanwhile,
-        // which the hook then finds (it no longer holds it) and answers false.
-        if cur == STRONG_ONE | (2 * WEAK_ONE) && self.rc_box().value.reclaim_sole_weak() {
-            // SAFETY: the only strong reference is ours, the only weak one the object has
-            // just handed back (its contract): no reference of either kind remains with
-            // anyone else and none can be made, so destroying now is what the decrements
-            // would lead to.
-            unsafe { destroy(self.ptr) };
+        // (`reclaim_sole_weak`, asked only of types that hold one).
+        if T::RECLAIMS_SOLE_WEAK && cur == STRONG_ONE | (2 * WEAK_ONE) {
+            // SAFETY: our strong reference, given up.
+            unsafe { release_sole_weak(self.ptr) };
             return;
         }
-        let old = rc.fetch_sub(STRONG_ONE, Ordering::AcqRel);
-        if strong_of(old) > 1 {
-            return;
-        }
-        if strong_of(old) == 0 {
-            // No strong reference existed: a C handle released twice (or after its last
-            // release; its box is cached, holding 0). Unwinds to the call's guard.
-            released_handle(self.ptr.as_ptr() as *const u8);
-        }
-        // SAFETY: strong just reached 0; the weak unit that the strong references shared
-        // is now ours to give back.
-        unsafe {
-            if weak_of(old) == 1 {
-                // No weak reference exists and none can be created any more: one step.
-                destroy(self.ptr);
-            } else {
-                // The shared unit, and whatever weak references the hook gave up.
-                let given_up = self.ptr.as_ref().value.release_resources();
-                release_weak_units(self.ptr, 1 + given_up);
-            }
+        // SAFETY: our strong reference, given up.
+        unsafe { release_counted(self.ptr) }
+    }
+}
+
+/// The release of the only strong reference to `p`'s object while the count word read one
+/// weak reference too: the object is asked to take it back (`reclaim_sole_weak`), which
+/// destroys it at once; otherwise the decrement. The acquire load that read the count
+/// synchronises with every earlier release, as the decrement would; the count cannot have
+/// changed since unless that weak reference was dropped meanwhile, which the hook then
+/// finds (it no longer holds it) and answers false. Out of line: see
+/// [`Intrusive::RECLAIMS_SOLE_WEAK`].
+///
+/// # Safety
+/// The caller gives up a strong reference to `p`'s object.
+#[inline(never)]
+unsafe fn release_sole_weak<T: Intrusive>(p: NonNull<RcBox<T>>) {
+    // SAFETY: alive (the caller's reference).
+    if unsafe { p.as_ref() }.value.reclaim_sole_weak() {
+        // SAFETY: the only strong reference is ours, the only weak one the object has
+        // just handed back (its contract): no reference of either kind remains with
+        // anyone else and none can be made, so destroying now is what the decrements
+        // would lead to.
+        unsafe { destroy(p) };
+        return;
+    }
+    // SAFETY: the caller's reference.
+    unsafe { release_counted(p) }
+}
+
+/// The release of a strong reference to `p`'s object by a decrement (and, at strong count
+/// 0, `release_resources` and the weak units, or the destruction).
+///
+/// # Safety
+/// The caller gives up a strong reference to `p`'s object.
+#[inline(always)]
+unsafe fn release_counted<T: Intrusive>(p: NonNull<RcBox<T>>) {
+    // SAFETY: alive (the caller's reference).
+    let rc = unsafe { &p.as_ref().refcount };
+    let old = rc.fetch_sub(STRONG_ONE, Ordering::AcqRel);
+    if strong_of(old) > 1 {
+        return;
+    }
+    if strong_of(old) == 0 {
+        // No strong reference existed: a C handle released twice (or after its last
+        // release; its box is cached, holding 0). Unwinds to the call's guard.
+        released_handle(p.as_ptr() as *const u8);
+    }
+    // SAFETY: strong just reached 0; the weak unit that the strong references shared
+    // is now ours to give back.
+    unsafe {
+        if weak_of(old) == 1 {
+            // No weak reference exists and none can be created any more: one step.
+            destroy(p);
+        } else {
+            // The shared unit, and whatever weak references the hook gave up.
+            let given_up = p.as_ref().value.release_resources();
+            release_weak_units(p, 1 + given_up);
         }
     }
 }
@@ -870,6 +908,7 @@ mod tests {
                     None => false,
                 }
             }
+            const RECLAIMS_SOLE_WEAK: bool = true;
         }
         impl Drop for Keeper {
             fn drop(&mut self) {

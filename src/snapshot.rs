@@ -120,19 +120,47 @@ static SEGMENT_LEN: [u32; SEGMENTS + 1] = {
 
 /// The tracked tensors in numbered slots: a tensor's slot number is kept in the tensor
 /// ([`crate::tensor_impl::ObserverSlot`]), so registering and removing one is an index, not
-/// a hash-table insert and removal. Lock-free: a slot number comes from a free list (a
-/// stack whose head carries a tag that every change bumps, so a head popped and pushed
-/// back meanwhile fails the compare-exchange: no ABA), freed slots are reused last-freed
-/// first, and the table grows by segments (published by a compare-exchange) that never
-/// move and are never freed while the table lives: a stale slot number or a stale
-/// free-list read always lands in allocated memory. The registry's lock is not taken; the
-/// snapshot excludes the freeing of what it reads with its own flag (see
-/// [`SNAPSHOTTING`]).
+/// a hash-table insert and removal. Lock-free, with two kinds of slot:
+/// - **By address** ([`BY_ADDRESS`] of them, numbered from [`BY_ADDRESS_BASE`]): a tensor
+///   is first offered the slot its box's address hashes to, taken by one compare-exchange
+///   from 0 and free again when its entry is 0 (on no list). A thread's next view gets the
+///   box its last one gave back (the per-thread box cache is last-in first-out), so a
+///   short-lived view takes the same slot as the one before it, with no list to pop or
+///   push.
+/// - **Listed**, when that slot is taken: a number from a free list (a stack whose head
+///   carries a tag that every change bumps, so a head popped and pushed back meanwhile
+///   fails the compare-exchange: no ABA), freed slots reused last-freed first; the listed
+///   slots grow by segments (published by a compare-exchange) that never move and are
+///   never freed while the table lives: a stale slot number or a stale free-list read
+///   always lands in allocated memory.
+///
+/// The registry's lock is not taken; the snapshot excludes the freeing of what it reads
+/// with its own flag (see [`SNAPSHOTTING`]).
 struct TensorSlots {
-    /// Segment k's slots (`SEGMENT_LEN[k]`), or NULL; the last is never allocated.
+    /// Segment k's slots (`SEGMENT_LEN[k]`), or NULL; the last is never allocated (its
+    /// numbers are the by-address slots' and `ObserverSlot::NONE`).
     segments: [AtomicPtr<Slot>; SEGMENTS + 1],
     /// The free list's head: `tag << 32 | slot number` (`ObserverSlot::NONE`: empty).
     free: AtomicU64,
+    /// The by-address slots (their `next` is unused).
+    by_address: [Slot; BY_ADDRESS],
+}
+
+/// How many by-address slots a table has (16 bytes each: 64 KiB of zero pages until
+/// tracking files tensors; a snapshot reads them all). Under Miri, which interprets every
+/// snapshot's walk, 64.
+const BY_ADDRESS: usize = if cfg!(miri) { 64 } else { 4096 };
+/// The number of by-address slot 0: the first of segment 31, which is never allocated.
+/// The numbers `BY_ADDRESS_BASE..` name by-address slots modulo [`BY_ADDRESS`]
+/// (`ObserverSlot::NONE` among them: see [`TensorSlots::filed`]).
+const BY_ADDRESS_BASE: u32 = (SEGMENTS as u32) << OFFSET_BITS;
+
+/// The by-address slot of the box at `addr`: Fibonacci hashing (the product's top bits,
+/// which every address bit reaches; boxes are 16-byte aligned).
+#[inline(always)]
+fn by_address_slot(addr: usize) -> usize {
+    let bits = BY_ADDRESS.trailing_zeros();
+    ((addr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
 }
 
 fn segment_layout(k: usize) -> Option<std::alloc::Layout> {
@@ -150,13 +178,33 @@ impl TensorSlots {
         TensorSlots {
             segments: [const { AtomicPtr::new(std::ptr::null_mut()) }; SEGMENTS + 1],
             free: AtomicU64::new(ObserverSlot::NONE as u64),
+            by_address: [const {
+                Slot {
+                    entry: AtomicUsize::new(0),
+                    next: AtomicU32::new(ObserverSlot::NONE),
+                }
+            }; BY_ADDRESS],
         }
     }
 
-    /// Slot `i`, `i` being `ObserverSlot::NONE` (None) or a number that a table handed out
-    /// (every table has the same segment sizes), so no bounds test: the free list's
-    /// numbers (put there by `grow`, `remove`, `take_all`) and a tensor's
-    /// [`ObserverSlot`] (set only by `insert`). None if its segment is not allocated here.
+    /// The slot that a tensor's number `i` names (a number some table handed out, or
+    /// `ObserverSlot::NONE`, which names by-address slot `BY_ADDRESS - 1`: the exchange
+    /// that takes an entry out compares the address, and a tensor numbered NONE is filed
+    /// nowhere, so it finds another tensor there or none). None: a listed number whose
+    /// segment is not allocated in this table.
+    #[inline(always)]
+    fn filed(&self, i: u32) -> Option<&Slot> {
+        if i >= BY_ADDRESS_BASE {
+            return Some(&self.by_address[i as usize % BY_ADDRESS]);
+        }
+        self.listed(i)
+    }
+
+    /// Listed slot `i`, `i` being `ObserverSlot::NONE` (None) or a listed number that a
+    /// table handed out (every table has the same segment sizes), so no bounds test: the
+    /// free list's numbers (put there by `grow`, `remove`, `take_all`) and a tensor's
+    /// [`ObserverSlot`] below [`BY_ADDRESS_BASE`] (set only by `insert`). None if its
+    /// segment is not allocated here.
     #[inline(always)]
     fn listed(&self, i: u32) -> Option<&Slot> {
         let seg = self.segments[(i >> OFFSET_BITS) as usize].load(Ordering::Acquire);
@@ -264,31 +312,35 @@ impl TensorSlots {
     /// (or of slot numbers) drops `weak`: false.
     #[inline(always)]
     fn insert(&self, t: &TensorImpl, weak: WeakIntrusivePtr<TensorImpl>) -> bool {
-        let Some((i, slot)) = self.pop() else {
-            return self.insert_grown(t, weak.into_raw());
-        };
-        t.observer_slot().set(i);
-        slot.entry
-            .store(weak.into_raw() as usize, Ordering::Release);
-        true
+        let me = weak.into_raw();
+        let k = by_address_slot(me as usize);
+        // Release: a snapshot that reads the entry reads the tensor it names.
+        if self.by_address[k]
+            .entry
+            .compare_exchange(0, me as usize, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            t.observer_slot().set(BY_ADDRESS_BASE + k as u32);
+            return true;
+        }
+        self.insert_listed(t, me)
     }
 
-    /// `insert` once the free list was found empty: grows the table (or pops a slot that
-    /// another thread's growth listed meanwhile); `weak` is a weak unit given up by
-    /// `into_raw`. `extern "C"` only so that calls to it cannot unwind (nothing in here
-    /// panics; if something did, the process would abort), which spares `insert`'s callers
-    /// a landing pad.
+    /// `insert` in a listed slot (the by-address one is taken): pops one, growing the table
+    /// when the list is empty; `weak` is a weak unit given up by `into_raw`. `extern "C"`
+    /// only so that calls to it cannot unwind (nothing in here panics; if something did,
+    /// the process would abort), which spares `insert`'s callers a landing pad.
     #[cold]
     #[inline(never)]
-    extern "C" fn insert_grown(&self, t: &TensorImpl, weak: *mut RcBox<TensorImpl>) -> bool {
+    extern "C" fn insert_listed(&self, t: &TensorImpl, weak: *mut RcBox<TensorImpl>) -> bool {
         let (i, slot) = loop {
+            if let Some(s) = self.pop() {
+                break s;
+            }
             match self.grow() {
                 Ok(s) => break s,
-                Err(true) => {
-                    if let Some(s) = self.pop() {
-                        break s;
-                    }
-                }
+                // another thread grew it first: pop again
+                Err(true) => continue,
                 Err(false) => {
                     // SAFETY: the unit `weak` gave up; not the last (`t` is alive).
                     drop(unsafe { WeakIntrusivePtr::from_raw(weak) });
@@ -305,20 +357,27 @@ impl TensorSlots {
     /// entry `take_all` took, or one filed in another table, may name a slot that now
     /// holds another tensor: the exchange, which compares the address, leaves that one
     /// alone.) Sequentially consistent, for [`SNAPSHOTTING`].
-    #[inline(always)]
+    #[cfg(test)]
     fn remove(&self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
-        let i = t.observer_slot().get();
+        self.remove_numbered(t, t.observer_slot().get())
+    }
+
+    /// `remove`, `i` being `t`'s number (read once by the caller, which tested it).
+    #[inline(always)]
+    fn remove_numbered(&self, t: &TensorImpl, i: u32) -> Option<WeakIntrusivePtr<TensorImpl>> {
         // A tensor's number is NONE or one a table (this or another) handed out.
         debug_assert!(
-            i == ObserverSlot::NONE || (i & OFFSET_MASK) < SEGMENT_LEN[(i >> OFFSET_BITS) as usize]
+            i >= BY_ADDRESS_BASE || (i & OFFSET_MASK) < SEGMENT_LEN[(i >> OFFSET_BITS) as usize]
         );
-        let slot = self.listed(i)?;
+        let slot = self.filed(i)?;
         // SAFETY: t is a TensorImpl, always the value of an RcBox.
         let me = unsafe { box_of(t) } as usize;
         slot.entry
             .compare_exchange(me, 0, Ordering::SeqCst, Ordering::Relaxed)
             .ok()?;
-        self.push_chain(i, slot);
+        if i < BY_ADDRESS_BASE {
+            self.push_chain(i, slot);
+        }
         // SAFETY: the entry held the weak unit that `insert` gave up; taking it out made it
         // ours.
         Some(unsafe { WeakIntrusivePtr::from_raw(me as *mut RcBox<TensorImpl>) })
@@ -343,25 +402,31 @@ impl TensorSlots {
 
     /// Takes every entry out (freeing its slot) and hands each weak reference to `f`.
     fn take_all(&self, mut f: impl FnMut(WeakIntrusivePtr<TensorImpl>)) {
-        for (k, slots) in self.segments() {
-            for (j, slot) in slots.iter().enumerate() {
-                if slot.entry.load(Ordering::Relaxed) == 0 {
-                    continue;
+        // (the by-address slots' numbers are not listed: None)
+        let by_address = self.by_address.iter().map(|s| (None, s));
+        let listed = self.segments().flat_map(|(k, slots)| {
+            (slots.iter().enumerate()).map(move |(j, s)| (Some(k << OFFSET_BITS | j as u32), s))
+        });
+        for (i, slot) in by_address.chain(listed) {
+            if slot.entry.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let e = slot.entry.swap(0, Ordering::SeqCst);
+            if e != 0 {
+                if let Some(i) = i {
+                    self.push_chain(i, slot);
                 }
-                let e = slot.entry.swap(0, Ordering::SeqCst);
-                if e != 0 {
-                    self.push_chain(k << OFFSET_BITS | j as u32, slot);
-                    // SAFETY: as in `remove`: the swap took the entry's weak unit.
-                    f(unsafe { WeakIntrusivePtr::from_raw(e as *mut RcBox<TensorImpl>) });
-                }
+                // SAFETY: as in `remove`: the swap took the entry's weak unit.
+                f(unsafe { WeakIntrusivePtr::from_raw(e as *mut RcBox<TensorImpl>) });
             }
         }
     }
 
     /// The filed tensors' boxes (a moment's view: entries come and go meanwhile).
     fn entries(&self) -> impl Iterator<Item = *const RcBox<TensorImpl>> + '_ {
-        self.segments()
-            .flat_map(|(_, slots)| slots)
+        self.by_address
+            .iter()
+            .chain(self.segments().flat_map(|(_, slots)| slots))
             .map(|s| s.entry.load(Ordering::SeqCst) as *const RcBox<TensorImpl>)
             .filter(|p| !p.is_null())
     }
@@ -409,9 +474,9 @@ impl Drop for TensorSlots {
     }
 }
 
-/// The registry's tensors: never freed (16 bytes a slot, added in segments of 64, 128, ...
-/// slots: a process keeps at most about twice 16 bytes per tensor of the most it ever had
-/// tracked at once).
+/// The registry's tensors: never freed (16 bytes a slot: the by-address ones, then listed
+/// ones added in segments of 64, 128, ... slots: a process keeps at most about twice 16
+/// bytes per tensor of the most it ever had tracked at once, past the first 4096).
 static TENSORS: TensorSlots = TensorSlots::new();
 
 /// Set by the snapshot while it reads the tensor table (holding the registry lock). The
@@ -433,7 +498,7 @@ fn wait_out_snapshot() {
 }
 
 /// Waits for the registry lock, which the snapshot setting [`SNAPSHOTTING`] holds.
-/// (`extern "C"`, as `TensorSlots::insert_grown`, for a call that cannot unwind.)
+/// (`extern "C"`, as `TensorSlots::insert_listed`, for a call that cannot unwind.)
 #[cold]
 #[inline(never)]
 extern "C" fn wait_for_snapshot() {
@@ -588,7 +653,15 @@ pub(crate) unsafe fn register_tensor(b: *const RcBox<TensorImpl>) -> bool {
 #[cold]
 #[inline(never)]
 pub(crate) fn unregister_tensor(t: &TensorImpl) -> bool {
-    let Some(weak) = TENSORS.remove(t) else {
+    take_registration(t, t.observer_slot().get())
+}
+
+/// [`unregister_tensor`]'s work, inlined where the release of a tensor in a by-address
+/// slot reclaims its registration (the common short-lived view: no call); `i` is `t`'s
+/// number.
+#[inline(always)]
+fn take_registration(t: &TensorImpl, i: u32) -> bool {
+    let Some(weak) = TENSORS.remove_numbered(t, i) else {
         return false;
     };
     let _ = weak.into_raw();
@@ -638,9 +711,16 @@ impl TensorObserver for Observer {
     fn tensor_released(t: &TensorImpl) -> u64 {
         unregister_tensor(t) as u64
     }
-    #[inline]
+    #[inline(always)]
     fn tensor_reclaimed(t: &TensorImpl) -> bool {
-        unregister_tensor(t)
+        // A by-address slot is freed inline (no list to push it on); a listed one, whose
+        // push is a loop, out of line.
+        let i = t.observer_slot().get();
+        if i >= BY_ADDRESS_BASE {
+            take_registration(t, i)
+        } else {
+            unregister_tensor(t)
+        }
     }
 }
 
@@ -842,8 +922,23 @@ pub fn snapshot() -> Result<Vec<StorageInfo>> {
 mod tests {
     use super::*;
 
-    /// The slot table: slots are reused last-freed first; a tensor removes only its own
-    /// entry, including when its slot number came from another (discarded) table.
+    /// Files `t` in a listed slot, as `insert` does when its by-address slot is taken.
+    fn insert_listed(table: &TensorSlots, t: &Tensor) -> bool {
+        table.insert_listed(t, t.0.downgrade().into_raw())
+    }
+
+    /// Files `t` in by-address slot `k` (empty) as if its address hashed there.
+    fn occupy(table: &TensorSlots, k: usize, t: &Tensor) {
+        let weak = t.0.downgrade().into_raw() as usize;
+        assert!(table.by_address[k]
+            .entry
+            .compare_exchange(0, weak, Ordering::Release, Ordering::Relaxed)
+            .is_ok());
+        t.observer_slot().set(BY_ADDRESS_BASE + k as u32);
+    }
+
+    /// The listed slots: reused last-freed first; a tensor removes only its own entry,
+    /// including when its slot number came from another (discarded) table.
     #[test]
     fn tensor_slots_reuse_and_stale_numbers() {
         use crate::dtype::DType;
@@ -851,12 +946,12 @@ mod tests {
         let b = Tensor::empty(&[2], DType::F32).unwrap();
         let c = Tensor::empty(&[3], DType::F32).unwrap();
         let old = TensorSlots::new();
-        assert!(old.insert(&a, a.0.downgrade()));
+        assert!(insert_listed(&old, &a));
         assert_eq!(a.observer_slot().get(), 0);
         // A fresh table (tracking turned off and on again) gives slot 0 to b.
         let t = TensorSlots::new();
-        assert!(t.insert(&b, b.0.downgrade()));
-        assert!(t.insert(&c, c.0.downgrade()));
+        assert!(insert_listed(&t, &b));
+        assert!(insert_listed(&t, &c));
         assert_eq!((b.observer_slot().get(), c.observer_slot().get()), (0, 1));
         assert!(t.remove(&a).is_none(), "a's slot 0 is b's in this table");
         assert_eq!(t.len(), 2);
@@ -865,11 +960,56 @@ mod tests {
         // Removing b frees slot 0, which the next insert takes.
         assert!(t.remove(&b).is_some_and(|w| w.refers_to(&*b)));
         assert!(t.remove(&b).is_none(), "removed once");
-        assert!(t.insert(&a, a.0.downgrade()));
+        assert!(insert_listed(&t, &a));
         assert_eq!(a.observer_slot().get(), 0);
         assert_eq!(t.len(), 2);
         assert!(t.remove(&a).is_some() && t.remove(&c).is_some() && t.is_empty());
         assert!(old.remove(&a).is_some() && old.is_empty());
+    }
+
+    /// The by-address slots: a tensor takes the one its box hashes to; when another tensor
+    /// holds it, a listed one; a removal frees a by-address slot without listing it; a
+    /// tensor filed nowhere (number NONE, which names the last by-address slot) removes
+    /// nothing.
+    #[test]
+    fn tensor_slots_by_address() {
+        use crate::dtype::DType;
+        let _serial = tracking_tests();
+        // (untracked tensors: no registration of the registry's, no number, no weak unit)
+        set_tracking(false);
+        let [a, b, c, d, e] = [1, 2, 3, 4, 5].map(|n| Tensor::empty(&[n], DType::F32).unwrap());
+        let t = TensorSlots::new();
+        let ka = by_address_slot(a.0.as_ptr() as usize);
+        assert!(t.insert(&a, a.0.downgrade()));
+        assert_eq!(a.observer_slot().get(), BY_ADDRESS_BASE + ka as u32);
+        // b's slot held by another tensor (a, or c put there): b goes to listed slot 0.
+        let kb = by_address_slot(b.0.as_ptr() as usize);
+        if kb != ka {
+            occupy(&t, kb, &c);
+        }
+        assert!(t.insert(&b, b.0.downgrade()));
+        assert_eq!(b.observer_slot().get(), 0);
+        assert_eq!(t.len(), 2 + (kb != ka) as usize);
+        assert!(t.remove(&b).is_some_and(|w| w.refers_to(&*b)));
+        assert!(t.remove(&a).is_some_and(|w| w.refers_to(&*a)));
+        if kb != ka {
+            assert!(t.remove(&c).is_some_and(|w| w.refers_to(&*c)));
+        }
+        assert!(t.is_empty());
+        // Freed, b's slot is b's again; the by-address slots never went on the free list.
+        assert!(t.insert(&b, b.0.downgrade()));
+        assert_eq!(b.observer_slot().get(), BY_ADDRESS_BASE + kb as u32);
+        assert_eq!(capacity_and_free(&t), (64, 64));
+        assert!(t.remove(&b).is_some());
+        // NONE names the last by-address slot: e filed there, d never filed.
+        occupy(&t, BY_ADDRESS - 1, &e);
+        assert_eq!(d.observer_slot().get(), ObserverSlot::NONE);
+        assert!(t.remove(&d).is_none());
+        assert_eq!(t.len(), 1);
+        assert!(t.remove(&e).is_some_and(|w| w.refers_to(&*e)) && t.is_empty());
+        for x in [&a, &b, &c, &d, &e] {
+            assert_eq!(x.0.rc_box().weak_count(), 1, "every weak unit given back");
+        }
     }
 
     /// Held by the tests that turn tracking on and off and by those that count weak
@@ -894,15 +1034,21 @@ mod tests {
         (cap, free)
     }
 
-    /// A slot number as an index from 0 (segment after segment).
+    /// A slot number as an index from 0: the by-address slots, then the listed ones
+    /// segment after segment.
     fn dense(i: u32) -> usize {
+        if i >= BY_ADDRESS_BASE {
+            return (i - BY_ADDRESS_BASE) as usize;
+        }
         let k = (i >> OFFSET_BITS) as usize;
-        SEGMENT_LEN[..k].iter().map(|&n| n as usize).sum::<usize>() + (i & OFFSET_MASK) as usize
+        let before: usize = SEGMENT_LEN[..k].iter().map(|&n| n as usize).sum();
+        BY_ADDRESS + before + (i & OFFSET_MASK) as usize
     }
 
     /// Several threads file and remove tensors in one table at once, from empty (so they
-    /// grow it concurrently): no slot is ever handed to two live entries, each removal gives
-    /// back the entry's own weak reference, and at the end every slot is free again, once.
+    /// grow it concurrently; half the tensors go to listed slots as if their by-address one
+    /// was taken): no slot is ever handed to two live entries, each removal gives back the
+    /// entry's own weak reference, and at the end every slot is free again, once.
     #[test]
     fn tensor_slots_concurrent_insert_and_remove() {
         use crate::dtype::DType;
@@ -911,8 +1057,8 @@ mod tests {
         const ROUNDS: usize = 60;
         let _serial = tracking_tests();
         let table = TensorSlots::new();
-        // holders[slot]: how many live entries hold it (0 or 1)
-        let holders: Vec<AtomicU32> = (0..1024).map(|_| AtomicU32::new(0)).collect();
+        // holders[dense(slot)]: how many live entries hold it (0 or 1)
+        let holders: Vec<AtomicU32> = (0..BY_ADDRESS + 1024).map(|_| AtomicU32::new(0)).collect();
         std::thread::scope(|sc| {
             for _ in 0..THREADS {
                 sc.spawn(|| {
@@ -922,8 +1068,12 @@ mod tests {
                     // (1, or 2 with TENSOR_MEMORY_TRACKING set: the registry's)
                     let weak: Vec<u64> = mine.iter().map(|t| t.0.rc_box().weak_count()).collect();
                     for round in 0..ROUNDS {
-                        for t in &mine {
-                            assert!(table.insert(t, t.0.downgrade()));
+                        for (j, t) in mine.iter().enumerate() {
+                            if j % 2 == 0 {
+                                assert!(table.insert(t, t.0.downgrade()));
+                            } else {
+                                assert!(insert_listed(&table, t));
+                            }
                             let i = dense(t.observer_slot().get());
                             assert_eq!(
                                 holders[i].fetch_add(1, Ordering::SeqCst),
@@ -954,8 +1104,8 @@ mod tests {
         });
         assert!(table.is_empty());
         let (cap, free) = capacity_and_free(&table);
-        assert_eq!(free, cap, "every slot back on the free list, once");
-        assert!(cap <= holders.len());
+        assert_eq!(free, cap, "every listed slot back on the free list, once");
+        assert!(cap <= holders.len() - BY_ADDRESS);
     }
 
     /// `take_all` (what turning tracking off does) races with tensors removing their own
@@ -981,8 +1131,12 @@ mod tests {
                         // two really raced), at least 200 rounds.
                         let mut round = 0;
                         while round < 200 || taken.load(Ordering::Relaxed) < 100 {
-                            for t in &mine {
-                                assert!(table.insert(t, t.0.downgrade()));
+                            for (j, t) in mine.iter().enumerate() {
+                                if j % 2 == 0 {
+                                    assert!(table.insert(t, t.0.downgrade()));
+                                } else {
+                                    assert!(insert_listed(&table, t));
+                                }
                             }
                             for t in &mine {
                                 // None when take_all got there first

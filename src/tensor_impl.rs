@@ -112,7 +112,8 @@ pub struct TensorImpl {
 
 /// An index the tensor observer may choose for a tensor when told it was made, and read
 /// back when told it was released, so it finds its entry without a search. Written only
-/// while the observer holds its own lock; `ObserverSlot::NONE` until then. (It lives in
+/// when the observer files the tensor, while its maker holds its only reference;
+/// `ObserverSlot::NONE` until then. (It lives in
 /// what was padding after the one-byte fields: the TensorImpl does not grow.)
 pub(crate) struct ObserverSlot(AtomicU32);
 
@@ -150,6 +151,7 @@ impl Intrusive for TensorImpl {
     fn reclaim_sole_weak(&self) -> bool {
         Observer::tensor_reclaimed(self)
     }
+    const RECLAIMS_SOLE_WEAK: bool = true;
 }
 
 /// What watches the tensors made on a tracked storage (`StorageImpl::is_tracked`), from

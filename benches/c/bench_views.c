@@ -145,6 +145,26 @@ static void b_floor(long n) {
   }
 }
 
+/* The floor of retain + release: the two atomic read-modify-writes of a shared reference
+ * count (c10's intrusive_ptr: a relaxed increment; an acquire-release decrement, tested
+ * for the last reference), each in an out-of-line function with a null test, called
+ * through a pointer as a call into a shared library goes through its PLT slot. */
+static uint64_t floor_count = 1;
+__attribute__((noinline)) static uint64_t *floor_retain(uint64_t *count) {
+  if (count) __atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
+  return count;
+}
+__attribute__((noinline)) static void floor_unref(uint64_t *count) {
+  /* (the last reference is never released here: the count starts at 1) */
+  if (count && __atomic_fetch_sub(count, 1, __ATOMIC_ACQ_REL) == 1) status_acc |= 1;
+}
+static uint64_t *(*volatile floor_retain_fn)(uint64_t *) = floor_retain;
+static void (*volatile floor_unref_fn)(uint64_t *) = floor_unref;
+
+static void b_floor_retain(long n) {
+  for (long i = 0; i < n; i++) floor_unref_fn(floor_retain_fn(&floor_count));
+}
+
 struct bench {
   const char *name;
   void (*run)(long n);
@@ -154,6 +174,7 @@ struct bench {
 static const struct bench benches[] = {
     {"malloc(160)+free", b_malloc_free, 0},
     {"retain+release", b_retain_release, 0},
+    {"floor: C retain+release", b_floor_retain, 0},
     {"from_storage+release", b_from_storage, 0},
     {"from_blob+release", b_from_blob, 0},
     {"view(-1)+release", b_view, 0},
