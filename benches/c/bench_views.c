@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "floor_rc.h"
 #include "tensor.h"
 
 static tensor_t *base;     /* 8x16x32x32 float32, contiguous */
@@ -145,24 +146,18 @@ static void b_floor(long n) {
   }
 }
 
-/* The floor of retain + release: the two atomic read-modify-writes of a shared reference
- * count (c10's intrusive_ptr: a relaxed increment; an acquire-release decrement, tested
- * for the last reference), each in an out-of-line function with a null test, called
- * through a pointer as a call into a shared library goes through its PLT slot. */
-static uint64_t floor_count = 1;
-__attribute__((noinline)) static uint64_t *floor_retain(uint64_t *count) {
-  if (count) __atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
-  return count;
-}
-__attribute__((noinline)) static void floor_unref(uint64_t *count) {
-  /* (the last reference is never released here: the count starts at 1) */
-  if (count && __atomic_fetch_sub(count, 1, __ATOMIC_ACQ_REL) == 1) status_acc |= 1;
-}
-static uint64_t *(*volatile floor_retain_fn)(uint64_t *) = floor_retain;
-static void (*volatile floor_unref_fn)(uint64_t *) = floor_unref;
+/* The floors of retain + release (benches/c/floor_rc.c, a shared library of its own, so
+ * that its calls go through the PLT as calls into libtensor.so do): the two atomics of a
+ * shared count alone, and with the checks libtensor's retain and release document. The
+ * count starts at two strong references: no call takes a shortcut or reaches 0. */
+static uint64_t floor_count = 2 | (1ull << 32);
 
 static void b_floor_retain(long n) {
-  for (long i = 0; i < n; i++) floor_unref_fn(floor_retain_fn(&floor_count));
+  for (long i = 0; i < n; i++) floor_rc_release(floor_rc_retain(&floor_count));
+}
+
+static void b_floor_retain_checked(long n) {
+  for (long i = 0; i < n; i++) floor_rc_release_checked(floor_rc_retain_checked(&floor_count));
 }
 
 struct bench {
@@ -174,7 +169,8 @@ struct bench {
 static const struct bench benches[] = {
     {"malloc(160)+free", b_malloc_free, 0},
     {"retain+release", b_retain_release, 0},
-    {"floor: C retain+release", b_floor_retain, 0},
+    {"floor: .so retain+release", b_floor_retain, 0},
+    {"floor: the same, checked", b_floor_retain_checked, 0},
     {"from_storage+release", b_from_storage, 0},
     {"from_blob+release", b_from_blob, 0},
     {"view(-1)+release", b_view, 0},
@@ -250,7 +246,7 @@ int main(int argc, char **argv) {
       ns[b][r] = (now_ns() - t0) / (double)iters;
     }
   }
-  if (status_acc != 0) {
+  if (status_acc != 0 || floor_rc_failed != 0) {
     fprintf(stderr, "a benchmarked call failed: %s\n", tensor_last_error());
     return 1;
   }
