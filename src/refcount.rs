@@ -88,18 +88,21 @@ pub trait Intrusive {
     /// else can reach the object or change its count any more: the release then destroys
     /// it at once, with no read-modify-write of the count, and neither `release_resources`
     /// nor a decrement happens. False (the default, a constant for most types): the
-    /// release goes on with its decrement. The hook must not touch the count; when it
-    /// returns false, nothing of the object is changed. An object reachable by address
-    /// ([`reachable_by_address`](Self::reachable_by_address)) answers false.
+    /// release goes on with its decrement. Asked only of a type whose
+    /// [`RECLAIMS_SOLE_WEAK`](Self::RECLAIMS_SOLE_WEAK) is true. The hook must not touch
+    /// the count; when it returns false, nothing of the object is changed. An object
+    /// reachable by address ([`reachable_by_address`](Self::reachable_by_address)) answers
+    /// false.
     #[inline(always)]
     fn reclaim_sole_weak(&self) -> bool {
         false
     }
 
     /// Whether [`reclaim_sole_weak`](Self::reclaim_sole_weak) can answer true: only then
-    /// does the release test for that count, and it asks the hook out of line (a tail
-    /// call), so that the sole-owner release of the other kinds of object keeps its
-    /// registers.
+    /// does the release test for that count, and it asks the hook out of line
+    /// (`release_sole_weak`), so that the sole-owner release keeps its registers (the
+    /// tensor's: 2 instructions on every view and retain + release when the hook's work
+    /// was inline).
     const RECLAIMS_SOLE_WEAK: bool = false;
 
     /// Whether other threads may reach this object by its address alone, with no
