@@ -265,6 +265,8 @@ impl DimSource for Swap<'_> {
         assert!(nd == n.len() && nd == st.len() && a < nd && b < nd);
         // SAFETY: 2·nd items writable at p (the contract), nd the number of sizes and of
         // strides (asserted), from the input's slices (another block); a, b < nd.
+        // (`copy_nonoverlapping`, a `memcpy` call: `shape::copy_dims` here took 12
+        // instructions off and made every transpose, whose code this shares, 1.7 ns slower.)
         unsafe {
             std::ptr::copy_nonoverlapping(n.as_ptr(), p, nd);
             std::ptr::copy_nonoverlapping(st.as_ptr(), p.add(nd), nd);
@@ -539,7 +541,7 @@ pub fn expand<'a>(src: LayoutRef<'a>, sizes: &'a [i64]) -> Result<FilledLayout<i
         nd,
         offset: src.offset,
         fill: move |new_sizes: &mut [i64], new_strides: &mut [i64]| {
-            new_sizes.copy_from_slice(sizes);
+            shape::copy_dims(new_sizes, sizes);
             if !n.is_empty() {
                 let lead = nd - n.len();
                 for i in (0..nd).rev() {
@@ -612,9 +614,9 @@ pub fn unflatten(src: LayoutRef, dim: i64, sizes: &[i64]) -> Result<Layout> {
     shape::check_ndim(sizes.len())?;
     let mut shape = shape::zeros(n.len() + sizes.len() - 1)?;
     let (head, rest) = shape.split_at_mut(d);
-    head.copy_from_slice(&n[..d]);
+    shape::copy_dims(head, &n[..d]);
     let (inferred, tail) = rest.split_at_mut(sizes.len());
-    tail.copy_from_slice(&n[d + 1..]);
+    shape::copy_dims(tail, &n[d + 1..]);
     shape::infer_size(sizes, n[d], inferred).map_err(|e| {
         if e.status == Status::Shape && !e.message.contains("ambiguous") {
             Error::from_fmt(
@@ -699,8 +701,8 @@ pub fn unfold(src: LayoutRef, dim: i64, size: i64, step: i64) -> Result<Layout> 
     let nd = n.len();
     let mut g = Layout::zeros(nd + 1, off)?;
     let (sizes, strides) = g.dims_mut();
-    sizes[..nd].copy_from_slice(n);
-    strides[..nd].copy_from_slice(st);
+    shape::copy_dims(&mut sizes[..nd], n);
+    shape::copy_dims(&mut strides[..nd], st);
     sizes[d] = windows;
     strides[d] = window_stride;
     sizes[nd] = size;
