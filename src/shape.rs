@@ -388,35 +388,26 @@ pub fn dims_from_slice(s: &[i64]) -> Result<Dims> {
 #[inline(always)]
 pub fn copy_dims(dst: &mut [i64], src: &[i64]) {
     assert_eq!(dst.len(), src.len(), "copy_dims: lengths differ");
-    // SAFETY: src.len() items readable at src and writable at dst (equal lengths, asserted),
-    // two slices that cannot overlap (one is borrowed mutably).
-    unsafe { copy_dims_raw(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
-}
-
-/// [`copy_dims`] through raw pointers.
-///
-/// # Safety
-/// `n` items readable at `src` and writable at `dst`, the two ranges disjoint.
-#[inline(always)]
-unsafe fn copy_dims_raw(src: *const i64, dst: *mut i64, n: usize) {
-    // SAFETY: every index used is below n (the items of both ranges, the contract), and
-    // each move reads before it writes, from a range disjoint from the one written.
+    let (n, s, d) = (src.len(), src.as_ptr(), dst.as_mut_ptr());
+    // SAFETY: every index used is below n, the length of both slices (asserted); each move
+    // reads before it writes, and the two slices cannot overlap (one is borrowed mutably).
+    // (Raw moves: with indexing the bounds checks stay, 8 to 19 instructions more per view.)
     unsafe {
         match n {
             0 => {}
             1..=3 => {
-                let (a, b, c) = (src.read(), src.add(n / 2).read(), src.add(n - 1).read());
-                dst.write(a);
-                dst.add(n / 2).write(b);
-                dst.add(n - 1).write(c);
+                let (a, b, c) = (s.read(), s.add(n / 2).read(), s.add(n - 1).read());
+                d.write(a);
+                d.add(n / 2).write(b);
+                d.add(n - 1).write(c);
             }
             4..=8 => {
-                let head = (src as *const [i64; 4]).read_unaligned();
-                let tail = (src.add(n - 4) as *const [i64; 4]).read_unaligned();
-                (dst as *mut [i64; 4]).write_unaligned(head);
-                (dst.add(n - 4) as *mut [i64; 4]).write_unaligned(tail);
+                let head = (s as *const [i64; 4]).read_unaligned();
+                let tail = (s.add(n - 4) as *const [i64; 4]).read_unaligned();
+                (d as *mut [i64; 4]).write_unaligned(head);
+                (d.add(n - 4) as *mut [i64; 4]).write_unaligned(tail);
             }
-            _ => std::ptr::copy_nonoverlapping(src, dst, n),
+            _ => std::ptr::copy_nonoverlapping(s, d, n),
         }
     }
 }
@@ -635,13 +626,9 @@ mod tests {
         for n in 0..=12usize {
             let src: Vec<i64> = (0..n as i64).map(|i| 100 + 7 * i).collect();
             let mut dst = vec![-1i64; n + 2];
-            // SAFETY: n items in src, n + 2 in dst, two vectors.
-            unsafe { copy_dims_raw(src.as_ptr(), dst.as_mut_ptr().add(1), n) };
+            copy_dims(&mut dst[1..=n], &src);
             assert_eq!(&dst[1..=n], &src[..], "n = {n}");
             assert_eq!((dst[0], dst[n + 1]), (-1, -1), "n = {n}: written outside");
-            let mut out = vec![0i64; n];
-            copy_dims(&mut out, &src);
-            assert_eq!(out, src);
         }
     }
 
