@@ -19,17 +19,19 @@ dir="$root/target/bench-c"
 mkdir -p "$dir"
 cp -f target/release/libtensor.so "$dir/libtensor.so"
 ln -sf libtensor.so "$dir/libtensor.so.0"
+# build NAME [extra cc arguments]
 build() {
-  ${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -I"$root/include" "benches/c/$1.c" \
-    -L"$dir" -Wl,-rpath,"$dir" -ltensor -lpthread -o "$dir/$1"
+  name=$1
+  shift
+  ${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -I"$root/include" "benches/c/$name.c" "$@" \
+    -L"$dir" -Wl,-rpath,"$dir" -ltensor -lpthread -o "$dir/$name"
 }
 which=${1:-all}
 if [ "$which" = views ] || [ "$which" = all ]; then
   # The retain + release floors: a shared library of their own (calls through the PLT).
   ${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -fPIC -shared benches/c/floor_rc.c \
     -o "$dir/libbench_floor.so"
-  ${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -I"$root/include" -Ibenches/c benches/c/bench_views.c \
-    -L"$dir" -Wl,-rpath,"$dir" -ltensor -lbench_floor -lpthread -o "$dir/bench_views"
+  build bench_views -Ibenches/c -L"$dir" -lbench_floor
   # shellcheck disable=SC2086
   "$dir/bench_views" ${BENCH_VIEWS_ARGS:-}
 fi
