@@ -202,9 +202,9 @@ impl TensorSlots {
 
     /// Listed slot `i`, `i` being `ObserverSlot::NONE` (None) or a listed number that a
     /// table handed out (every table has the same segment sizes), so no bounds test: the
-    /// free list's numbers (put there by `grow`, `remove`, `take_all`) and a tensor's
-    /// [`ObserverSlot`] below [`BY_ADDRESS_BASE`] (set only by `insert`). None if its
-    /// segment is not allocated here.
+    /// free list's numbers (put there by `grow`, `remove_numbered`, `take_all`) and a
+    /// tensor's [`ObserverSlot`] below [`BY_ADDRESS_BASE`] (set only by `insert`). None if
+    /// its segment is not allocated here.
     #[inline(always)]
     fn listed(&self, i: u32) -> Option<&Slot> {
         let seg = self.segments[(i >> OFFSET_BITS) as usize].load(Ordering::Acquire);
@@ -353,16 +353,17 @@ impl TensorSlots {
         true
     }
 
-    /// Takes `t`'s entry out, if this table holds one, and frees its slot. (A tensor whose
-    /// entry `take_all` took, or one filed in another table, may name a slot that now
-    /// holds another tensor: the exchange, which compares the address, leaves that one
-    /// alone.) Sequentially consistent, for [`SNAPSHOTTING`].
+    /// [`remove_numbered`](Self::remove_numbered) with `t`'s own number (the tests').
     #[cfg(test)]
     fn remove(&self, t: &TensorImpl) -> Option<WeakIntrusivePtr<TensorImpl>> {
         self.remove_numbered(t, t.observer_slot().get())
     }
 
-    /// `remove`, `i` being `t`'s number (read once by the caller, which tested it).
+    /// Takes `t`'s entry out, if this table holds one, and frees its slot. (A tensor whose
+    /// entry `take_all` took, or one filed in another table, may name a slot that now
+    /// holds another tensor: the exchange, which compares the address, leaves that one
+    /// alone.) Sequentially consistent, for [`SNAPSHOTTING`]. `i` is `t`'s number, read
+    /// once by the caller.
     #[inline(always)]
     fn remove_numbered(&self, t: &TensorImpl, i: u32) -> Option<WeakIntrusivePtr<TensorImpl>> {
         // A tensor's number is NONE or one a table (this or another) handed out.
@@ -416,7 +417,7 @@ impl TensorSlots {
                 if let Some(i) = i {
                     self.push_chain(i, slot);
                 }
-                // SAFETY: as in `remove`: the swap took the entry's weak unit.
+                // SAFETY: as in `remove_numbered`: the swap took the entry's weak unit.
                 f(unsafe { WeakIntrusivePtr::from_raw(e as *mut RcBox<TensorImpl>) });
             }
         }
@@ -476,7 +477,7 @@ impl Drop for TensorSlots {
 
 /// The registry's tensors: never freed (16 bytes a slot: the by-address ones, then listed
 /// ones added in segments of 64, 128, ... slots: a process keeps at most about twice 16
-/// bytes per tensor of the most it ever had tracked at once, past the first 4096).
+/// bytes per tensor of the most it ever had tracked at once, past the by-address ones).
 static TENSORS: TensorSlots = TensorSlots::new();
 
 /// Set by the snapshot while it reads the tensor table (holding the registry lock). The

@@ -6,10 +6,9 @@
 //! of a view: benches/c/count.sh). They come from and go back to Rust's global allocator
 //! (`std::alloc`; an over-aligned box as a `malloc` with slack, `system::fresh_box`); they
 //! hold no tensor data, so the memory statistics (tensor data) do not count them. Returned
-//! at thread exit, by `empty_cache` on their thread, and never kept
-//! while the cache limit is 0 or a memory checker runs (`policy::thread_caching`). A kept
-//! box holds its count word at 0 (`refcount::destroy`), which is how a released C handle
-//! to it is recognised.
+//! at thread exit, by `empty_cache` on their thread, and never kept while the cache limit
+//! is 0 or a memory checker runs (`policy::thread_caching`). A kept box holds its count
+//! word at 0 (`refcount::destroy`), which is how a released C handle to it is recognised.
 //!
 //! This is an allocation strategy of the reference count ([`BoxAlloc`]): a type chooses it
 //! with `type Boxes = TensorBoxes` (or `StorageBoxes`) in its `Intrusive` impl.
