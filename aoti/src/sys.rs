@@ -3,6 +3,7 @@
 //! make the stub library it links against (the real libtensor.so.0 is loaded at run time).
 
 #![allow(non_camel_case_types)]
+#![allow(dead_code)] // bindings: the header's constants, used or not
 
 use std::ffi::{c_char, c_void};
 
@@ -21,6 +22,24 @@ pub const TENSOR_ERR_INTERNAL: tensor_status_t = 99;
 
 pub const TENSOR_CONTIGUOUS_FORMAT: i32 = 0;
 pub const TENSOR_PRESERVE_FORMAT: i32 = 1;
+pub const TENSOR_CHANNELS_LAST: i32 = 2;
+pub const TENSOR_CHANNELS_LAST_3D: i32 = 3;
+
+pub const TENSOR_UINT8: tensor_dtype_t = 0;
+pub const TENSOR_INT8: tensor_dtype_t = 1;
+pub const TENSOR_INT16: tensor_dtype_t = 2;
+pub const TENSOR_INT32: tensor_dtype_t = 3;
+pub const TENSOR_INT64: tensor_dtype_t = 4;
+pub const TENSOR_FLOAT16: tensor_dtype_t = 5;
+pub const TENSOR_FLOAT32: tensor_dtype_t = 6;
+pub const TENSOR_FLOAT64: tensor_dtype_t = 7;
+pub const TENSOR_COMPLEX64: tensor_dtype_t = 9;
+pub const TENSOR_COMPLEX128: tensor_dtype_t = 10;
+pub const TENSOR_BOOL: tensor_dtype_t = 11;
+pub const TENSOR_BFLOAT16: tensor_dtype_t = 15;
+pub const TENSOR_UINT16: tensor_dtype_t = 27;
+pub const TENSOR_UINT32: tensor_dtype_t = 28;
+pub const TENSOR_UINT64: tensor_dtype_t = 29;
 
 /// DLPack device type of host memory.
 pub const DL_CPU: i32 = 1;

@@ -114,17 +114,154 @@ pub fn dtype_name(d: i32) -> String {
 }
 
 /// An element type whose values a kernel reads and writes through typed slices: its
-/// libtensor dtype code, and every bit pattern of its size is a valid value.
-pub trait Element: Copy + 'static {
+/// libtensor dtype code, every bit pattern of its size is a valid value, and conversions
+/// through float64 as C++'s `static_cast` (float to integer truncates toward zero; out of
+/// range saturates, where C++ leaves it undefined).
+pub trait Element: Copy + Default + PartialOrd + Send + Sync + 'static {
     const DTYPE: i32;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
 }
 
-impl Element for f32 {
-    const DTYPE: i32 = 6;
+macro_rules! element {
+    ($($t:ty = $code:ident;)*) => {
+        $(
+            impl Element for $t {
+                const DTYPE: i32 = sys::$code;
+                fn to_f64(self) -> f64 {
+                    self as f64
+                }
+                fn from_f64(v: f64) -> Self {
+                    v as $t
+                }
+            }
+        )*
+    };
 }
 
-impl Element for f64 {
-    const DTYPE: i32 = 7;
+element! {
+    u8 = TENSOR_UINT8;
+    i8 = TENSOR_INT8;
+    i16 = TENSOR_INT16;
+    i32 = TENSOR_INT32;
+    i64 = TENSOR_INT64;
+    u16 = TENSOR_UINT16;
+    u32 = TENSOR_UINT32;
+    u64 = TENSOR_UINT64;
+    f32 = TENSOR_FLOAT32;
+    f64 = TENSOR_FLOAT64;
+}
+
+impl Element for half::f16 {
+    const DTYPE: i32 = sys::TENSOR_FLOAT16;
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    fn from_f64(v: f64) -> Self {
+        half::f16::from_f64(v)
+    }
+}
+
+impl Element for half::bf16 {
+    const DTYPE: i32 = sys::TENSOR_BFLOAT16;
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    fn from_f64(v: f64) -> Self {
+        half::bf16::from_f64(v)
+    }
+}
+
+/// A bool element as its byte (a Rust `bool` may only be 0 or 1; a tensor's byte may be
+/// any value, and any nonzero byte is true).
+#[repr(transparent)]
+#[derive(Clone, Copy, Default, Debug)]
+#[allow(dead_code)] // (until a kernel takes bool tensors)
+pub struct Bool(pub u8);
+
+impl PartialEq for Bool {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0 != 0) == (other.0 != 0)
+    }
+}
+
+impl PartialOrd for Bool {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        (self.0 != 0).partial_cmp(&(other.0 != 0))
+    }
+}
+
+impl Element for Bool {
+    const DTYPE: i32 = sys::TENSOR_BOOL;
+    fn to_f64(self) -> f64 {
+        (self.0 != 0) as u8 as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        Bool((v != 0.0) as u8)
+    }
+}
+
+/// Runs `$body` with `$T` the element type of dtype code `$dtype` (every real dtype: the
+/// integers, bool, float16, bfloat16, float32, float64); `$other` for any other code.
+#[macro_export]
+macro_rules! dispatch {
+    ($dtype:expr, $T:ident => $body:expr, _ => $other:expr) => {
+        match $dtype {
+            $crate::sys::TENSOR_UINT8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::sys::TENSOR_INT8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::sys::TENSOR_INT16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::sys::TENSOR_INT32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::sys::TENSOR_INT64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::sys::TENSOR_UINT16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::sys::TENSOR_UINT32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::sys::TENSOR_UINT64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::sys::TENSOR_BOOL => {
+                type $T = $crate::util::Bool;
+                $body
+            }
+            $crate::sys::TENSOR_FLOAT16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::sys::TENSOR_BFLOAT16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::sys::TENSOR_FLOAT32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::sys::TENSOR_FLOAT64 => {
+                type $T = f64;
+                $body
+            }
+            _ => $other,
+        }
+    };
 }
 
 impl<'a> Tensor<'a> {
