@@ -640,6 +640,32 @@ static void test_layouts(void) {
   /* expanded (stride 0): storage holds 4 floats, the tensor shows 12 */
   CHECK_OK(tensor_empty_strided(exp_sizes, exp_strides, 2, TENSOR_FLOAT32, &e));
   CHECK(storage_nbytes(tensor_storage(e)) == 16);
+  {
+    /* the bytes a layout needs: what empty_strided allocated, plus the offset; 0 with a
+       size-0 dim; refused for bad values */
+    size_t nb = 1;
+    int64_t zero_sizes[2] = {3, 0}, neg[2] = {-1, 2}, huge[2] = {INT64_MAX / 2, 4}, st[2] = {4, 1};
+    CHECK_OK(tensor_storage_nbytes_needed(exp_sizes, exp_strides, 2, 0, TENSOR_FLOAT32, &nb));
+    CHECK(nb == 16);
+    CHECK_OK(tensor_storage_nbytes_needed(nchw, cl, 4, 0, TENSOR_FLOAT32, &nb));
+    CHECK(nb == storage_nbytes(tensor_storage(c)));
+    CHECK_OK(tensor_storage_nbytes_needed(exp_sizes, exp_strides, 2, 5, TENSOR_FLOAT64, &nb));
+    CHECK(nb == (5 + 4) * 8);
+    CHECK_OK(tensor_storage_nbytes_needed(zero_sizes, st, 2, 7, TENSOR_FLOAT32, &nb));
+    CHECK(nb == 0);
+    CHECK_OK(tensor_storage_nbytes_needed(NULL, NULL, 0, 2, TENSOR_INT16, &nb));
+    CHECK(nb == 6); /* a 0-dim tensor at offset 2: one element */
+    nb = 99;
+    CHECK(tensor_storage_nbytes_needed(neg, st, 2, 0, TENSOR_FLOAT32, &nb) == TENSOR_ERR_INVALID_ARGUMENT);
+    CHECK(tensor_storage_nbytes_needed(exp_sizes, exp_strides, 2, -1, TENSOR_FLOAT32, &nb) ==
+          TENSOR_ERR_INVALID_ARGUMENT);
+    CHECK(tensor_storage_nbytes_needed(exp_sizes, exp_strides, 2, 0, 99, &nb) == TENSOR_ERR_INVALID_ARGUMENT);
+    CHECK(tensor_storage_nbytes_needed(huge, st, 2, 0, TENSOR_FLOAT32, &nb) == TENSOR_ERR_OVERFLOW);
+    CHECK(strstr(tensor_last_error(), "tensor_storage_nbytes_needed") != NULL);
+    CHECK(tensor_storage_nbytes_needed(exp_sizes, exp_strides, 2, 0, TENSOR_FLOAT32, NULL) ==
+          TENSOR_ERR_NULL_POINTER);
+    CHECK(nb == 99); /* untouched on failure */
+  }
   CHECK(tensor_numel(e) == 12);
   CHECK(!tensor_is_contiguous(e, TENSOR_CONTIGUOUS_FORMAT));
   CHECK(!tensor_is_non_overlapping_and_dense(e));

@@ -708,6 +708,21 @@ tensor_status_t tensor_empty_strided(const int64_t *sizes,
                                      struct tensor_t **out);
 
 /**
+ * Bytes of storage a layout needs (PyTorch's `computeStorageNbytes`) in `*out`: 0 when a
+ * size is 0, else `(storage_offset + 1 + sum of strides[d] * (sizes[d] - 1)) * itemsize`:
+ * what a storage under `tensor_from_storage` with this layout must hold, and what
+ * `tensor_empty_strided` allocates (with offset 0). Errors: NULL_POINTER,
+ * INVALID_ARGUMENT (negative size, stride or offset, ndim outside [0, 64], unknown dtype),
+ * OVERFLOW.
+ */
+tensor_status_t tensor_storage_nbytes_needed(const int64_t *sizes,
+                                             const int64_t *strides,
+                                             int64_t ndim,
+                                             int64_t storage_offset,
+                                             tensor_dtype_t dtype,
+                                             size_t *out);
+
+/**
  * A tensor of zeros in `*out` (owned). Errors: as tensor_empty.
  */
 tensor_status_t tensor_zeros(const int64_t *sizes,

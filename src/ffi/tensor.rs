@@ -40,6 +40,44 @@ pub extern "C" fn tensor_empty_strided(
     })
 }
 
+/// Bytes of storage a layout needs (PyTorch's `computeStorageNbytes`) in `*out`: 0 when a
+/// size is 0, else `(storage_offset + 1 + sum of strides[d] * (sizes[d] - 1)) * itemsize`:
+/// what a storage under `tensor_from_storage` with this layout must hold, and what
+/// `tensor_empty_strided` allocates (with offset 0). Errors: NULL_POINTER,
+/// INVALID_ARGUMENT (negative size, stride or offset, ndim outside [0, 64], unknown dtype),
+/// OVERFLOW.
+#[no_mangle]
+pub extern "C" fn tensor_storage_nbytes_needed(
+    sizes: *const i64,
+    strides: *const i64,
+    ndim: i64,
+    storage_offset: i64,
+    dtype: tensor_dtype_t,
+    out: *mut usize,
+) -> tensor_status_t {
+    call(fn_name!(), || {
+        let out = out_arg(out)?;
+        let sizes = int_list(sizes, ndim, "sizes")?;
+        let strides = int_list(strides, ndim, "strides")?;
+        let dtype = dtype_arg(dtype)?;
+        shape::check_sizes(sizes)?;
+        shape::check_strides(strides)?;
+        ensure!(
+            storage_offset >= 0,
+            InvalidArgument,
+            "negative storage offset {storage_offset}"
+        );
+        let n = shape::storage_nbytes_needed(sizes, strides, storage_offset, dtype.itemsize())?;
+        *out = usize::try_from(n).map_err(|_| {
+            Error::from_fmt(
+                Status::Overflow,
+                format_args!("{n} bytes do not fit size_t"),
+            )
+        })?;
+        Ok(())
+    })
+}
+
 /// A tensor of zeros in `*out` (owned). Errors: as tensor_empty.
 #[no_mangle]
 pub extern "C" fn tensor_zeros(
