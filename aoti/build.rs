@@ -1,13 +1,18 @@
-//! Links libtensor_aoti.so against libtensor.so **dynamically** without a build-order
-//! dependency on the real library: compiles a stub `libtensor.so` (SONAME `libtensor.so.0`,
-//! libtensor's version script, an empty function for every libtensor symbol declared in
-//! src/sys.rs) into OUT_DIR and links against it, like an import library. At run time the
-//! real `libtensor.so.0` is found through the rpath (`$ORIGIN`) or LD_LIBRARY_PATH, and every
-//! reference is versioned `tensor_*@TENSOR_0`.
+//! Generates `sys.rs`'s bindings of libtensor's C API from include/tensor.h (the one
+//! description: read by tests/support/header_model.rs, as the core's build and tests read it)
+//! into OUT_DIR/tensor_sys.rs, and links libtensor_aoti.so against libtensor.so
+//! **dynamically** without a build-order dependency on the real library: compiles a stub
+//! `libtensor.so` (SONAME `libtensor.so.0`, libtensor's version script, an empty function for
+//! every function of the header) into OUT_DIR and links against it, like an import library.
+//! At run time the real `libtensor.so.0` is found through the rpath (`$ORIGIN`) or
+//! LD_LIBRARY_PATH, and every reference is versioned `tensor_*@TENSOR_0`.
 //!
 //! It also compiles src/check.cpp (`aoti_torch_check`, which must throw a C++ exception into
 //! the model's code) and links `-lsleef` (the `Sleef_*` vector-math functions a model's
 //! kernels call; Debian's libsleef-dev).
+
+#[path = "../tests/support/header_model.rs"]
+mod header_model;
 
 use std::path::PathBuf;
 
@@ -20,24 +25,15 @@ fn main() {
         "cargo:rustc-env=TENSOR_AOTI_TARGET={}",
         std::env::var("TARGET").unwrap()
     );
-    println!("cargo:rerun-if-changed=src/sys.rs");
+    println!("cargo:rerun-if-changed=../include/tensor.h");
+    println!("cargo:rerun-if-changed=../tests/support/header_model.rs");
     println!("cargo:rerun-if-changed=src/check.cpp");
     println!("cargo:rerun-if-changed=../cmake/tensor.map");
 
-    // Every `fn tensor_*(` / `fn storage_*(` declared in src/sys.rs.
-    let sys = std::fs::read_to_string(dir.join("src/sys.rs")).unwrap();
-    let mut names: Vec<&str> = sys
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub fn "))
-        .filter_map(|l| l.split('(').next())
-        .filter(|n| n.starts_with("tensor_") || n.starts_with("storage_"))
-        .collect();
-    names.sort();
-    names.dedup();
-    assert!(
-        !names.is_empty(),
-        "no libtensor functions found in src/sys.rs"
-    );
+    let header = std::fs::read_to_string(dir.join("../include/tensor.h")).unwrap();
+    let (sys, names) = bindings(&header);
+    assert!(!names.is_empty(), "no functions found in include/tensor.h");
+    std::fs::write(out.join("tensor_sys.rs"), sys).unwrap();
     let stub_c = out.join("tensor_stub.c");
     let body: String = names
         .iter()
@@ -85,4 +81,265 @@ fn main() {
         dir.join("tensor_aoti.map").display()
     );
     println!("cargo:rerun-if-changed=tensor_aoti.map");
+}
+
+// ---- aoti/src/sys.rs: libtensor's C API, generated from include/tensor.h ----------------
+
+/// A C type (as the header writes it, without a declarator name) as a Rust type.
+fn rust_type(c: &str) -> String {
+    let c = c.replace('*', " * ");
+    let words: Vec<&str> = c.split_whitespace().collect();
+    // Leading qualifiers and the base type, then `*` levels each optionally `const`.
+    let mut i = 0;
+    let mut base_const = false;
+    let mut base = Vec::new();
+    while i < words.len() && words[i] != "*" {
+        match words[i] {
+            "const" => base_const = true,
+            "struct" => {}
+            w => base.push(w),
+        }
+        i += 1;
+    }
+    let base = base.join(" ");
+    let mut ty = match base.as_str() {
+        "void" if i == words.len() => return "()".into(),
+        "void" => "c_void".to_string(),
+        "char" => "c_char".to_string(),
+        "int" => "c_int".to_string(),
+        "unsigned int" => "c_uint".to_string(),
+        "bool" => "bool".to_string(),
+        "float" => "f32".to_string(),
+        "double" => "f64".to_string(),
+        "size_t" => "usize".to_string(),
+        "int8_t" => "i8".to_string(),
+        "int16_t" => "i16".to_string(),
+        "int32_t" => "i32".to_string(),
+        "int64_t" => "i64".to_string(),
+        "uint8_t" => "u8".to_string(),
+        "uint16_t" => "u16".to_string(),
+        "uint32_t" => "u32".to_string(),
+        "uint64_t" => "u64".to_string(),
+        name if !name.is_empty() && name.chars().all(|ch| ch.is_alphanumeric() || ch == '_') => {
+            name.to_string()
+        }
+        other => panic!("include/tensor.h: C type '{c}' (base '{other}') has no Rust mapping"),
+    };
+    let mut pointee_const = base_const;
+    while i < words.len() {
+        assert_eq!(
+            words[i], "*",
+            "include/tensor.h: cannot read the C type '{c}'"
+        );
+        i += 1;
+        let this_const = i < words.len() && words[i] == "const";
+        if this_const {
+            i += 1;
+        }
+        ty = format!("*{} {ty}", if pointee_const { "const" } else { "mut" });
+        pointee_const = this_const;
+    }
+    ty
+}
+
+const RUST_KEYWORDS: &[&str] = &[
+    "as", "async", "await", "box", "break", "const", "continue", "crate", "dyn", "else", "enum",
+    "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move",
+    "mut", "pub", "ref", "return", "self", "static", "struct", "super", "trait", "true", "type",
+    "unsafe", "use", "where", "while",
+];
+
+/// `type name` (a parameter or field) as `name: RustType`.
+fn rust_binding(decl: &str) -> String {
+    let decl = decl.trim();
+    // A function-pointer declarator: `ret (*name)(params)`.
+    if let Some(open) = decl.find("(*") {
+        let close = open
+            + decl[open..]
+                .find(')')
+                .expect("a function pointer declarator");
+        let name = decl[open + 2..close].trim();
+        let ret = &decl[..open];
+        let params = decl[close + 1..]
+            .trim()
+            .trim_start_matches('(')
+            .trim_end_matches(')');
+        return format!("{}: {}", ident(name), fn_pointer(ret, params));
+    }
+    let split = decl
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .expect("a declaration with a name");
+    format!(
+        "{}: {}",
+        ident(&decl[split + 1..]),
+        rust_type(&decl[..=split])
+    )
+}
+
+fn ident(name: &str) -> String {
+    if RUST_KEYWORDS.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
+fn params(list: &str) -> String {
+    let list = list.trim();
+    if list.is_empty() || list == "void" {
+        return String::new();
+    }
+    list.split(',')
+        .map(rust_binding)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn returns(c: &str) -> String {
+    match rust_type(c).as_str() {
+        "()" => String::new(),
+        r => format!(" -> {r}"),
+    }
+}
+
+/// `Option<unsafe extern "C" fn(params) -> ret>` (a C function pointer may be NULL).
+fn fn_pointer(ret: &str, list: &str) -> String {
+    format!(
+        "Option<unsafe extern \"C\" fn({}){}>",
+        params(list),
+        returns(ret)
+    )
+}
+
+/// The Rust type of a `#define TENSOR_<NAME> <integer>`: by the family its name belongs to.
+/// Every define must belong to one (a new family is a decision for this table).
+fn define_type(name: &str) -> Option<&'static str> {
+    const DTYPES: &[&str] = &[
+        "UINT8",
+        "INT8",
+        "INT16",
+        "INT32",
+        "INT64",
+        "FLOAT16",
+        "FLOAT32",
+        "FLOAT64",
+        "COMPLEX64",
+        "COMPLEX128",
+        "BOOL",
+        "BFLOAT16",
+        "UINT16",
+        "UINT32",
+        "UINT64",
+        "FLOAT8_E5M2",
+        "FLOAT8_E4M3FN",
+        "FLOAT8_E5M2FNUZ",
+        "FLOAT8_E4M3FNUZ",
+        "FLOAT8_E8M0FNU",
+        "FLOAT4_E2M1FN_X2",
+    ];
+    let n = name.strip_prefix("TENSOR_")?;
+    Some(match n {
+        "OK" => "tensor_status_t",
+        _ if n.starts_with("ERR_") => "tensor_status_t",
+        _ if DTYPES.contains(&n) => "tensor_dtype_t",
+        "CONTIGUOUS_FORMAT" | "PRESERVE_FORMAT" | "CHANNELS_LAST" | "CHANNELS_LAST_3D" => {
+            "tensor_memory_format_t"
+        }
+        "MAP_READ_ONLY" | "MAP_SHARED" | "MAP_PRIVATE" => "tensor_map_mode_t",
+        "MAP_TO_END" => "u64",
+        _ if n.starts_with("STORAGE_") => "tensor_storage_kind_t",
+        _ if n.starts_with("YUV_") => "i32",
+        "VERSION_MAJOR" | "VERSION_MINOR" | "VERSION_PATCH" | "ABI_VERSION" => "u32",
+        "VERSION_STRING" => "&str",
+        "MAX_DIMS" => "i64",
+        _ => return None,
+    })
+}
+
+/// The bindings: every define, typedef, struct and function of include/tensor.h.
+fn bindings(header: &str) -> (String, Vec<String>) {
+    let h = header_model::parse_header(header);
+    let mut out = String::from(
+        "// Generated by aoti/build.rs from include/tensor.h (tests/support/header_model.rs reads\n\
+         // it). Do not edit: the header is the one description of libtensor's C API.\n\n",
+    );
+    for (name, value) in &h.defines {
+        if name == "LIBTENSOR_TENSOR_H" {
+            continue;
+        }
+        let ty = define_type(name).unwrap_or_else(|| {
+            panic!("include/tensor.h: #define {name} belongs to no family of aoti/build.rs's define_type")
+        });
+        let value = match value.as_str() {
+            "UINT64_MAX" => "u64::MAX".to_string(),
+            v => v.to_string(),
+        };
+        out += &format!("pub const {name}: {ty} = {value};\n");
+    }
+    out.push('\n');
+    for t in &h.typedefs {
+        let body = t
+            .strip_prefix("typedef ")
+            .unwrap()
+            .trim_end_matches(';')
+            .trim();
+        if let Some(rest) = body.strip_prefix("struct ") {
+            // An opaque handle: `typedef struct X X`.
+            let name = rest.split_whitespace().next().unwrap();
+            out += &format!("#[repr(C)]\npub struct {name} {{\n    _private: [u8; 0],\n}}\n\n");
+        } else if let Some(open) = body.find("(*") {
+            let close = open + body[open..].find(')').unwrap();
+            let name = body[open + 2..close].trim();
+            let list = body[close + 1..]
+                .trim()
+                .trim_start_matches('(')
+                .trim_end_matches(')');
+            out += &format!("pub type {name} = {};\n", fn_pointer(&body[..open], list));
+        } else {
+            let split = body.rfind(' ').unwrap();
+            out += &format!(
+                "pub type {} = {};\n",
+                &body[split + 1..],
+                rust_type(&body[..split])
+            );
+        }
+    }
+    out.push('\n');
+    for s in &h.structs {
+        out += &format!(
+            "#[repr(C)]\n#[derive(Clone, Copy)]\npub struct {} {{\n",
+            s.name
+        );
+        for f in &s.fields {
+            out += &format!("    pub {},\n", rust_binding(f));
+        }
+        out += "}\n\n";
+    }
+    // Structs the header only forward-declares (DLPack's): opaque here.
+    let mut opaque: Vec<String> = Vec::new();
+    let mut fns = String::from("extern \"C\" {\n");
+    let mut names = Vec::new();
+    for f in &h.functions {
+        for p in f.params.iter().chain(std::iter::once(&f.returns)) {
+            for w in p.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+                if w.starts_with("DL") && !opaque.iter().any(|o| o == w) {
+                    opaque.push(w.to_string());
+                }
+            }
+        }
+        let list: Vec<String> = f.params.iter().map(|p| rust_binding(p)).collect();
+        fns += &format!(
+            "    pub fn {}({}){};\n",
+            f.name,
+            list.join(", "),
+            returns(&f.returns)
+        );
+        names.push(f.name.clone());
+    }
+    fns += "}\n";
+    for o in opaque {
+        out += &format!("#[repr(C)]\npub struct {o} {{\n    _private: [u8; 0],\n}}\n\n");
+    }
+    out += &fns;
+    (out, names)
 }

@@ -1,5 +1,7 @@
 //! Errors of libtensor_aoti: one thread-local message (`tensor_aoti_last_error`), and the one
-//! panic-catching helper every `extern "C"` function runs behind.
+//! panic-catching helper every `extern "C"` function runs behind. It sits right above `sys`
+//! (libtensor's bindings) and below everything else: it reads C strings (libtensor's
+//! messages) itself and imports nothing of the crate but `sys`.
 //!
 //! Two conventions meet here. The host API (`tensor_aoti_*`) returns libtensor's
 //! `tensor_status_t` codes. The `aoti_torch_*` shim returns the shim's `AOTITorchError`
@@ -12,6 +14,25 @@ use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::sys;
+
+/// The name of the exported function this is written in (directly in its body, not in a
+/// closure), as libtensor's boundary takes it: the type name of an item nested in the
+/// function (`"tensor_aoti::shim::aoti_torch_get_dim::f"`), trimmed to the function's name
+/// on the error path only ([`reported_name`]), so that a function's name cannot drift from
+/// the one its errors report.
+macro_rules! fn_name {
+    () => {{
+        fn f() {}
+        ::core::any::type_name_of_val(&f)
+    }};
+}
+pub(crate) use fn_name;
+
+/// `fn_name!()`'s text as reported: the function's own name (a plain name passes through).
+pub fn reported_name(name: &str) -> &str {
+    let name = name.strip_suffix("::f").unwrap_or(name);
+    name.rsplit("::").next().unwrap_or(name)
+}
 
 pub const AOTI_TORCH_SUCCESS: i32 = 0;
 pub const AOTI_TORCH_FAILURE: i32 = 1;
@@ -38,9 +59,26 @@ pub fn check(status: sys::tensor_status_t) -> Result<()> {
     } else {
         // SAFETY: tensor_last_error takes nothing and returns this thread's message, a
         // NUL-terminated string libtensor keeps until its next failed call on this thread.
-        let msg = crate::util::c_string(unsafe { sys::tensor_last_error() }).unwrap_or_default();
+        let msg = c_string(unsafe { sys::tensor_last_error() }).unwrap_or_default();
         err(status, msg)
     }
+}
+
+/// A C string (NULL as None), copied: for the strings listed in the SAFETY comment below.
+pub fn c_string(p: *const std::ffi::c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: p is non-NULL (checked above). Each caller passes a string that its source
+    // promises NUL-terminated and live until this copy: libtensor's messages and dtype
+    // names (tensor.h), dlerror's and the model's AOTInductorGetLastError message (this
+    // thread's, until its next call), this crate's own last error (a CString), and the
+    // C string arguments of the shim's diagnostics (shim.h: live for the call).
+    Some(
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 thread_local! {
@@ -69,11 +107,15 @@ pub fn host(name: &str, f: impl FnOnce() -> Result<()>) -> sys::tensor_status_t 
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => sys::TENSOR_OK,
         Ok(Err(e)) => {
-            set_last_error(&format!("{name}: {}", e.msg));
+            set_last_error(&format!("{}: {}", reported_name(name), e.msg));
             e.status
         }
         Err(p) => {
-            set_last_error(&format!("{name}: internal error: {}", panic_text(p)));
+            set_last_error(&format!(
+                "{}: internal error: {}",
+                reported_name(name),
+                panic_text(p)
+            ));
             sys::TENSOR_ERR_INTERNAL
         }
     }
@@ -117,7 +159,7 @@ fn quiet() -> bool {
 }
 
 pub fn shim_failed(name: &str, msg: &str) {
-    let text = format!("{name}: {msg}");
+    let text = format!("{}: {msg}", reported_name(name));
     if !quiet() {
         eprintln!("libtensor_aoti: {text}");
     }

@@ -11,7 +11,7 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::io::Read;
 use std::ptr::{self, NonNull};
 
-use crate::error::{self, err, host, host_value, Result};
+use crate::error::{self, err, fn_name, host, host_value, Result};
 use crate::spec::{self, InputSpec};
 use crate::sys::{self, tensor_t};
 use crate::util::{self, out, Handle, Owned};
@@ -100,7 +100,7 @@ pub struct Model {
 fn dlerror() -> String {
     // SAFETY: dlerror takes nothing; it returns NULL or this thread's NUL-terminated
     // message, valid until the thread's next dl* call (c_string copies it at once).
-    util::c_string(unsafe { libc::dlerror() }).unwrap_or_else(|| "unknown dlerror".into())
+    error::c_string(unsafe { libc::dlerror() }).unwrap_or_else(|| "unknown dlerror".into())
 }
 
 /// Makes libtensor_aoti's symbols global, so that a model `dlopen`ed next binds its
@@ -354,12 +354,12 @@ impl Model {
             // SAFETY: f is the model's AOTInductorGetLastError (interface.h's signature),
             // which stores NULL or its thread-local NUL-terminated message in p.
             if unsafe { f(&mut p) } == 0 {
-                if let Some(t) = util::c_string(p) {
+                if let Some(t) = error::c_string(p) {
                     text = t.trim().to_string();
                 }
             }
         }
-        let shim = util::c_string(error::last_error_ptr()).unwrap_or_default();
+        let shim = error::c_string(error::last_error_ptr()).unwrap_or_default();
         match (text.is_empty(), shim.is_empty()) {
             (true, true) => "the model reported an error (see its message on stderr)".into(),
             (false, true) => text,
@@ -491,7 +491,7 @@ pub extern "C" fn tensor_aoti_load(
     path: *const c_char,
     out_model: *mut *mut tensor_aoti_model_t,
 ) -> sys::tensor_status_t {
-    host("tensor_aoti_load", || {
+    host(fn_name!(), || {
         if path.is_null() {
             return err(sys::TENSOR_ERR_NULL_POINTER, "path is NULL");
         }
@@ -538,7 +538,7 @@ pub extern "C" fn tensor_aoti_run(
     outputs: *mut *mut tensor_t,
     n_outputs: usize,
 ) -> sys::tensor_status_t {
-    host("tensor_aoti_run", || {
+    host(fn_name!(), || {
         if m.is_null() {
             return err(sys::TENSOR_ERR_NULL_POINTER, "model is NULL");
         }

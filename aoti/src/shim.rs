@@ -12,7 +12,7 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 
-use crate::error::{err, shim, shim_value, Result};
+use crate::error::{err, fn_name, shim, shim_value, Result};
 use crate::sys::{self, tensor_t};
 use crate::util::{self, handle, make, out, Handle, Tensor};
 
@@ -39,28 +39,28 @@ constants! {
     aoti_torch_device_type_xpu = 12;
     aoti_torch_device_type_mps = 13;
     aoti_torch_device_type_privateuse1 = 20;
-    aoti_torch_dtype_uint8 = 0;
-    aoti_torch_dtype_int8 = 1;
-    aoti_torch_dtype_int16 = 2;
-    aoti_torch_dtype_int32 = 3;
-    aoti_torch_dtype_int64 = 4;
-    aoti_torch_dtype_float16 = 5;
-    aoti_torch_dtype_float32 = 6;
-    aoti_torch_dtype_float64 = 7;
-    aoti_torch_dtype_complex32 = 8;
-    aoti_torch_dtype_complex64 = 9;
-    aoti_torch_dtype_complex128 = 10;
-    aoti_torch_dtype_bool = 11;
-    aoti_torch_dtype_bfloat16 = 15;
-    aoti_torch_dtype_float8_e5m2 = 23;
-    aoti_torch_dtype_float8_e4m3fn = 24;
-    aoti_torch_dtype_float8_e5m2fnuz = 25;
-    aoti_torch_dtype_float8_e4m3fnuz = 26;
-    aoti_torch_dtype_uint16 = 27;
-    aoti_torch_dtype_uint32 = 28;
-    aoti_torch_dtype_uint64 = 29;
-    aoti_torch_dtype_float8_e8m0fnu = 44;
-    aoti_torch_dtype_float4_e2m1fn_x2 = 45;
+    aoti_torch_dtype_uint8 = sys::TENSOR_UINT8;
+    aoti_torch_dtype_int8 = sys::TENSOR_INT8;
+    aoti_torch_dtype_int16 = sys::TENSOR_INT16;
+    aoti_torch_dtype_int32 = sys::TENSOR_INT32;
+    aoti_torch_dtype_int64 = sys::TENSOR_INT64;
+    aoti_torch_dtype_float16 = sys::TENSOR_FLOAT16;
+    aoti_torch_dtype_float32 = sys::TENSOR_FLOAT32;
+    aoti_torch_dtype_float64 = sys::TENSOR_FLOAT64;
+    aoti_torch_dtype_complex32 = 8; // c10's code; libtensor has no complex32
+    aoti_torch_dtype_complex64 = sys::TENSOR_COMPLEX64;
+    aoti_torch_dtype_complex128 = sys::TENSOR_COMPLEX128;
+    aoti_torch_dtype_bool = sys::TENSOR_BOOL;
+    aoti_torch_dtype_bfloat16 = sys::TENSOR_BFLOAT16;
+    aoti_torch_dtype_float8_e5m2 = sys::TENSOR_FLOAT8_E5M2;
+    aoti_torch_dtype_float8_e4m3fn = sys::TENSOR_FLOAT8_E4M3FN;
+    aoti_torch_dtype_float8_e5m2fnuz = sys::TENSOR_FLOAT8_E5M2FNUZ;
+    aoti_torch_dtype_float8_e4m3fnuz = sys::TENSOR_FLOAT8_E4M3FNUZ;
+    aoti_torch_dtype_uint16 = sys::TENSOR_UINT16;
+    aoti_torch_dtype_uint32 = sys::TENSOR_UINT32;
+    aoti_torch_dtype_uint64 = sys::TENSOR_UINT64;
+    aoti_torch_dtype_float8_e8m0fnu = sys::TENSOR_FLOAT8_E8M0FNU;
+    aoti_torch_dtype_float4_e2m1fn_x2 = sys::TENSOR_FLOAT4_E2M1FN_X2;
     aoti_torch_layout_strided = 0;
     aoti_torch_layout_sparse_coo = 1;
     aoti_torch_layout_sparse_csr = 2;
@@ -69,18 +69,18 @@ constants! {
     aoti_torch_layout_sparse_bsr = 5;
     aoti_torch_layout_sparse_bsc = 6;
     aoti_torch_layout_jagged = 7;
-    aoti_torch_memory_format_contiguous_format = 0;
-    aoti_torch_memory_format_channels_last = 2;
-    aoti_torch_memory_format_channels_last_3d = 3;
-    aoti_torch_memory_format_preserve_format = 1;
+    aoti_torch_memory_format_contiguous_format = sys::TENSOR_CONTIGUOUS_FORMAT;
+    aoti_torch_memory_format_channels_last = sys::TENSOR_CHANNELS_LAST;
+    aoti_torch_memory_format_channels_last_3d = sys::TENSOR_CHANNELS_LAST_3D;
+    aoti_torch_memory_format_preserve_format = sys::TENSOR_PRESERVE_FORMAT;
 }
 
-/// Element size of a c10 dtype code, as libtorch's (0 for a code we do not know).
+/// Element size of a c10 dtype code, as libtorch's (0 for a code we do not know). The codes
+/// libtensor knows are its own (equal to c10's); complex32 (8) is c10's alone.
 #[no_mangle]
 pub extern "C" fn aoti_torch_dtype_element_size(dtype: i32) -> usize {
-    shim_value("aoti_torch_dtype_element_size", 0, || match dtype {
-        8 => 4,                 // complex32
-        23..=26 | 44 | 45 => 1, // float8 / float4x2
+    shim_value(fn_name!(), 0, || match dtype {
+        8 => 4, // complex32
         d => util::itemsize(d),
     })
 }
@@ -106,19 +106,20 @@ fn device_from_c10(device_type: i32, device_index: i32) -> Result<sys::tensor_de
         );
     }
     Ok(sys::tensor_device_t {
-        device_type: sys::DL_CPU,
+        device_type: util::DL_CPU,
         device_id: 0,
     })
 }
 
 /// libtensor's DLPack device type to c10's (CPU-resident kinds are CPU in c10).
 fn device_to_c10(dl: i32) -> i32 {
+    use util::*;
     match dl {
-        1 | 3 | 11 => 0, // CPU, CUDA host (pinned), ROCm host
-        2 | 13 => 1,     // CUDA, CUDA managed
-        10 => 1,         // ROCm shows as CUDA in torch
-        14 => 12,        // oneAPI: XPU
-        8 => 13,         // Metal: MPS
+        DL_CPU | DL_CUDA_HOST | DL_ROCM_HOST => 0, // host memory (pinned is host)
+        DL_CUDA | DL_CUDA_MANAGED => 1,
+        DL_ROCM => 1,    // ROCm shows as CUDA in torch
+        DL_ONEAPI => 12, // XPU
+        DL_METAL => 13,  // MPS
         _ => -1,
     }
 }
@@ -146,7 +147,7 @@ pub extern "C" fn aoti_torch_grad_mode_set_enabled(enabled: bool) {
 
 #[no_mangle]
 pub extern "C" fn aoti_torch_delete_tensor_object(tensor: AtenTensorHandle) -> i32 {
-    shim("aoti_torch_delete_tensor_object", || {
+    shim(fn_name!(), || {
         let t = handle(tensor, "tensor")?;
         // SAFETY: the caller gives up the reference this live handle holds (shim.h: delete
         // releases the handle); nothing here uses t afterwards.
@@ -160,7 +161,7 @@ pub extern "C" fn aoti_torch_new_tensor_handle(
     orig_handle: AtenTensorHandle,
     new_handle: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_new_tensor_handle", || {
+    shim(fn_name!(), || {
         let t = handle(orig_handle, "orig_handle")?;
         let o = out(new_handle, "new_handle")?;
         *o = t.retain().into_raw();
@@ -173,7 +174,7 @@ pub extern "C" fn aoti_torch_assign_tensors_out(
     src: AtenTensorHandle,
     ret_dst: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_assign_tensors_out", || {
+    shim(fn_name!(), || {
         let t = handle(src, "src")?;
         let o = out(ret_dst, "ret_dst")?;
         *o = t.retain().into_raw();
@@ -238,7 +239,7 @@ accessor!(aoti_torch_is_defined, bool, |_t| true);
 
 #[no_mangle]
 pub extern "C" fn aoti_torch_get_size(tensor: AtenTensorHandle, d: i64, ret_size: *mut i64) -> i32 {
-    shim("aoti_torch_get_size", || {
+    shim(fn_name!(), || {
         let t = handle(tensor, "tensor")?;
         let r = out(ret_size, "ret_size")?;
         *r = t.size(d)?;
@@ -252,7 +253,7 @@ pub extern "C" fn aoti_torch_get_stride(
     d: i64,
     ret_stride: *mut i64,
 ) -> i32 {
-    shim("aoti_torch_get_stride", || {
+    shim(fn_name!(), || {
         let t = handle(tensor, "tensor")?;
         let r = out(ret_stride, "ret_stride")?;
         *r = t.stride(d)?;
@@ -273,7 +274,7 @@ pub extern "C" fn aoti_torch_empty_strided(
     device_index: i32,
     ret_new_tensor: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_empty_strided", || {
+    shim(fn_name!(), || {
         let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
         let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
         let r = out(ret_new_tensor, "ret_new_tensor")?;
@@ -285,10 +286,7 @@ pub extern "C" fn aoti_torch_empty_strided(
 
 #[no_mangle]
 pub extern "C" fn aoti_torch_empty_strided_pinned() -> i32 {
-    unsupported(
-        "aoti_torch_empty_strided_pinned",
-        "pinned memory needs CUDA",
-    )
+    unsupported(fn_name!(), "pinned memory needs CUDA")
 }
 
 /// c10's `for_blob(data).storage_offset(off)`: `data` is the storage base, element 0 is at
@@ -303,46 +301,31 @@ fn from_blob(
     dtype: i32,
     device_type: i32,
     device_index: i32,
-    func: &str,
 ) -> Result<Handle> {
     let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
     let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
     let device = device_from_c10(device_type, device_index)?;
-    let _ = func;
     if storage_offset < 0 {
         return err(
             sys::TENSOR_ERR_INVALID_ARGUMENT,
             format!("storage_offset {storage_offset} is negative"),
         );
     }
-    let item = util::itemsize(dtype) as i64;
-    if item == 0 {
-        return err(
-            sys::TENSOR_ERR_INVALID_ARGUMENT,
-            format!("dtype {dtype} is not supported"),
-        );
-    }
-    let ext = util::extent(sizes, strides)?;
-    let nbytes = ext
-        .checked_add(storage_offset)
-        .and_then(|e| e.checked_mul(item))
+    // c10's TensorMaker: the bytes the layout reaches from element 0, plus the offset's
+    // (so a tensor without elements still holds its offset).
+    let nbytes = util::nbytes_needed(sizes, strides, 0, dtype)?
+        .checked_add((storage_offset as usize).saturating_mul(util::itemsize(dtype)))
+        .filter(|&n| n <= isize::MAX as usize)
         .ok_or(crate::error::Error {
             status: sys::TENSOR_ERR_OVERFLOW,
-            msg: format!("storage_offset {storage_offset} plus extent {ext} overflows"),
+            msg: format!("storage_offset {storage_offset} with sizes {sizes:?} strides {strides:?} overflows"),
         })?;
     let mut s: *mut sys::storage_t = std::ptr::null_mut();
     // SAFETY: libtensor only records `data` (no deleter: the caller keeps it alive, shim.h's
     // contract for a blob, which covers the bytes the layout reaches, nbytes); s is a
     // writable out-parameter.
     crate::error::check(unsafe {
-        sys::storage_from_blob(
-            data,
-            nbytes as usize,
-            device,
-            None,
-            std::ptr::null_mut(),
-            &mut s,
-        )
+        sys::storage_from_blob(data, nbytes, device, None, std::ptr::null_mut(), &mut s)
     })?;
     // SAFETY: s is the live storage just made (its one reference, ours); sizes and strides
     // are util::array's ndim entries each; o is make's out-parameter.
@@ -374,8 +357,7 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob(
     device_index: i32,
     ret: *mut AtenTensorHandle,
 ) -> i32 {
-    const F: &str = "aoti_torch_create_tensor_from_blob";
-    shim(F, || {
+    shim(fn_name!(), || {
         let r = out(ret, "ret")?;
         *r = from_blob(
             data,
@@ -386,7 +368,6 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob(
             dtype,
             device_type,
             device_index,
-            F,
         )?;
         Ok(())
     })
@@ -407,8 +388,7 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob_v2(
     opaque_metadata: *const u8,
     opaque_metadata_size: i64,
 ) -> i32 {
-    const F: &str = "aoti_torch_create_tensor_from_blob_v2";
-    shim(F, || {
+    shim(fn_name!(), || {
         let r = out(ret, "ret")?;
         if layout != 0 {
             return err(
@@ -431,7 +411,6 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob_v2(
             dtype,
             device_type,
             device_index,
-            F,
         )?;
         Ok(())
     })
@@ -446,7 +425,7 @@ pub extern "C" fn aoti_torch__reinterpret_tensor(
     offset_increment: i64,
     ret_new_tensor: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch__reinterpret_tensor", || {
+    shim(fn_name!(), || {
         let t = handle(self_, "self")?;
         let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
         let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
@@ -472,7 +451,7 @@ pub extern "C" fn aoti_torch_as_strided(
     strides_ptr: *const i64,
     ret: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_as_strided", || {
+    shim(fn_name!(), || {
         let t = handle(self_, "self")?;
         let ndim = t.ndim();
         let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
@@ -493,7 +472,7 @@ pub extern "C" fn aoti_torch__alloc_from_pool(
     strides_ptr: *const i64,
     ret_new_tensor: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch__alloc_from_pool", || {
+    shim(fn_name!(), || {
         let t = handle(self_, "self")?;
         let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
         let strides = util::array(strides_ptr, ndim, "strides_ptr")?;
@@ -516,7 +495,7 @@ pub extern "C" fn aoti_torch__alloc_from_pool(
 
 #[no_mangle]
 pub extern "C" fn aoti_torch_clone(self_: AtenTensorHandle, ret: *mut AtenTensorHandle) -> i32 {
-    shim("aoti_torch_clone", || {
+    shim(fn_name!(), || {
         let t = handle(self_, "self")?;
         let r = out(ret, "ret")?;
         *r = t.clone_as(sys::TENSOR_PRESERVE_FORMAT)?.into_raw();
@@ -531,11 +510,11 @@ pub extern "C" fn aoti_torch_clone_preserve_strides(
     self_: AtenTensorHandle,
     ret: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_clone_preserve_strides", || {
+    shim(fn_name!(), || {
         let t = handle(self_, "self")?;
         let r = out(ret, "ret")?;
         let (sizes, strides) = (t.sizes(), t.strides());
-        let ext = util::extent(sizes, strides)?;
+        let ext = util::extent(sizes, strides, t.dtype())?;
         let flat = t.as_strided(&[ext], &[1], t.storage_offset())?;
         let copy = flat.get().clone_as(sys::TENSOR_CONTIGUOUS_FORMAT)?;
         *r = copy.get().as_strided(sizes, strides, 0)?.into_raw();
@@ -549,7 +528,7 @@ pub extern "C" fn aoti_torch_copy_(
     src: AtenTensorHandle,
     non_blocking: i32,
 ) -> i32 {
-    shim("aoti_torch_copy_", || {
+    shim(fn_name!(), || {
         let _ = non_blocking; // CPU copies are synchronous
         let d = handle(self_, "self")?;
         let s = handle(src, "src")?;
@@ -560,7 +539,7 @@ pub extern "C" fn aoti_torch_copy_(
 /// Deprecated argument order: copies `src` into `dst`.
 #[no_mangle]
 pub extern "C" fn aoti_torch_tensor_copy_(src: AtenTensorHandle, dst: AtenTensorHandle) -> i32 {
-    shim("aoti_torch_tensor_copy_", || {
+    shim(fn_name!(), || {
         let s = handle(src, "src")?;
         let d = handle(dst, "dst")?;
         d.copy_from(s)
@@ -569,7 +548,7 @@ pub extern "C" fn aoti_torch_tensor_copy_(src: AtenTensorHandle, dst: AtenTensor
 
 #[no_mangle]
 pub extern "C" fn aoti_torch_zero_(self_: AtenTensorHandle) -> i32 {
-    shim("aoti_torch_zero_", || {
+    shim(fn_name!(), || {
         let t = handle(self_, "self")?;
         t.fill_i64(0)
     })
@@ -639,29 +618,29 @@ macro_rules! items {
 }
 
 items! {
-    aoti_torch_item_float16: u16 = 5, |t| Ok(half::f16::from_f64(get_f64(t)?).to_bits());
-    aoti_torch_item_bfloat16: u16 = 15, |t| Ok(half::bf16::from_f64(get_f64(t)?).to_bits());
-    aoti_torch_item_float32: f32 = 6, |t| Ok(get_f64(t)? as f32);
-    aoti_torch_item_float64: f64 = 7, |t| get_f64(t);
-    aoti_torch_item_uint8: u8 = 0, |t| Ok(get_i64(t)? as u8);
-    aoti_torch_item_uint16: u16 = 27, |t| Ok(get_i64(t)? as u16);
-    aoti_torch_item_uint32: u32 = 28, |t| Ok(get_i64(t)? as u32);
-    aoti_torch_item_uint64: u64 = 29, |t| Ok(get_i64(t)? as u64);
-    aoti_torch_item_int8: i8 = 1, |t| Ok(get_i64(t)? as i8);
-    aoti_torch_item_int16: i16 = 2, |t| Ok(get_i64(t)? as i16);
-    aoti_torch_item_int32: i32 = 3, |t| Ok(get_i64(t)? as i32);
-    aoti_torch_item_int64: i64 = 4, |t| get_i64(t);
-    aoti_torch_item_complex64: Complex32 = 9, |t| Ok(Complex32 { re: get_f64(t)? as f32, im: 0.0 });
+    aoti_torch_item_float16: u16 = sys::TENSOR_FLOAT16, |t| Ok(half::f16::from_f64(get_f64(t)?).to_bits());
+    aoti_torch_item_bfloat16: u16 = sys::TENSOR_BFLOAT16, |t| Ok(half::bf16::from_f64(get_f64(t)?).to_bits());
+    aoti_torch_item_float32: f32 = sys::TENSOR_FLOAT32, |t| Ok(get_f64(t)? as f32);
+    aoti_torch_item_float64: f64 = sys::TENSOR_FLOAT64, |t| get_f64(t);
+    aoti_torch_item_uint8: u8 = sys::TENSOR_UINT8, |t| Ok(get_i64(t)? as u8);
+    aoti_torch_item_uint16: u16 = sys::TENSOR_UINT16, |t| Ok(get_i64(t)? as u16);
+    aoti_torch_item_uint32: u32 = sys::TENSOR_UINT32, |t| Ok(get_i64(t)? as u32);
+    aoti_torch_item_uint64: u64 = sys::TENSOR_UINT64, |t| Ok(get_i64(t)? as u64);
+    aoti_torch_item_int8: i8 = sys::TENSOR_INT8, |t| Ok(get_i64(t)? as i8);
+    aoti_torch_item_int16: i16 = sys::TENSOR_INT16, |t| Ok(get_i64(t)? as i16);
+    aoti_torch_item_int32: i32 = sys::TENSOR_INT32, |t| Ok(get_i64(t)? as i32);
+    aoti_torch_item_int64: i64 = sys::TENSOR_INT64, |t| get_i64(t);
+    aoti_torch_item_complex64: Complex32 = sys::TENSOR_COMPLEX64, |t| Ok(Complex32 { re: get_f64(t)? as f32, im: 0.0 });
 }
 
 /// A bool tensor's item: its byte read as is (any nonzero byte is true, as a byte read
 /// as `u8`), converted from another dtype.
 #[no_mangle]
 pub extern "C" fn aoti_torch_item_bool(tensor: AtenTensorHandle, ret_value: *mut bool) -> i32 {
-    shim("aoti_torch_item_bool", || {
+    shim(fn_name!(), || {
         let t = handle(tensor, "tensor")?;
         let r = out(ret_value, "ret_value")?;
-        *r = item::<u8>(t, 11, |t| Ok((get_f64(t)? != 0.0) as u8))? != 0;
+        *r = item::<u8>(t, sys::TENSOR_BOOL, |t| Ok((get_f64(t)? != 0.0) as u8))? != 0;
         Ok(())
     })
 }
@@ -716,26 +695,26 @@ macro_rules! scalars {
 }
 
 scalars! {
-    aoti_torch_scalar_to_tensor_float32: f32 = 6;
-    aoti_torch_scalar_to_tensor_float64: f64 = 7;
-    aoti_torch_scalar_to_tensor_uint8: u8 = 0;
-    aoti_torch_scalar_to_tensor_uint16: u16 = 27;
-    aoti_torch_scalar_to_tensor_uint32: u32 = 28;
-    aoti_torch_scalar_to_tensor_uint64: u64 = 29;
-    aoti_torch_scalar_to_tensor_int8: i8 = 1;
-    aoti_torch_scalar_to_tensor_int16: i16 = 2;
-    aoti_torch_scalar_to_tensor_int32: i32 = 3;
-    aoti_torch_scalar_to_tensor_int64: i64 = 4;
-    aoti_torch_scalar_to_tensor_bool: bool = 11;
-    aoti_torch_scalar_to_tensor_complex64: Complex32 = 9;
-    aoti_torch_scalar_to_tensor_complex128: Complex64 = 10;
+    aoti_torch_scalar_to_tensor_float32: f32 = sys::TENSOR_FLOAT32;
+    aoti_torch_scalar_to_tensor_float64: f64 = sys::TENSOR_FLOAT64;
+    aoti_torch_scalar_to_tensor_uint8: u8 = sys::TENSOR_UINT8;
+    aoti_torch_scalar_to_tensor_uint16: u16 = sys::TENSOR_UINT16;
+    aoti_torch_scalar_to_tensor_uint32: u32 = sys::TENSOR_UINT32;
+    aoti_torch_scalar_to_tensor_uint64: u64 = sys::TENSOR_UINT64;
+    aoti_torch_scalar_to_tensor_int8: i8 = sys::TENSOR_INT8;
+    aoti_torch_scalar_to_tensor_int16: i16 = sys::TENSOR_INT16;
+    aoti_torch_scalar_to_tensor_int32: i32 = sys::TENSOR_INT32;
+    aoti_torch_scalar_to_tensor_int64: i64 = sys::TENSOR_INT64;
+    aoti_torch_scalar_to_tensor_bool: bool = sys::TENSOR_BOOL;
+    aoti_torch_scalar_to_tensor_complex64: Complex32 = sys::TENSOR_COMPLEX64;
+    aoti_torch_scalar_to_tensor_complex128: Complex64 = sys::TENSOR_COMPLEX128;
 }
 
 // ------------------------------------------------------------------------------------------
 // Diagnostics.
 
 fn cstr(p: *const c_char) -> String {
-    util::c_string(p).unwrap_or_else(|| "(null)".into())
+    crate::error::c_string(p).unwrap_or_else(|| "(null)".into())
 }
 
 fn describe(t: Tensor) -> String {
@@ -750,11 +729,9 @@ fn describe(t: Tensor) -> String {
 
 #[no_mangle]
 pub extern "C" fn aoti_torch_print_tensor_handle(self_: AtenTensorHandle, msg: *const c_char) {
-    shim_value("aoti_torch_print_tensor_handle", (), || {
-        match handle(self_, "self") {
-            Ok(t) => eprintln!("{}: {}", cstr(msg), describe(t)),
-            Err(_) => eprintln!("{}: (null tensor)", cstr(msg)),
-        }
+    shim_value(fn_name!(), (), || match handle(self_, "self") {
+        Ok(t) => eprintln!("{}: {}", cstr(msg), describe(t)),
+        Err(_) => eprintln!("{}: (null tensor)", cstr(msg)),
     })
 }
 
@@ -765,7 +742,7 @@ pub extern "C" fn aoti_torch_warn(
     line: u32,
     msg: *const c_char,
 ) {
-    shim_value("aoti_torch_warn", (), || {
+    shim_value(fn_name!(), (), || {
         eprintln!(
             "libtensor_aoti: warning in {} ({}:{line}): {}",
             cstr(func),
@@ -780,13 +757,16 @@ pub extern "C" fn aoti_torch_check_inf_and_nan(
     tensor_name: *const c_char,
     tensor: AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_check_inf_and_nan", || {
+    shim(fn_name!(), || {
         let t = handle(tensor, "tensor")?;
         let name = cstr(tensor_name);
-        if !matches!(t.dtype(), 5 | 6 | 7 | 15) {
+        if !matches!(
+            t.dtype(),
+            sys::TENSOR_FLOAT16 | sys::TENSOR_FLOAT32 | sys::TENSOR_FLOAT64 | sys::TENSOR_BFLOAT16
+        ) {
             return Ok(());
         }
-        let f = t.to_dtype(7)?;
+        let f = t.to_dtype(sys::TENSOR_FLOAT64)?;
         let c = f.get().contiguous(sys::TENSOR_CONTIGUOUS_FORMAT)?;
         // A contiguous float64 tensor: its values, in order.
         let v = c.get().values::<f64>()?;

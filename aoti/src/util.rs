@@ -12,11 +12,11 @@
 //! libtensor accessor a safe method here; a tensor this crate makes is an [`Owned`] (one
 //! strong reference, released on drop) that lends `Tensor`s tied to itself.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::error::{check, err, Error, Result};
+use crate::error::{check, err, Result};
 use crate::sys::{self, tensor_t};
 
 /// A raw handle as the C ABI passes it (`AtenTensorHandle`, `tensor_t*`).
@@ -89,19 +89,6 @@ pub fn array<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64]> {
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-/// A C string (NULL as None), copied: for the strings listed in the SAFETY comment below.
-pub fn c_string(p: *const std::ffi::c_char) -> Option<String> {
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: p is non-NULL (checked above). Each caller passes a string that its source
-    // promises NUL-terminated and live until this copy: libtensor's messages and dtype
-    // names (tensor.h), dlerror's and the model's AOTInductorGetLastError message (this
-    // thread's, until its next call), this crate's own last error (a CString), and the
-    // C string arguments of the shim's diagnostics (shim.h: live for the call).
-    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-}
-
 /// Item size of a libtensor dtype code (0 for an unknown code).
 pub fn itemsize(dtype: i32) -> usize {
     // SAFETY: tensor_dtype_itemsize takes any code (0 for an unknown one); no pointers.
@@ -110,7 +97,8 @@ pub fn itemsize(dtype: i32) -> usize {
 
 pub fn dtype_name(d: i32) -> String {
     // SAFETY: tensor_dtype_name takes any code; it returns NULL or a static C string.
-    c_string(unsafe { sys::tensor_dtype_name(d) }).unwrap_or_else(|| format!("dtype {d}"))
+    crate::error::c_string(unsafe { sys::tensor_dtype_name(d) })
+        .unwrap_or_else(|| format!("dtype {d}"))
 }
 
 /// An element type whose values a kernel reads and writes through typed slices: its
@@ -503,7 +491,7 @@ impl<'a> Tensor<'a> {
                 ),
             );
         }
-        let len = extent(self.sizes(), self.strides())?;
+        let len = extent(self.sizes(), self.strides(), self.dtype())?;
         let p = self.data_ptr().cast::<T>();
         if len == 0 {
             return Ok((p, 0));
@@ -616,10 +604,30 @@ pub fn empty_strided(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<Owned
     make(|o| unsafe { sys::tensor_empty_strided(sizes.as_ptr(), strides.as_ptr(), n, dtype, o) })
 }
 
+/// DLPack device types (`DLDeviceType`, the codes of libtensor's `tensor_device_t`).
+pub const DL_CPU: i32 = 1;
+pub const DL_CUDA: i32 = 2;
+pub const DL_CUDA_HOST: i32 = 3;
+pub const DL_METAL: i32 = 8;
+pub const DL_ROCM: i32 = 10;
+pub const DL_ROCM_HOST: i32 = 11;
+pub const DL_CUDA_MANAGED: i32 = 13;
+pub const DL_ONEAPI: i32 = 14;
+
+/// An uninitialised contiguous tensor.
+pub fn empty(sizes: &[i64], dtype: i32) -> Result<Owned> {
+    let n = sizes.len() as i64;
+    // SAFETY: sizes has n entries; o is make's out-parameter.
+    make(|o| unsafe { sys::tensor_empty(sizes.as_ptr(), n, dtype, o) })
+}
+
 /// The host device of a tensor's storage, or DEVICE naming the function.
 pub fn require_cpu(t: Tensor, what: &str) -> Result<()> {
     let d = t.device();
-    if matches!(d.device_type, 1 | 3 | 11 | 13) {
+    if matches!(
+        d.device_type,
+        DL_CPU | DL_CUDA_HOST | DL_ROCM_HOST | DL_CUDA_MANAGED
+    ) {
         Ok(())
     } else {
         err(
@@ -632,26 +640,71 @@ pub fn require_cpu(t: Tensor, what: &str) -> Result<()> {
     }
 }
 
-/// Elements a layout reaches from its offset (c10's computeStorageNbytes / itemsize).
-pub fn extent(sizes: &[i64], strides: &[i64]) -> Result<i64> {
-    let mut e: i64 = 1;
-    for (&s, &st) in sizes.iter().zip(strides) {
-        if s < 0 || st < 0 {
-            return err(
-                sys::TENSOR_ERR_INVALID_ARGUMENT,
-                format!("negative size or stride in sizes {sizes:?} strides {strides:?}"),
-            );
-        }
-        if s == 0 {
-            return Ok(0);
-        }
-        e = (s - 1)
-            .checked_mul(st)
-            .and_then(|x| x.checked_add(e))
-            .ok_or(Error {
-                status: sys::TENSOR_ERR_OVERFLOW,
-                msg: format!("sizes {sizes:?} strides {strides:?} overflow int64"),
-            })?;
+/// Bytes of storage a layout at element offset `offset` reaches (libtensor's
+/// `tensor_storage_nbytes_needed`, c10's computeStorageNbytes).
+pub fn nbytes_needed(sizes: &[i64], strides: &[i64], offset: i64, dtype: i32) -> Result<usize> {
+    let n = same_len(sizes, strides)?;
+    let mut v = 0usize;
+    // SAFETY: sizes and strides have n entries each (same_len); v is a writable size_t.
+    check(unsafe {
+        sys::tensor_storage_nbytes_needed(
+            sizes.as_ptr(),
+            strides.as_ptr(),
+            n,
+            offset,
+            dtype,
+            &mut v,
+        )
+    })?;
+    Ok(v)
+}
+
+/// Elements a layout reaches from its first element (0 with a size-0 dim).
+pub fn extent(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<i64> {
+    let item = itemsize(dtype).max(1);
+    Ok((nbytes_needed(sizes, strides, 0, dtype)? / item) as i64)
+}
+
+/// An uninitialised dense tensor of `sizes` whose dims are laid out in `order`, outermost
+/// first (ATen's `empty_permuted`): contiguous is `0, 1, ..., n-1`; channels-last
+/// `0, 2, ..., n-1, 1`. Strides come from libtensor (a contiguous tensor of the permuted
+/// sizes, permuted back).
+pub fn empty_permuted(sizes: &[i64], order: &[usize], dtype: i32) -> Result<Owned> {
+    if order.len() != sizes.len() {
+        return err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("dim order {order:?} does not fit sizes {sizes:?}"),
+        );
     }
-    Ok(e)
+    let permuted: Vec<i64> = order
+        .iter()
+        .map(|&d| sizes.get(d).copied().unwrap_or(-1))
+        .collect();
+    let mut back = vec![0i64; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        if let Some(b) = back.get_mut(d) {
+            *b = i as i64;
+        }
+    }
+    let n = permuted.len() as i64;
+    let dense = empty(&permuted, dtype)?;
+    // SAFETY: dense is a live tensor (owned above); back has its ndim entries (libtensor
+    // refuses a repeated or missing dim); o is make's out-parameter.
+    make(|o| unsafe { sys::tensor_permute(dense.get().raw(), back.as_ptr(), n, o) })
+}
+
+/// The dim order of ATen's channels-last formats for an `n`-dim tensor (batch, spatial dims,
+/// channels innermost).
+pub fn channels_last_order(n: usize) -> Vec<usize> {
+    let mut order = vec![0];
+    order.extend(2..n);
+    if n > 1 {
+        order.push(1);
+    }
+    order
+}
+
+/// The identity dim order (contiguous).
+pub fn contiguous_order(n: usize) -> Vec<usize> {
+    (0..n).collect()
 }

@@ -3,10 +3,8 @@
 //! those of (B, L, H).transpose(1, 2).
 
 use super::gemm::{gemm_any, Mat};
-use super::{
-    contiguous, contiguous_strides, empty, expect_dim, same_dtype, AtenTensorHandle, F32, F64,
-};
-use crate::error::{err, shim, Result};
+use super::{contiguous, expect_dim, same_dtype, AtenTensorHandle, F32, F64};
+use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, out, Element, Owned, Tensor};
 
@@ -22,134 +20,121 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     ret0: *mut AtenTensorHandle,
     ret1: *mut AtenTensorHandle,
 ) -> i32 {
-    shim(
-        "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu",
-        || {
-            let q = handle(query, "query")?;
-            let k = handle(key, "key")?;
-            let v = handle(value, "value")?;
-            let mask = util::optional_handle(attn_mask, "attn_mask");
-            let r0 = out(ret0, "ret0")?;
-            let r1 = out(ret1, "ret1")?;
-            if dropout_p != 0.0 {
-                return err(
-                    sys::TENSOR_ERR_INVALID_ARGUMENT,
-                    format!("dropout_p {dropout_p} is not supported (inference: 0)"),
-                );
-            }
-            let dtype = same_dtype(&[(q, "query"), (k, "key"), (v, "value")])?;
-            for (t, n) in [(q, "query"), (k, "key"), (v, "value")] {
-                expect_dim(t, 4, n)?;
-            }
-            let (qs, ks, vs) = (q.sizes().to_vec(), k.sizes().to_vec(), v.sizes().to_vec());
-            let (bsz, h, l, e) = (qs[0], qs[1], qs[2], qs[3]);
-            let (s, ev) = (ks[2], vs[3]);
-            if ks[0] != bsz || vs[0] != bsz || ks[1] != h || vs[1] != h || ks[3] != e || vs[2] != s
-            {
-                return err(
+    shim(fn_name!(), || {
+        let q = handle(query, "query")?;
+        let k = handle(key, "key")?;
+        let v = handle(value, "value")?;
+        let mask = util::optional_handle(attn_mask, "attn_mask");
+        let r0 = out(ret0, "ret0")?;
+        let r1 = out(ret1, "ret1")?;
+        if dropout_p != 0.0 {
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("dropout_p {dropout_p} is not supported (inference: 0)"),
+            );
+        }
+        let dtype = same_dtype(&[(q, "query"), (k, "key"), (v, "value")])?;
+        for (t, n) in [(q, "query"), (k, "key"), (v, "value")] {
+            expect_dim(t, 4, n)?;
+        }
+        let (qs, ks, vs) = (q.sizes().to_vec(), k.sizes().to_vec(), v.sizes().to_vec());
+        let (bsz, h, l, e) = (qs[0], qs[1], qs[2], qs[3]);
+        let (s, ev) = (ks[2], vs[3]);
+        if ks[0] != bsz || vs[0] != bsz || ks[1] != h || vs[1] != h || ks[3] != e || vs[2] != s {
+            return err(
                 sys::TENSOR_ERR_SHAPE,
                 format!("query {qs:?}, key {ks:?} and value {vs:?} do not fit [B, H, L, E], [B, H, S, E], [B, H, S, Ev]"),
             );
-            }
-            let scale = if scale.is_null() {
-                1.0 / (e as f64).sqrt()
-            } else {
-                // SAFETY: scale is non-NULL (checked above); c_shim_cpu.h passes an optional
-                // double (`float?`) as a pointer to one readable double, live for the call.
-                unsafe { scale.read() }
-            };
-            let osz = [bsz, h, l, ev];
-            // ATen's output is laid out like the query (empty_like(query) when E == Ev: the
-            // query's strides if it is dense, e.g. the (B, L, H, E).transpose(1, 2) a model's
-            // projection gives); otherwise dense in the query's dim order.
-            let ost: Vec<i64> = if e == ev {
-                let like = q.empty_like(sys::TENSOR_PRESERVE_FORMAT)?;
-                like.get().strides().to_vec()
-            } else {
-                let qst = q.strides();
-                let mut order: Vec<usize> = (0..4).collect();
-                order.sort_by(|&a, &b| qst[b].cmp(&qst[a]));
-                let mut st = [0i64; 4];
-                let mut acc = 1;
-                for &d in order.iter().rev() {
-                    st[d] = acc;
-                    acc *= osz[d].max(1);
-                }
-                st.to_vec()
-            };
-            let lsz = [bsz, h, l];
-            let lst = [l * h, 1, h];
-            let mut outp = empty(&osz, &ost, dtype)?;
-            let mut lse = empty(&lsz, &lst, F32.max(if dtype == F64 { F64 } else { F32 }))?;
-            // Float32 (float64 for float64) working copies, contiguous.
-            let work = if dtype == F64 { F64 } else { F32 };
-            let cvt = |t: Tensor| -> Result<Owned> {
-                let c = t.to_dtype(work)?;
-                contiguous(c.get())
-            };
-            let (qc, kc, vc) = (cvt(q)?, cvt(k)?, cvt(v)?);
-            let mc = match mask {
-                Some(m) => {
-                    // broadcast to [B, H, L, S] as float (bool: true keeps, false is -inf)
-                    let mut full =
-                        empty(&[bsz, h, l, s], &contiguous_strides(&[bsz, h, l, s]), work)?;
-                    if m.dtype() == 11 {
-                        let f = m.to_dtype(work)?;
-                        full.get().copy_from(f.get())?;
-                        if work == F64 {
-                            bool_mask_to_additive::<f64>(&mut full)?;
-                        } else {
-                            bool_mask_to_additive::<f32>(&mut full)?;
-                        }
+        }
+        let scale = if scale.is_null() {
+            1.0 / (e as f64).sqrt()
+        } else {
+            // SAFETY: scale is non-NULL (checked above); c_shim_cpu.h passes an optional
+            // double (`float?`) as a pointer to one readable double, live for the call.
+            unsafe { scale.read() }
+        };
+        let osz = [bsz, h, l, ev];
+        // Float32 (float64 for float64): the working dtype, and logsumexp's.
+        let work = if dtype == F64 { F64 } else { F32 };
+        // ATen's output is laid out like the query (empty_like(query) when E == Ev: the
+        // query's strides if it is dense, e.g. the (B, L, H, E).transpose(1, 2) a model's
+        // projection gives); otherwise dense in the query's dim order.
+        let mut outp = if e == ev {
+            q.empty_like(sys::TENSOR_PRESERVE_FORMAT)?
+        } else {
+            let qst = q.strides();
+            let mut order: Vec<usize> = (0..4).collect();
+            order.sort_by(|&a, &b| qst[b].cmp(&qst[a]));
+            util::empty_permuted(&osz, &order, dtype)?
+        };
+        // logsumexp [B, H, L] laid out as (B, L, H).transpose(1, 2).
+        let mut lse = util::empty_permuted(&[bsz, h, l], &[0, 2, 1], work)?;
+        // Working copies, contiguous.
+        let cvt = |t: Tensor| -> Result<Owned> {
+            let c = t.to_dtype(work)?;
+            contiguous(c.get())
+        };
+        let (qc, kc, vc) = (cvt(q)?, cvt(k)?, cvt(v)?);
+        let mc = match mask {
+            Some(m) => {
+                // broadcast to [B, H, L, S] as float (bool: true keeps, false is -inf)
+                let mut full = util::empty(&[bsz, h, l, s], work)?;
+                if m.dtype() == sys::TENSOR_BOOL {
+                    let f = m.to_dtype(work)?;
+                    full.get().copy_from(f.get())?;
+                    if work == F64 {
+                        bool_mask_to_additive::<f64>(&mut full)?;
                     } else {
-                        full.get().copy_from(m).map_err(|mut er| {
-                            er.msg = format!(
-                                "attn_mask {:?} does not broadcast to {:?}: {}",
-                                m.sizes(),
-                                [bsz, h, l, s],
-                                er.msg
-                            );
-                            er
-                        })?;
+                        bool_mask_to_additive::<f32>(&mut full)?;
                     }
-                    Some(full)
+                } else {
+                    full.get().copy_from(m).map_err(|mut er| {
+                        er.msg = format!(
+                            "attn_mask {:?} does not broadcast to {:?}: {}",
+                            m.sizes(),
+                            [bsz, h, l, s],
+                            er.msg
+                        );
+                        er
+                    })?;
                 }
-                None => None,
-            };
-            if work == F64 {
-                attention::<f64>(
-                    &qc,
-                    &kc,
-                    &vc,
-                    mc.as_ref(),
-                    [bsz, h, l, s, e, ev],
-                    scale,
-                    is_causal != 0,
-                    F64,
-                    &mut outp,
-                    &mut lse,
-                    dtype,
-                )?;
-            } else {
-                attention::<f32>(
-                    &qc,
-                    &kc,
-                    &vc,
-                    mc.as_ref(),
-                    [bsz, h, l, s, e, ev],
-                    scale,
-                    is_causal != 0,
-                    F32,
-                    &mut outp,
-                    &mut lse,
-                    dtype,
-                )?;
+                Some(full)
             }
-            *r0 = outp.into_raw();
-            *r1 = lse.into_raw();
-            Ok(())
-        },
-    )
+            None => None,
+        };
+        if work == F64 {
+            attention::<f64>(
+                &qc,
+                &kc,
+                &vc,
+                mc.as_ref(),
+                [bsz, h, l, s, e, ev],
+                scale,
+                is_causal != 0,
+                F64,
+                &mut outp,
+                &mut lse,
+                dtype,
+            )?;
+        } else {
+            attention::<f32>(
+                &qc,
+                &kc,
+                &vc,
+                mc.as_ref(),
+                [bsz, h, l, s, e, ev],
+                scale,
+                is_causal != 0,
+                F32,
+                &mut outp,
+                &mut lse,
+                dtype,
+            )?;
+        }
+        *r0 = outp.into_raw();
+        *r1 = lse.into_raw();
+        Ok(())
+    })
 }
 
 /// A bool mask already converted to float (1 / 0) into the additive mask it means: 0
@@ -199,7 +184,11 @@ fn attention<T: Element>(
     let mut o_work = if out_dtype == work {
         None
     } else {
-        Some(empty(outp.get().sizes(), outp.get().strides(), work)?)
+        Some(util::empty_strided(
+            outp.get().sizes(),
+            outp.get().strides(),
+            work,
+        )?)
     };
     // SAFETY: o_work was allocated by `empty` just above, and outp by `empty` in the
     // flash-attention entry point, which hands it to the model only after this returns:

@@ -2,11 +2,8 @@
 //! transposed): im2col + gemm, output strides as ATen's.
 
 use super::gemm::{gemm_any, Mat};
-use super::{
-    as_f32, channels_last_strides, contiguous, contiguous_strides, empty, expect_sizes, same_dtype,
-    AtenTensorHandle, BF16, F16, F32,
-};
-use crate::error::{err, shim, Result};
+use super::{as_f32, contiguous, expect_sizes, same_dtype, AtenTensorHandle, BF16, F16, F32};
+use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, out, Element, Owned, Tensor};
 
@@ -36,56 +33,42 @@ fn conv_uses_mkldnn(xs: &[i64], ws: &[i64], stride: &[i64], dilation: &[i64], gr
             || xs[0] * xs[1] * xs[2] * xs[3] > 20480)
 }
 
-/// The output strides ATen's CPU convolution gives. 4-D: channels-last when the input or
-/// the weight suggests channels-last (both its oneDNN and its native path). 3-D (conv1d):
-/// channels-last (then that dim dropped) when the 4-D view of the weight ATen makes (a
-/// size-1 dim inserted at 2) suggests it; a 3-D input never suggests it (measured against
-/// torch 2.15 by aoti/tests/kernels.py). 5-D: channels-last-3d when either suggests it and the oneDNN path is taken (the
-/// native 3-D path returns contiguous). Else contiguous.
-fn conv_out_strides(
+/// The dim order of the output ATen's CPU convolution gives (outermost first). 4-D:
+/// channels-last when the input or the weight suggests channels-last (both its oneDNN and its
+/// native path). 3-D (conv1d): channels-last (then that dim dropped) when the 4-D view of
+/// the weight ATen makes (a size-1 dim inserted at 2) suggests it; a 3-D input never
+/// suggests it (measured against torch 2.15 by aoti/tests/ops_core.py). 5-D:
+/// channels-last-3d when either suggests it and the oneDNN path is taken (the native 3-D
+/// path returns contiguous). Else contiguous.
+fn conv_out_order(
     x: Tensor,
     w: Tensor,
-    os: &[i64],
     stride: &[i64],
     dilation: &[i64],
     groups: i64,
-) -> Result<Vec<i64>> {
-    let nd = os.len();
+) -> Result<Vec<usize>> {
+    let nd = x.sizes().len();
     let suggests = |t: Tensor, fmt: i32| t.suggest_memory_format() == fmt;
-    match nd {
-        4 => Ok(if suggests(x, 2) || suggests(w, 2) {
-            channels_last_strides(os)
-        } else {
-            contiguous_strides(os)
-        }),
+    let cl = match nd {
+        4 => suggests(x, sys::TENSOR_CHANNELS_LAST) || suggests(w, sys::TENSOR_CHANNELS_LAST),
         3 => {
-            let view4 = |t: Tensor| -> Result<Owned> {
-                let (sz, st) = (t.sizes(), t.strides());
-                let s4 = [sz[0], sz[1], 1, sz[2]];
-                let t4 = [st[0], st[1], st[2] * sz[2].max(1), st[2]];
-                t.as_strided(&s4, &t4, t.storage_offset())
-            };
-            let w4 = view4(w)?;
-            let o4 = [os[0], os[1], 1, os[2]];
-            let st = if suggests(w4.get(), 2) {
-                channels_last_strides(&o4)
-            } else {
-                contiguous_strides(&o4)
-            };
-            Ok(vec![st[0], st[1], st[3]])
+            let (sz, st) = (w.sizes(), w.strides());
+            let s4 = [sz[0], sz[1], 1, sz[2]];
+            let t4 = [st[0], st[1], st[2] * sz[2].max(1), st[2]];
+            let w4 = w.as_strided(&s4, &t4, w.storage_offset())?;
+            suggests(w4.get(), sys::TENSOR_CHANNELS_LAST)
         }
         5 => {
-            let (xs, ws) = (x.sizes(), w.sizes());
-            let cl = (suggests(x, 3) || suggests(w, 3))
-                && conv_uses_mkldnn(xs, ws, stride, dilation, groups);
-            Ok(if cl {
-                channels_last_strides(os)
-            } else {
-                contiguous_strides(os)
-            })
+            (suggests(x, sys::TENSOR_CHANNELS_LAST_3D) || suggests(w, sys::TENSOR_CHANNELS_LAST_3D))
+                && conv_uses_mkldnn(x.sizes(), w.sizes(), stride, dilation, groups)
         }
-        _ => Ok(contiguous_strides(os)),
-    }
+        _ => false,
+    };
+    Ok(if cl {
+        util::channels_last_order(nd)
+    } else {
+        util::contiguous_order(nd)
+    })
 }
 
 #[no_mangle]
@@ -105,7 +88,7 @@ pub extern "C" fn aoti_torch_cpu_convolution(
     groups: i64,
     ret0: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_cpu_convolution", || {
+    shim(fn_name!(), || {
         let x = handle(input, "input")?;
         let w = handle(weight, "weight")?;
         let b = util::optional_handle(bias, "bias");
@@ -165,15 +148,15 @@ pub extern "C" fn aoti_torch_cpu_convolution(
         if let Some(b) = b {
             expect_sizes(b, &[ws[0]], "bias")?;
         }
-        let ost = conv_out_strides(x, w, &os, &stride, &dilation, groups)?;
-        let mut result = empty(&os, &ost, dtype)?;
+        let order = conv_out_order(x, w, &stride, &dilation, groups)?;
+        let mut result = util::empty_permuted(&os, &order, dtype)?;
         if dtype == BF16 || dtype == F16 {
             let (x32, w32) = (as_f32(x)?, as_f32(w)?);
             let b32 = match b {
                 Some(b) => Some(as_f32(b)?),
                 None => None,
             };
-            let mut o32 = empty(&os, &ost, F32)?;
+            let mut o32 = util::empty_permuted(&os, &order, F32)?;
             conv_f::<f32>(
                 &mut o32,
                 x32.get(),

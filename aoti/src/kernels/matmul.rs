@@ -3,7 +3,7 @@
 
 use super::gemm::{gemm_any, mat, offset};
 use super::{as_f32, expect_dim, expect_sizes, same_dtype, AtenTensorHandle, BF16, F32};
-use crate::error::{err, shim, Result};
+use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, Tensor};
 
@@ -135,7 +135,7 @@ pub extern "C" fn aoti_torch_cpu_mm_out(
     self_: AtenTensorHandle,
     mat2: AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_cpu_mm_out", || {
+    shim(fn_name!(), || {
         matmul_into(
             handle(out_, "out")?,
             None,
@@ -157,7 +157,7 @@ pub extern "C" fn aoti_torch_cpu_addmm_out(
     beta: f64,
     alpha: f64,
 ) -> i32 {
-    shim("aoti_torch_cpu_addmm_out", || {
+    shim(fn_name!(), || {
         let s = handle(self_, "self")?;
         matmul_into(
             handle(out_, "out")?,
@@ -177,7 +177,7 @@ pub extern "C" fn aoti_torch_cpu_bmm_out(
     self_: AtenTensorHandle,
     mat2: AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_cpu_bmm_out", || {
+    shim(fn_name!(), || {
         matmul_into(
             handle(out_, "out")?,
             None,
@@ -199,7 +199,7 @@ pub extern "C" fn aoti_torch_cpu_baddbmm_out(
     beta: f64,
     alpha: f64,
 ) -> i32 {
-    shim("aoti_torch_cpu_baddbmm_out", || {
+    shim(fn_name!(), || {
         let s = handle(self_, "self")?;
         matmul_into(
             handle(out_, "out")?,

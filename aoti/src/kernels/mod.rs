@@ -82,35 +82,6 @@ fn as_f32(t: Tensor) -> Result<Owned> {
     t.to_dtype(F32)
 }
 
-/// An uninitialised tensor with the given strides.
-fn empty(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<Owned> {
-    util::empty_strided(sizes, strides, dtype)
-}
-
 fn contiguous(t: Tensor) -> Result<Owned> {
     t.contiguous(sys::TENSOR_CONTIGUOUS_FORMAT)
-}
-
-/// c10's contiguous strides (a size-0 or size-1 dim counts as 1).
-pub fn contiguous_strides(sizes: &[i64]) -> Vec<i64> {
-    let mut st = vec![1i64; sizes.len()];
-    for i in (0..sizes.len().saturating_sub(1)).rev() {
-        st[i] = st[i + 1] * sizes[i + 1].max(1);
-    }
-    st
-}
-
-/// c10's channels-last strides (`get_channels_last_strides_2d` / `_3d`): channels
-/// innermost, then the spatial dims from last to first, then the batch.
-pub fn channels_last_strides(sizes: &[i64]) -> Vec<i64> {
-    let n = sizes.len();
-    let mut st = vec![0i64; n];
-    st[1] = 1;
-    let mut acc = sizes[1].max(1);
-    for d in (2..n).rev() {
-        st[d] = acc;
-        acc *= sizes[d].max(1);
-    }
-    st[0] = acc;
-    st
 }
