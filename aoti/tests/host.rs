@@ -3,7 +3,7 @@
 //! the shipped libtensor.so.0 (cmake/stage.sh, from the target/<profile>/libtensor.a that a
 //! root `cargo build` made) beside libtensor_aoti.so, builds the C host (tests/host.c) and
 //! runs it: every model against eager PyTorch, refused inputs, statistics back to zero.
-//! Then the shim and kernel tests against libtorch (tests/kernels.py, tests/ops_*.py), the header against
+//! Then the shim and kernel tests against libtorch (tests/ops_*.py), the header against
 //! the exports, and the host's NEEDED entries (no libtorch).
 //!
 //! `TENSOR_VALGRIND=1` runs the host under valgrind (zero errors, zero leaks).
@@ -269,13 +269,13 @@ fn aoti_models_kernels_and_exports() {
         run(Command::new(&example).arg(models.join("example.pt2")))
     );
 
-    // The shim and the kernels against libtorch: kernels.py and each ops_*.py.
+    // The shim and the kernels against libtorch: each tests/ops_*.py.
     let mut scripts: Vec<PathBuf> = std::fs::read_dir(here.join("tests"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| {
             let n = p.file_name().unwrap().to_string_lossy();
-            n.ends_with(".py") && (n == "kernels.py" || n.starts_with("ops_"))
+            n.starts_with("ops_") && n.ends_with(".py")
         })
         .collect();
     scripts.sort();

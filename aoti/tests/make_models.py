@@ -1,8 +1,8 @@
-"""Compiles the AOTInductor test models (torch._inductor.aoti_compile_and_package, CPU,
-link_libtorch=False, freezing=False) into OUT_DIR, with their inputs and eager outputs as
+"""Compiles the AOTInductor test models (the documented recipe: aoti/python/
+tensor_aoti_compile.py, link_libtorch=False, freezing=False, vectorized) into OUT_DIR, with their inputs and eager outputs as
 .npy. One process for every model: compiling is the expensive part of the AOTI tests.
 
-Usage: python make_models.py OUT_DIR [name ...]
+Usage: python make_models.py OUT_DIR [--zoo] [name ...]   (--zoo: zoo.py's models)
 Writes OUT_DIR/<name>.pt2, <name>.in<i>.npy, <name>.out<i>.npy and, for a model run at
 other shapes than traced, <name>.run<k>.in<i>.npy / .out<i>.npy; OUT_DIR/manifest.txt lists
 "name n_inputs n_outputs n_runs layout" per line (layout "cl": the inputs are channels-last;
@@ -114,15 +114,13 @@ def models():
     }
 
 
-# Vectorized kernels for AVX2 (x86-64-v3), whatever the build host: they call SLEEF's
-# 256-bit functions (Sleef_*f8_*) and run under valgrind, which has no AVX-512. (Inductor's
-# own ISA probe fails without libtorch's SLEEF, so it is told the ISA works.)
-# TENSOR_AOTI_MARCH=native keeps Inductor's defaults instead.
-ISA = (
-    {}
-    if os.environ.get("TENSOR_AOTI_MARCH") == "native"
-    else {"cpp.vec_isa_ok": True, "cpp.simdlen": 256, "cpp.march": "x86-64-v3"}
-)
+# The documented recipe (aoti/python/tensor_aoti_compile.py): vectorized for AVX2
+# (x86-64-v3) whatever the build host, so the kernels run under valgrind, which has no
+# AVX-512. TENSOR_AOTI_MARCH=native compiles for this host's best ISA instead.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import tensor_aoti_compile  # noqa: E402
+
+ISA = "auto" if os.environ.get("TENSOR_AOTI_MARCH") == "native" else "avx2"
 
 
 def save(out, stem, tensors):
@@ -131,23 +129,27 @@ def save(out, stem, tensors):
 
 
 def main():
-    out = sys.argv[1]
-    wanted = sys.argv[2:]
+    args = sys.argv[1:]
+    zoo = "--zoo" in args
+    args = [a for a in args if a != "--zoo"]
+    out, wanted = args[0], args[1:]
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
+    if zoo:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import zoo as zoo_models
+
+        table = zoo_models.models()
+    else:
+        table = models()
     manifest = []
-    for name, (mod, args, dyn, runs, opts) in models().items():
+    for name, (mod, args, dyn, runs, opts) in table.items():
         if wanted and name not in wanted:
             continue
         t0 = time.time()
         with torch.no_grad():
-            ep = torch.export.export(mod, args, dynamic_shapes=dyn)
-            options = {"aot_inductor.link_libtorch": False, "freezing": False}
-            options.update(ISA)
-            options.update(opts)
-            path = torch._inductor.aoti_compile_and_package(
-                ep, package_path=os.path.join(out, f"{name}.pt2"), inductor_configs=options
-            )
+            path = tensor_aoti_compile.compile(mod, args, os.path.join(out, f"{name}.pt2"),
+                                               dynamic_shapes=dyn, isa=ISA, **opts)
             outs = mod(*args)
             outs = outs if isinstance(outs, tuple) else (outs,)
             save(out, f"{name}.in", args)

@@ -7,8 +7,8 @@
   _scaled_dot_product_flash_attention_for_cpu) matches ATen's values AND output strides
   over random shapes and memory formats.
 
-Usage: python kernels.py LIBDIR (holding libtensor_aoti.so and libtensor.so.0).
-Prints "kernels: N passed, N failed"; exits non-zero on a failure.
+Usage: python ops_core.py LIBDIR (holding libtensor_aoti.so and libtensor.so.0).
+Prints "ops_core: N passed, N failed"; exits non-zero on a failure.
 """
 
 import random
@@ -290,4 +290,4 @@ for trial in range(30):
     for h_ in (hq, hk, hv) + ((hm,) if hm is not None else ()):
         lt.tensor_release(h_)
 
-shimtest.summary("kernels")
+shimtest.summary("ops_core")

@@ -1,4 +1,4 @@
-"""The shared harness of the shim tests (kernels.py, ops_*.py): loads libtensor_aoti.so
+"""The shared harness of the shim tests (ops_*.py): loads libtensor_aoti.so
 (RTLD_LOCAL: our symbols through this handle), libtensor.so.0 and the wheel's
 libtorch_cpu.so, wraps torch tensors as libtensor handles over the same memory (`wrap`),
 copies a libtensor tensor back to torch with its strides (`to_torch`), compares (`close`)
