@@ -15,7 +15,7 @@ import random
 import torch
 
 import shimtest
-from shimtest import C, H, check, lt, to_torch, wrap
+from shimtest import C, H, check, lt, nonnull, same, to_torch, wrap
 
 A = torch.ops.aten
 aoti = shimtest.aoti
@@ -28,28 +28,6 @@ FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5, torch.float64: 1e-12}
 g = random.Random(11)
 counts = {"refused": 0, "ran": 0}
-
-
-def nonnull(t):
-    """t, or for an empty t the same layout over a 1-element buffer (a non-NULL pointer)."""
-    if t.numel() > 0:
-        return t
-    return torch.zeros(1, dtype=t.dtype).as_strided(t.shape, t.stride())
-
-
-def same(got, want, tol):
-    if got.dtype != want.dtype or got.shape != want.shape or got.stride() != want.stride():
-        return False
-    if want.numel() == 0:
-        return True
-    if want.is_floating_point():
-        a, b = got.double(), want.double()
-        nan = b.isnan()
-        if not bool((a.isnan() == nan).all()):
-            return False
-        a, b = a[~nan], b[~nan]
-        return bool(((a - b).abs() <= tol * (1 + b.abs())).all())
-    return bool((got == want).all())
 
 
 def weight(v, d, dtype):

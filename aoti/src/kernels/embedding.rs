@@ -410,66 +410,44 @@ fn compute<T: Accumulate, I: Index>(
     Ok([output, offset2bag, bag_size, max_indices])
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu__embedding_bag(
-    weight: AtenTensorHandle,
-    indices: AtenTensorHandle,
-    offsets: AtenTensorHandle,
-    scale_grad_by_freq: i32,
-    mode: i64,
-    sparse: i32,
-    per_sample_weights: *mut AtenTensorHandle,
-    include_last_offset: i32,
-    padding_idx: i64,
-    ret0: *mut AtenTensorHandle,
-    ret1: *mut AtenTensorHandle,
-    ret2: *mut AtenTensorHandle,
-    ret3: *mut AtenTensorHandle,
-) -> i32 {
-    shim("aoti_torch_cpu__embedding_bag", || {
-        let _ = (scale_grad_by_freq, sparse); // backward-only options
-        embedding_bag(
-            weight,
-            indices,
-            offsets,
-            mode,
-            per_sample_weights,
-            include_last_offset,
-            padding_idx,
-            true,
-            [ret0, ret1, ret2, ret3],
-        )
-    })
+/// Exports `_embedding_bag` (`$grad`: true) and `_embedding_bag_forward_only`.
+macro_rules! export_embedding_bag {
+    ($($name:ident: $grad:expr;)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(
+            weight: AtenTensorHandle,
+            indices: AtenTensorHandle,
+            offsets: AtenTensorHandle,
+            scale_grad_by_freq: i32,
+            mode: i64,
+            sparse: i32,
+            per_sample_weights: *mut AtenTensorHandle,
+            include_last_offset: i32,
+            padding_idx: i64,
+            ret0: *mut AtenTensorHandle,
+            ret1: *mut AtenTensorHandle,
+            ret2: *mut AtenTensorHandle,
+            ret3: *mut AtenTensorHandle,
+        ) -> i32 {
+            shim(stringify!($name), || {
+                let _ = (scale_grad_by_freq, sparse); // backward-only options
+                embedding_bag(
+                    weight,
+                    indices,
+                    offsets,
+                    mode,
+                    per_sample_weights,
+                    include_last_offset,
+                    padding_idx,
+                    $grad,
+                    [ret0, ret1, ret2, ret3],
+                )
+            })
+        }
+    )*};
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu__embedding_bag_forward_only(
-    weight: AtenTensorHandle,
-    indices: AtenTensorHandle,
-    offsets: AtenTensorHandle,
-    scale_grad_by_freq: i32,
-    mode: i64,
-    sparse: i32,
-    per_sample_weights: *mut AtenTensorHandle,
-    include_last_offset: i32,
-    padding_idx: i64,
-    ret0: *mut AtenTensorHandle,
-    ret1: *mut AtenTensorHandle,
-    ret2: *mut AtenTensorHandle,
-    ret3: *mut AtenTensorHandle,
-) -> i32 {
-    shim("aoti_torch_cpu__embedding_bag_forward_only", || {
-        let _ = (scale_grad_by_freq, sparse); // backward-only options
-        embedding_bag(
-            weight,
-            indices,
-            offsets,
-            mode,
-            per_sample_weights,
-            include_last_offset,
-            padding_idx,
-            false,
-            [ret0, ret1, ret2, ret3],
-        )
-    })
+export_embedding_bag! {
+    aoti_torch_cpu__embedding_bag: true;
+    aoti_torch_cpu__embedding_bag_forward_only: false;
 }

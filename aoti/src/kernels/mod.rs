@@ -210,25 +210,21 @@ accumulate!(i64: u8, i8, i16, i32, i64, u16, u32, u64);
 accumulate!(f32: f32);
 accumulate!(f64: f64);
 
-impl Accumulate for half::f16 {
-    type Acc = f32;
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    fn narrow(a: f32) -> Self {
-        half::f16::from_f32(a)
-    }
+/// float16 and bfloat16 accumulate in float32 (`at::opmath_type`).
+macro_rules! accumulate_half {
+    ($($t:ty),*) => {$(
+        impl Accumulate for $t {
+            type Acc = f32;
+            fn widen(self) -> f32 {
+                self.to_f32()
+            }
+            fn narrow(a: f32) -> Self {
+                <$t>::from_f32(a)
+            }
+        }
+    )*};
 }
-
-impl Accumulate for half::bf16 {
-    type Acc = f32;
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    fn narrow(a: f32) -> Self {
-        half::bf16::from_f32(a)
-    }
-}
+accumulate_half!(half::f16, half::bf16);
 
 impl Accumulate for util::Bool {
     type Acc = i64;

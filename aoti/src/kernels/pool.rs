@@ -700,68 +700,46 @@ fn max_pool(
     run(x, sp, dtype, &os, wins, layout, Kind::Max, r0, Some(r1))
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu_max_pool2d_with_indices(
-    self_: AtenTensorHandle,
-    kernel_size: *const i64,
-    kernel_size_len_: i64,
-    stride: *const i64,
-    stride_len_: i64,
-    padding: *const i64,
-    padding_len_: i64,
-    dilation: *const i64,
-    dilation_len_: i64,
-    ceil_mode: i32,
-    ret0: *mut AtenTensorHandle,
-    ret1: *mut AtenTensorHandle,
-) -> i32 {
-    let op = "aoti_torch_cpu_max_pool2d_with_indices";
-    shim(op, || {
-        max_pool(
-            op,
-            2,
-            self_,
-            (kernel_size, kernel_size_len_),
-            (stride, stride_len_),
-            (padding, padding_len_),
-            (dilation, dilation_len_),
-            ceil_mode,
-            ret0,
-            ret1,
-        )
-    })
+/// Exports `max_pool2d_with_indices` / `max_pool3d_with_indices` (`$sp` spatial dims).
+macro_rules! export_max_pool {
+    ($($name:ident: $sp:expr;)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(
+            self_: AtenTensorHandle,
+            kernel_size: *const i64,
+            kernel_size_len_: i64,
+            stride: *const i64,
+            stride_len_: i64,
+            padding: *const i64,
+            padding_len_: i64,
+            dilation: *const i64,
+            dilation_len_: i64,
+            ceil_mode: i32,
+            ret0: *mut AtenTensorHandle,
+            ret1: *mut AtenTensorHandle,
+        ) -> i32 {
+            let op = stringify!($name);
+            shim(op, || {
+                max_pool(
+                    op,
+                    $sp,
+                    self_,
+                    (kernel_size, kernel_size_len_),
+                    (stride, stride_len_),
+                    (padding, padding_len_),
+                    (dilation, dilation_len_),
+                    ceil_mode,
+                    ret0,
+                    ret1,
+                )
+            })
+        }
+    )*};
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu_max_pool3d_with_indices(
-    self_: AtenTensorHandle,
-    kernel_size: *const i64,
-    kernel_size_len_: i64,
-    stride: *const i64,
-    stride_len_: i64,
-    padding: *const i64,
-    padding_len_: i64,
-    dilation: *const i64,
-    dilation_len_: i64,
-    ceil_mode: i32,
-    ret0: *mut AtenTensorHandle,
-    ret1: *mut AtenTensorHandle,
-) -> i32 {
-    let op = "aoti_torch_cpu_max_pool3d_with_indices";
-    shim(op, || {
-        max_pool(
-            op,
-            3,
-            self_,
-            (kernel_size, kernel_size_len_),
-            (stride, stride_len_),
-            (padding, padding_len_),
-            (dilation, dilation_len_),
-            ceil_mode,
-            ret0,
-            ret1,
-        )
-    })
+export_max_pool! {
+    aoti_torch_cpu_max_pool2d_with_indices: 2;
+    aoti_torch_cpu_max_pool3d_with_indices: 3;
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -830,66 +808,45 @@ fn avg_pool(
     run(x, sp, dtype, &os, wins, layout, kind, r0, None)
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu_avg_pool2d(
-    self_: AtenTensorHandle,
-    kernel_size: *const i64,
-    kernel_size_len_: i64,
-    stride: *const i64,
-    stride_len_: i64,
-    padding: *const i64,
-    padding_len_: i64,
-    ceil_mode: i32,
-    count_include_pad: i32,
-    divisor_override: *mut i64,
-    ret0: *mut AtenTensorHandle,
-) -> i32 {
-    let op = "aoti_torch_cpu_avg_pool2d";
-    shim(op, || {
-        avg_pool(
-            op,
-            2,
-            self_,
-            (kernel_size, kernel_size_len_),
-            (stride, stride_len_),
-            (padding, padding_len_),
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-            ret0,
-        )
-    })
+/// Exports `avg_pool2d` / `avg_pool3d` (`$sp` spatial dims).
+macro_rules! export_avg_pool {
+    ($($name:ident: $sp:expr;)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(
+            self_: AtenTensorHandle,
+            kernel_size: *const i64,
+            kernel_size_len_: i64,
+            stride: *const i64,
+            stride_len_: i64,
+            padding: *const i64,
+            padding_len_: i64,
+            ceil_mode: i32,
+            count_include_pad: i32,
+            divisor_override: *mut i64,
+            ret0: *mut AtenTensorHandle,
+        ) -> i32 {
+            let op = stringify!($name);
+            shim(op, || {
+                avg_pool(
+                    op,
+                    $sp,
+                    self_,
+                    (kernel_size, kernel_size_len_),
+                    (stride, stride_len_),
+                    (padding, padding_len_),
+                    ceil_mode,
+                    count_include_pad,
+                    divisor_override,
+                    ret0,
+                )
+            })
+        }
+    )*};
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu_avg_pool3d(
-    self_: AtenTensorHandle,
-    kernel_size: *const i64,
-    kernel_size_len_: i64,
-    stride: *const i64,
-    stride_len_: i64,
-    padding: *const i64,
-    padding_len_: i64,
-    ceil_mode: i32,
-    count_include_pad: i32,
-    divisor_override: *mut i64,
-    ret0: *mut AtenTensorHandle,
-) -> i32 {
-    let op = "aoti_torch_cpu_avg_pool3d";
-    shim(op, || {
-        avg_pool(
-            op,
-            3,
-            self_,
-            (kernel_size, kernel_size_len_),
-            (stride, stride_len_),
-            (padding, padding_len_),
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-            ret0,
-        )
-    })
+export_avg_pool! {
+    aoti_torch_cpu_avg_pool2d: 2;
+    aoti_torch_cpu_avg_pool3d: 3;
 }
 
 /// The adaptive ops: `kind` Max (values and indices) or the average.
@@ -932,68 +889,56 @@ fn adaptive(
     run(x, sp, dtype, &os, wins, layout, kind, r0, r1)
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu_adaptive_max_pool2d(
-    self_: AtenTensorHandle,
-    output_size: *const i64,
-    output_size_len_: i64,
-    ret0: *mut AtenTensorHandle,
-    ret1: *mut AtenTensorHandle,
-) -> i32 {
-    let op = "aoti_torch_cpu_adaptive_max_pool2d";
-    shim(op, || {
-        let size = (output_size, output_size_len_);
-        adaptive(op, 2, self_, size, Kind::Max, ret0, Some(ret1))
-    })
+/// Exports `adaptive_max_pool2d` / `adaptive_max_pool3d` (`$sp` spatial dims).
+macro_rules! export_adaptive_max {
+    ($($name:ident: $sp:expr;)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(
+            self_: AtenTensorHandle,
+            output_size: *const i64,
+            output_size_len_: i64,
+            ret0: *mut AtenTensorHandle,
+            ret1: *mut AtenTensorHandle,
+        ) -> i32 {
+            let op = stringify!($name);
+            shim(op, || {
+                let size = (output_size, output_size_len_);
+                adaptive(op, $sp, self_, size, Kind::Max, ret0, Some(ret1))
+            })
+        }
+    )*};
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu_adaptive_max_pool3d(
-    self_: AtenTensorHandle,
-    output_size: *const i64,
-    output_size_len_: i64,
-    ret0: *mut AtenTensorHandle,
-    ret1: *mut AtenTensorHandle,
-) -> i32 {
-    let op = "aoti_torch_cpu_adaptive_max_pool3d";
-    shim(op, || {
-        let size = (output_size, output_size_len_);
-        adaptive(op, 3, self_, size, Kind::Max, ret0, Some(ret1))
-    })
+export_adaptive_max! {
+    aoti_torch_cpu_adaptive_max_pool2d: 2;
+    aoti_torch_cpu_adaptive_max_pool3d: 3;
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu__adaptive_avg_pool2d(
-    self_: AtenTensorHandle,
-    output_size: *const i64,
-    output_size_len_: i64,
-    ret0: *mut AtenTensorHandle,
-) -> i32 {
-    let op = "aoti_torch_cpu__adaptive_avg_pool2d";
-    shim(op, || {
-        let size = (output_size, output_size_len_);
-        let kind = Kind::Avg(Avg {
-            divide: Divide::EachDim,
-            elementwise: false,
-        });
-        adaptive(op, 2, self_, size, kind, ret0, None)
-    })
+/// Exports `_adaptive_avg_pool2d` / `_adaptive_avg_pool3d` (`$sp` spatial dims; the 3-d
+/// one computes in the element type, as ATen's `adaptive_avg_pool3d_out_frame`).
+macro_rules! export_adaptive_avg {
+    ($($name:ident: $sp:expr;)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(
+            self_: AtenTensorHandle,
+            output_size: *const i64,
+            output_size_len_: i64,
+            ret0: *mut AtenTensorHandle,
+        ) -> i32 {
+            let op = stringify!($name);
+            shim(op, || {
+                let size = (output_size, output_size_len_);
+                let kind = Kind::Avg(Avg {
+                    divide: Divide::EachDim,
+                    elementwise: $sp == 3,
+                });
+                adaptive(op, $sp, self_, size, kind, ret0, None)
+            })
+        }
+    )*};
 }
 
-#[no_mangle]
-pub extern "C" fn aoti_torch_cpu__adaptive_avg_pool3d(
-    self_: AtenTensorHandle,
-    output_size: *const i64,
-    output_size_len_: i64,
-    ret0: *mut AtenTensorHandle,
-) -> i32 {
-    let op = "aoti_torch_cpu__adaptive_avg_pool3d";
-    shim(op, || {
-        let size = (output_size, output_size_len_);
-        let kind = Kind::Avg(Avg {
-            divide: Divide::EachDim,
-            elementwise: true,
-        });
-        adaptive(op, 3, self_, size, kind, ret0, None)
-    })
+export_adaptive_avg! {
+    aoti_torch_cpu__adaptive_avg_pool2d: 2;
+    aoti_torch_cpu__adaptive_avg_pool3d: 3;
 }
