@@ -151,6 +151,8 @@ for desc, args in [
     ("float indices", (w, ind.float(), off, 0, None, False, -1)),
     ("int16 indices and offsets", (w, ind.short(), off.short(), 0, None, False, -1)),
     ("2-D offsets", (w, ind, off.view(1, 2), 0, None, False, -1)),
+    ("0-dim indices", (w, ind[0], off[:1], 0, None, False, -1)),
+    ("0-dim weight", (w[0, 0], ind, off, 0, None, False, -1)),
     ("offsets[0] 1", (w, ind, torch.tensor([1, 2]), 1, None, False, -1)),
     ("offsets past indices", (w, ind, torch.tensor([0, 4]), 1, None, False, -1)),
     ("psw with max", (w, ind, off, 2, torch.rand(3), False, -1)),

@@ -227,6 +227,10 @@ bad = [
     ("adaptive_max_pool2d", x4.long(), [arr([2, 2]), 2], 2, "int64"),
     ("_adaptive_avg_pool2d", x4[:, :, :0], [arr([2, 2]), 2], 1, "empty height"),
     ("_adaptive_avg_pool3d", x5[0, 0, 0], [arr([2, 2, 2]), 3], 1, "2-D input"),
+    ("max_pool2d_with_indices", torch.tensor(1.0), [arr([1]), 1, arr([]), 0, arr([0]), 1, arr([1]), 1, 0], 2, "0-dim input"),
+    ("avg_pool2d", torch.tensor(1.0), [arr([1]), 1, arr([]), 0, arr([0]), 1, 0, 1, None], 1, "0-dim input"),
+    ("adaptive_max_pool3d", torch.tensor(1.0), [arr([1, 1, 1]), 3], 2, "0-dim input"),
+    ("_adaptive_avg_pool2d", torch.tensor(1.0), [arr([1, 1]), 2], 1, "0-dim input"),
 ]
 for name, x, args, nret, desc in bad:
     hx = wrap(nonnull(x))

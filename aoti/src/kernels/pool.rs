@@ -67,9 +67,8 @@ fn check_dtype(x: Tensor, allowed: &[i32], op: &str) -> Result<i32> {
 }
 
 /// ATen's pooling checks on the input's rank and sizes: `sp + 1` (unbatched) or `sp + 2`
-/// dims, the dims from `first` on non-empty (the batch may be empty; `first` is where the
-/// op starts checking).
-fn check_input(x: Tensor, sp: usize, first: usize, op: &str) -> Result<()> {
+/// dims, every dim but the batch non-empty.
+fn check_input(x: Tensor, sp: usize, op: &str) -> Result<()> {
     let s = x.sizes();
     if s.len() != sp + 1 && s.len() != sp + 2 {
         return err(
@@ -81,6 +80,7 @@ fn check_input(x: Tensor, sp: usize, first: usize, op: &str) -> Result<()> {
             ),
         );
     }
+    let first = usize::from(s.len() == sp + 2);
     if let Some(i) = (first..s.len()).find(|&i| s[i] == 0) {
         return err(
             sys::TENSOR_ERR_SHAPE,
@@ -88,11 +88,6 @@ fn check_input(x: Tensor, sp: usize, first: usize, op: &str) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The first non-batch dim of a `sp`-d pooling input (0 when it is unbatched).
-fn first_non_batch(x: Tensor, sp: usize) -> usize {
-    usize::from(x.sizes().len() == sp + 2)
 }
 
 /// An `int[]` parameter that must fit a C `int` (ATen's `safe_downcast<int>`).
@@ -246,8 +241,8 @@ fn max_windows(input: i64, out: i64, k: i64, s: i64, pad: i64, dil: i64) -> Vec<
         .map(|o| {
             let mut start = o * s - pad;
             let end = (start + (k - 1) * dil + 1).min(input);
-            while start < 0 {
-                start += dil;
+            if start < 0 {
+                start += (-start + dil - 1) / dil * dil; // the first tap at or after 0
             }
             Win::new(start, end, dil, 0)
         })
@@ -676,7 +671,7 @@ fn max_pool(
     let r1 = out(ret1, "ret1")?;
     let dtype = check_dtype(x, MAX_DTYPES, op)?;
     let p = params(sp, op, kernel, stride, padding, Some(dilation))?;
-    check_input(x, sp, first_non_batch(x, sp), op)?;
+    check_input(x, sp, op)?;
     let dhw = in_dhw(x, sp);
     let spatial = (0..sp)
         .map(|d| out_size(dhw[3 - sp + d], &p, d, ceil_mode != 0, op))
@@ -772,7 +767,7 @@ fn avg_pool(
             format!("{op}: divisor must be not zero"),
         );
     }
-    check_input(x, sp, first_non_batch(x, sp), op)?;
+    check_input(x, sp, op)?;
     let dhw = in_dhw(x, sp);
     if sp == 3 && (0..3).any(|d| dhw[d] < p.kernel[d]) {
         return err(
@@ -881,7 +876,7 @@ fn adaptive(
             ),
         );
     }
-    check_input(x, sp, first_non_batch(x, sp), op)?;
+    check_input(x, sp, op)?;
     let dhw = in_dhw(x, sp);
     let wins = windows_3(sp, |d| adaptive_windows(dhw[3 - sp + d], size[d], op))?;
     let layout = out_layout(x, sp, sp == 2)?;
