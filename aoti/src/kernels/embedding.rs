@@ -304,9 +304,15 @@ fn compute<T: Accumulate, I: Index>(
         None => None,
     };
     let d = dim as usize;
-    let mut outv = vec![T::Acc::ZERO; bags * d];
-    let mut maxv = vec![T::default(); bags * d];
-    let mut max_idx = vec![0i64; if b.mode == MAX { bags * d } else { 0 }];
+    // Sums (sum, mean) or maxima and their rows (max), per bag and column.
+    let (n_sum, n_max) = if b.mode == MAX {
+        (0, bags * d)
+    } else {
+        (bags * d, 0)
+    };
+    let mut outv = vec![T::Acc::ZERO; n_sum];
+    let mut maxv = vec![T::default(); n_max];
+    let mut max_idx = vec![0i64; n_max];
     let mut seen = vec![false; bags];
     for (i, &idx) in indices.iter().enumerate().take(end) {
         if idx < 0 || idx >= vocab {
