@@ -78,6 +78,54 @@ class Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
+class Pooling(nn.Module):
+    """2-d pooling Inductor leaves to fallback kernels (windows of more than 25 positions,
+    on a channels-last conv output): adaptive average and max pooling to sizes that do not
+    divide the input, a 7x7 average pool (stride 2, ceil_mode, count_include_pad=False);
+    and a dilated ceil-mode max pool, which Inductor lowers itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = F.relu(self.conv(x))
+        a = F.adaptive_avg_pool2d(y, (3, 4))
+        m = F.adaptive_max_pool2d(y, (3, 2))
+        p = F.avg_pool2d(y, 7, stride=2, padding=3, ceil_mode=True, count_include_pad=False)
+        d = F.max_pool2d(y, 3, stride=2, dilation=2, ceil_mode=True)
+        return a, m, p, d
+
+
+class Pooling3d(nn.Module):
+    """3-d pooling, all fallback kernels: avg_pool3d with a 27-position window, adaptive
+    average and max pooling to sizes that do not divide the input."""
+
+    def forward(self, x):
+        a = F.avg_pool3d(x, 3, stride=2, padding=1, divisor_override=5)
+        b = F.adaptive_avg_pool3d(x, (3, 5, 2))
+        c = F.adaptive_max_pool3d(torch.relu(x), (3, 2, 5))
+        return a, b, c
+
+
+class Bags(nn.Module):
+    """nn.EmbeddingBag (fallback _embedding_bag_forward_only): sum with per-sample weights,
+    mean with a padding_idx, max with include_last_offset."""
+
+    def __init__(self):
+        super().__init__()
+        self.sum = nn.EmbeddingBag(20, 8, mode="sum")
+        self.mean = nn.EmbeddingBag(20, 8, mode="mean", padding_idx=3)
+        self.max = nn.EmbeddingBag(20, 8, mode="max", include_last_offset=True)
+
+    def forward(self, indices, offsets, weights, offsets_last):
+        return (
+            self.sum(indices, offsets, per_sample_weights=weights),
+            self.mean(indices, offsets),
+            self.max(indices, offsets_last),
+        )
+
+
 def example_model():
     """examples_c/aoti_model.py's classifier (compiled here too, so CI compiles once)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples_c"))
@@ -110,6 +158,20 @@ def models():
         "mlp_gemm": (Mlp(), (r(8, 32),), None, [], gemm),
         "convnet": (ConvNet().eval(), (r(2, 3, 16, 16, cl=True),), None, [], {}),
         "block": (Block().eval(), (r(2, 8, 32),), None, [], {}),
+        "pooling": (Pooling().eval(), (r(1, 3, 20, 20, cl=True),), None, [], {}),
+        "pooling3d": (Pooling3d(), (r(1, 2, 8, 9, 7),), None, [], {}),
+        "embedding_bag": (
+            Bags().eval(),
+            (
+                torch.tensor([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 3, 8]),
+                torch.tensor([0, 3, 3, 7]),
+                torch.rand(12, generator=g),
+                torch.tensor([0, 5, 5, 9, 12]),
+            ),
+            None,
+            [],
+            {},
+        ),
         "example": (*example_model(), None, [], {}),
     }
 

@@ -128,6 +128,30 @@ def close(a, b, tol):
     return bool(((a - b).abs() <= tol * (1 + b.abs())).all())
 
 
+def nonnull(t):
+    """t, or for an empty t the same layout over a 1-element buffer (a non-NULL pointer)."""
+    if t.numel() > 0:
+        return t
+    return torch.zeros(1, dtype=t.dtype).as_strided(t.shape, t.stride())
+
+
+def same(got, want, tol):
+    """Same dtype, sizes and strides; for floats NaN where `want` has NaN and the other
+    values equal or within `tol` (relative to 1 + |want|); other dtypes equal."""
+    if got.dtype != want.dtype or got.shape != want.shape or got.stride() != want.stride():
+        return False
+    if want.numel() == 0:
+        return True
+    if not want.is_floating_point():
+        return bool((got == want).all())
+    a, b = got.double(), want.double()
+    nan = b.isnan()
+    if not bool((a.isnan() == nan).all()):
+        return False
+    a, b = a[~nan], b[~nan]
+    return bool(((a == b) | ((a - b).abs() <= tol * (1 + b.abs()))).all())
+
+
 def summary(name):
     """Prints "<name>: N passed, N failed" and exits non-zero on a failure."""
     print(f"{name}: {passed} passed, {failed} failed")

@@ -2,22 +2,12 @@
 //! transposed): im2col + gemm, output strides as ATen's.
 
 use super::gemm::{gemm_any, Mat};
-use super::{as_f32, contiguous, expect_sizes, same_dtype, AtenTensorHandle, BF16, F16, F32};
+use super::{
+    as_f32, contiguous, expect_sizes, same_dtype, spatial_param, AtenTensorHandle, BF16, F16, F32,
+};
 use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, out, Element, Owned, Tensor};
-
-fn params(p: *const i64, n: i64, spatial: usize, name: &str) -> Result<Vec<i64>> {
-    let v = util::array(p, n, name)?;
-    match v.len() {
-        1 => Ok(vec![v[0]; spatial]),
-        l if l == spatial => Ok(v.to_vec()),
-        l => err(
-            sys::TENSOR_ERR_INVALID_ARGUMENT,
-            format!("{name} has {l} values, expected 1 or {spatial} (the spatial dims)"),
-        ),
-    }
-}
 
 /// Whether ATen's CPU convolution would take its oneDNN backend (`use_mkldnn` in
 /// Convolution.cpp, for float inputs, with one thread: its `get_num_threads() > 1` term is
@@ -115,9 +105,9 @@ pub extern "C" fn aoti_torch_cpu_convolution(
             );
         }
         let sp = nd - 2;
-        let stride = params(stride, stride_len_, sp, "stride")?;
-        let padding = params(padding, padding_len_, sp, "padding")?;
-        let dilation = params(dilation, dilation_len_, sp, "dilation")?;
+        let stride = spatial_param(stride, stride_len_, sp, "stride")?;
+        let padding = spatial_param(padding, padding_len_, sp, "padding")?;
+        let dilation = spatial_param(dilation, dilation_len_, sp, "dilation")?;
         if groups < 1 || xs[1] != ws[1] * groups || ws[0] % groups != 0 {
             return err(
                 sys::TENSOR_ERR_SHAPE,
