@@ -8,7 +8,8 @@
 # With TENSOR_AOTI=1 (environment; `make install WITH_AOTI=1`, CMake's TENSOR_AOTI) also the
 # AOTInductor runtime `make aoti` staged: LIBDIR/libtensor_aoti.so.AOTI_VERSION (+ .debug,
 # .so.MAJOR, .so, as libtensor's), INCLUDEDIR/libtensor/tensor_aoti.h, tensor_aoti.hpp,
-# LIBDIR/pkgconfig/tensor_aoti.pc, LIBDIR/cmake/tensor/tensorAotiTargets.cmake (tensor::aoti).
+# LIBDIR/pkgconfig/tensor_aoti.pc, LIBDIR/cmake/tensor/tensorAotiTargets.cmake (tensor::aoti),
+# PREFIX/share/libtensor/python/tensor_aoti_compile.py (the compile recipe).
 # `uninstall` removes them whether or not they were installed.
 # It never builds: STAGE is the directory cmake/stage.sh filled.
 #
@@ -59,6 +60,7 @@ setup() {
   case $abs_inc in "$prefix"/*) rel_inc=${abs_inc#"$prefix"/} ;; *) rel_inc=$abs_inc ;; esac
   lib_dest=${DESTDIR:-}$abs_lib
   inc_dest=${DESTDIR:-}$abs_inc/libtensor
+  share_dest=${DESTDIR:-}$prefix/share/libtensor
 }
 
 # path_in VAR DIR: DIR as a file names it, ${VAR}/DIR when relative.
@@ -133,6 +135,8 @@ do_install() {
     for h in $aoti_headers; do put 644 "$root/include/$h" "$inc_dest/$h"; done
     put 644 "$tmp/tensor_aoti.pc" "$lib_dest/pkgconfig/tensor_aoti.pc"
     put 644 "$tmp/tensorAotiTargets.cmake" "$lib_dest/cmake/tensor/tensorAotiTargets.cmake"
+    install -d "$share_dest/python"
+    put 644 "$root/aoti/python/tensor_aoti_compile.py" "$share_dest/python/tensor_aoti_compile.py"
   fi
 }
 
@@ -143,7 +147,8 @@ do_uninstall() {
     "$lib_dest/cmake/tensor/tensorConfigVersion.cmake" "$lib_dest/pkgconfig/tensor_aoti.pc" \
     "$lib_dest/cmake/tensor/tensorAotiTargets.cmake"
   for h in $headers $aoti_headers; do rm -f "$inc_dest/$h"; done
-  rmdir "$lib_dest/cmake/tensor" "$inc_dest" 2>/dev/null || true
+  rm -f "$share_dest/python/tensor_aoti_compile.py"
+  rmdir "$lib_dest/cmake/tensor" "$inc_dest" "$share_dest/python" "$share_dest" 2>/dev/null || true
 }
 
 usage() { sed -n '15,20p' "$0" >&2; exit 2; }

@@ -6,9 +6,13 @@
     ./aoti_run classifier.pt2
 """
 
+import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "aoti", "python"))
+import tensor_aoti_compile  # noqa: E402
 
 
 class Classifier(torch.nn.Module):
@@ -24,14 +28,10 @@ class Classifier(torch.nn.Module):
 def compile_to(path):
     model = Classifier().eval()
     example = (torch.linspace(-1, 1, 8).reshape(1, 8),)
-    with torch.no_grad():
-        ep = torch.export.export(model, example)
-        return torch._inductor.aoti_compile_and_package(
-            ep,
-            package_path=path,
-            # No libtorch in the model's NEEDED entries; weights stay plain (no oneDNN packing).
-            inductor_configs={"aot_inductor.link_libtorch": False, "freezing": False},
-        )
+    # The recipe (aoti/python/tensor_aoti_compile.py; installed as
+    # share/libtensor/python/): no libtorch in the model's NEEDED entries, plain weights (no
+    # oneDNN packing), vectorized code for this machine's ISA.
+    return tensor_aoti_compile.compile(model, example, path)
 
 
 if __name__ == "__main__":

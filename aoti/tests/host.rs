@@ -7,7 +7,7 @@
 //! the exports, and the host's NEEDED entries (no libtorch).
 //!
 //! `TENSOR_VALGRIND=1` runs the host under valgrind (zero errors, zero leaks).
-//! `TENSOR_AOTI_MODELS=DIR` reuses models compiled earlier into DIR. Without a Python that
+//! `TENSOR_AOTI_MODELS=DIR` reuses models compiled earlier into DIR (the zoo in DIR/zoo). Without a Python that
 //! imports torch the test prints a notice and passes, unless `TENSOR_AOTI_REQUIRE=1` (CI).
 
 use std::path::{Path, PathBuf};
@@ -209,23 +209,26 @@ fn aoti_models_kernels_and_exports() {
         "include/tensor_aoti.h and libtensor_aoti.so's exports differ"
     );
 
-    // The models: compiled once (or reused).
+    // The models, and the zoo in models/zoo: compiled once, in one process (or reused).
     let models = match std::env::var_os("TENSOR_AOTI_MODELS") {
-        Some(d) => PathBuf::from(d),
+        Some(d) => std::path::absolute(PathBuf::from(d)).unwrap(),
         None => {
             let d = profile_dir().join("aoti-models");
             let t = std::time::Instant::now();
             let _ = std::fs::remove_dir_all(&d);
             run(Command::new(&py)
                 .arg(here.join("tests/make_models.py"))
-                .arg(&d));
+                .arg(&d)
+                .arg("--zoo")
+                .arg(d.join("zoo")));
             println!(
-                "compiled the test models in {:.0} s",
+                "compiled the test models and the zoo in {:.0} s",
                 t.elapsed().as_secs_f64()
             );
             d
         }
     };
+    let zoo = models.join("zoo");
 
     let host = lib.join("host");
     compile_c(&here.join("tests/host.c"), &host, &lib, false);
@@ -237,6 +240,24 @@ fn aoti_models_kernels_and_exports() {
     let out = run(host_cmd(&host).arg(&models).env("TENSOR_AOTI_QUIET", "1"));
     print!("{out}");
     assert!(out.contains(" 0 failed"), "{out}");
+
+    // The zoo: real architectures (tests/zoo.py) against eager PyTorch, and docs/aoti.md's
+    // coverage table current with what they call.
+    let t = std::time::Instant::now();
+    let out = run(host_cmd(&host).arg(&zoo).env("TENSOR_AOTI_QUIET", "1"));
+    print!("{out}");
+    assert!(out.contains(" 0 failed"), "{out}");
+    println!("ran the zoo in {:.0} s", t.elapsed().as_secs_f64());
+    print!(
+        "{}",
+        run(Command::new(&py)
+            .arg(here.join("tests/coverage.py"))
+            .arg(&lib)
+            .arg(&models)
+            .arg(&zoo)
+            .arg("--check")
+            .arg(root().join("docs/aoti.md")))
+    );
 
     // A bare model .so: the model's own checks, its error text, no leak.
     let so = lib.join("pointwise.so");

@@ -1,8 +1,10 @@
 """Compiles the AOTInductor test models (the documented recipe: aoti/python/
-tensor_aoti_compile.py, link_libtorch=False, freezing=False, vectorized) into OUT_DIR, with their inputs and eager outputs as
-.npy. One process for every model: compiling is the expensive part of the AOTI tests.
+tensor_aoti_compile.py, link_libtorch=False, freezing=False, vectorized) into OUT_DIR, with
+their inputs and eager outputs as .npy. One process for every model: compiling is the
+expensive part of the AOTI tests.
 
-Usage: python make_models.py OUT_DIR [--zoo] [name ...]   (--zoo: zoo.py's models)
+Usage: python make_models.py OUT_DIR [--zoo ZOO_DIR] [name ...]
+(--zoo: zoo.py's models too, into ZOO_DIR, in the same process)
 Writes OUT_DIR/<name>.pt2, <name>.in<i>.npy, <name>.out<i>.npy and, for a model run at
 other shapes than traced, <name>.run<k>.in<i>.npy / .out<i>.npy; OUT_DIR/manifest.txt lists
 "name n_inputs n_outputs n_runs layout" per line (layout "cl": the inputs are channels-last;
@@ -192,18 +194,24 @@ def save(out, stem, tensors):
 
 def main():
     args = sys.argv[1:]
-    zoo = "--zoo" in args
-    args = [a for a in args if a != "--zoo"]
+    zoo_dir = None
+    if "--zoo" in args:
+        i = args.index("--zoo")
+        zoo_dir = args[i + 1]
+        del args[i:i + 2]
     out, wanted = args[0], args[1:]
-    os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
-    if zoo:
+    compile_all(out, models(), wanted)
+    if zoo_dir:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import zoo as zoo_models
+        import zoo
 
-        table = zoo_models.models()
-    else:
-        table = models()
+        compile_all(zoo_dir, zoo.models(), wanted)
+
+
+def compile_all(out, table, wanted):
+    """Compiles the models of `table` (all, or those named in `wanted`) into `out`."""
+    os.makedirs(out, exist_ok=True)
     manifest = []
     for name, (mod, args, dyn, runs, opts) in table.items():
         if wanted and name not in wanted:

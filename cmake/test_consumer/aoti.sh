@@ -23,7 +23,8 @@ p=$work/prefix lib=$work/prefix/lib
 make --no-print-directory install WITH_AOTI=1 PREFIX="$p" >/dev/null
 for f in "$lib/libtensor_aoti.so.$aver" "$lib/libtensor_aoti.so.$aver.debug" "$lib/libtensor_aoti.so.${aver%%.*}" \
          "$lib/libtensor_aoti.so" "$lib/pkgconfig/tensor_aoti.pc" "$lib/cmake/tensor/tensorAotiTargets.cmake" \
-         "$p/include/libtensor/tensor_aoti.h" "$p/include/libtensor/tensor_aoti.hpp"; do
+         "$p/include/libtensor/tensor_aoti.h" "$p/include/libtensor/tensor_aoti.hpp" \
+         "$p/share/libtensor/python/tensor_aoti_compile.py"; do
   [ -e "$f" ] || fail "missing after install: $f"
 done
 dyn=$(readelf -d "$lib/libtensor_aoti.so.$aver")
