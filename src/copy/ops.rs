@@ -116,7 +116,7 @@ impl TensorImpl {
     /// every index `c` of `self`'s dim `dim`, where `(scale_c, shift_c) = param(c)` and
     /// `n` (1, or the size of that dim) is how many there are (`param` is called only
     /// with `c < n`, after `n` is checked; with `n == 1`, `param(0)` serves every index).
-    /// `src` is broadcast to `self` and converted as `copy_` converts (see `affine.rs` for
+    /// `src` is broadcast to `self` and converted as `copy_` converts (see `kernels/affine.rs` for
     /// the arithmetic). Errors: Index (dim), InvalidArgument (n), DType (complex), Shape
     /// (broadcast), Device, OutOfBounds, ReadOnly, Overlap, OutOfMemory (snapshot).
     ///

@@ -77,7 +77,7 @@ pub(crate) unsafe fn copy_raw(
     // elements do not share memory, checked above).
     let (dst_addr, src_addr) = (dst as usize, src as usize);
     let d = split.dim;
-    parallel::run_parts(sizes[d], &split, &|start, len| {
+    parallel::run_parts(sizes[d], split, &|start, len| {
         let mut part: Dims = sizes.into();
         part[d] = len;
         let (od, os) = (start * dst_st[d] * i0 as i64, start * src_st[d] * i1 as i64);

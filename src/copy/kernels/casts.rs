@@ -97,7 +97,7 @@ unsafe fn fast_contiguous<S: Element, D: Element>(
     true
 }
 
-/// The float32 / bfloat16 <-> float8 pairs of [`fast_contiguous`] (`copy/float8.rs`);
+/// The float32 / bfloat16 <-> float8 pairs of [`fast_contiguous`] (`float8.rs`);
 /// false for any other pair.
 fn float8_fast<S: 'static, D: 'static>(dst: &mut [D], src: &[S], stream: bool) -> bool {
     use super::float8::{decode, encode_bf16, encode_f32};
@@ -267,7 +267,7 @@ mod tests {
         }
     }
 
-    /// The float8 slice paths (copy/float8.rs) against the per-item rule of dtype.rs:
+    /// The float8 slice paths (`float8.rs`) against the per-item rule of dtype.rs:
     /// f32 and every bf16 pattern in, every code out, bit for bit (NaN codes too, since
     /// both sides encode through float8.rs from the same f32).
     #[test]
