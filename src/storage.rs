@@ -121,7 +121,7 @@ pub enum StorageKind {
 }
 
 /// What a mapped storage maps: the head of its deleter context (see
-/// [`StorageImpl::wrap_mapped`]), read by [`StorageImpl::shares_pages_with`].
+/// [`StorageImpl::wrap`]), read by [`StorageImpl::shares_pages_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub(crate) struct MappedObject {
@@ -375,19 +375,8 @@ impl StorageImpl {
 
     /// Wraps caller memory as a storage (`storage_from_blob`).
     pub fn from_blob(blob: Blob, nbytes: usize) -> Result<Storage> {
-        Self::wrap(blob, nbytes)
-    }
-
-    /// [`wrap`](Self::wrap) for a memory mapping (`crate::files::mmap`): a storage of kind
-    /// `Mapped`, whose deleter context tells what it maps ([`MappedObject`]), for
-    /// [`shares_pages_with`](Self::shares_pages_with).
-    ///
-    /// # Safety
-    /// `blob.ctx` points to a `#[repr(C)]` struct whose first field is a [`MappedObject`]
-    /// describing the mapping behind `blob.data`, valid (and unchanged) until the deleter
-    /// runs.
-    pub(crate) unsafe fn wrap_mapped(blob: Blob, nbytes: usize) -> Result<Storage> {
-        Self::wrap_as(blob, nbytes, StorageKind::Mapped)
+        // SAFETY: an External storage (the contract is for Mapped ones).
+        unsafe { Self::wrap(blob, nbytes, StorageKind::External) }
     }
 
     /// The one wrap of external memory as a storage (from_blob, DLPack imports through
@@ -395,15 +384,16 @@ impl StorageImpl {
     /// the memory and calls `deleter(data, ctx)` once when its last strong reference dies;
     /// on failure the deleter is not called and the caller keeps the memory. A caller that
     /// fails after this succeeded gives the memory back with [`disarm`](Self::disarm)
-    /// (`Tensor::wrap` does, the one such caller).
+    /// (`Tensor::wrap` does, the one such caller). `kind`: External, or Mapped for a memory
+    /// mapping (`crate::files::mmap`), whose deleter context then tells what it maps
+    /// ([`MappedObject`], for [`shares_pages_with`](Self::shares_pages_with)).
+    ///
+    /// # Safety
+    /// With `kind` Mapped, `blob.ctx` points to a `#[repr(C)]` struct whose first field is
+    /// a [`MappedObject`] describing the mapping behind `blob.data`, valid (and unchanged)
+    /// until the deleter runs. Nothing for the other kinds.
     #[inline]
-    pub(crate) fn wrap(blob: Blob, nbytes: usize) -> Result<Storage> {
-        Self::wrap_as(blob, nbytes, StorageKind::External)
-    }
-
-    /// [`wrap`](Self::wrap) as a storage of `kind` (External, or Mapped: `wrap_mapped`).
-    #[inline(always)]
-    fn wrap_as(blob: Blob, nbytes: usize, kind: StorageKind) -> Result<Storage> {
+    pub(crate) unsafe fn wrap(blob: Blob, nbytes: usize, kind: StorageKind) -> Result<Storage> {
         let Blob {
             data,
             device,
@@ -504,9 +494,9 @@ impl StorageImpl {
         if self.kind != StorageKind::Mapped || ctx.is_null() {
             return None;
         }
-        // SAFETY: a Mapped storage is made only by `wrap_mapped`, whose contract makes its
-        // ctx a repr(C) struct starting with a MappedObject, valid until the deleter runs,
-        // which cannot happen while `self` is borrowed.
+        // SAFETY: a Mapped storage is made only by `wrap`, whose contract makes its ctx then
+        // a repr(C) struct starting with a MappedObject, valid until the deleter runs, which
+        // cannot happen while `self` is borrowed.
         Some(unsafe { &*(ctx as *const MappedObject) })
     }
 

@@ -24,7 +24,7 @@ use crate::layout::{
 };
 use crate::refcount::{Intrusive, IntrusivePtr, UninitBox};
 use crate::shape::{self, fmt_dims, Dims};
-use crate::storage::{Blob, Observer, Storage, StorageImpl};
+use crate::storage::{Blob, Observer, Storage, StorageImpl, StorageKind};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -308,7 +308,8 @@ impl Tensor {
     /// ([`StorageImpl::wrap`]), and the tensor over it. On failure the deleter is not
     /// called and the caller keeps the memory.
     pub fn wrap(blob: Blob, layout: CheckedLayout) -> Result<Tensor> {
-        let storage = StorageImpl::wrap(blob, layout.nbytes())?;
+        // SAFETY: an External storage (the contract is for Mapped ones).
+        let storage = unsafe { StorageImpl::wrap(blob, layout.nbytes(), StorageKind::External) }?;
         Tensor::new(&storage, layout, VersionOf::Storage).inspect_err(|_| {
             // We hold the only reference: give the memory back to the caller.
             storage.disarm();

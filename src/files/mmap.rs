@@ -48,7 +48,7 @@ impl MapMode {
 }
 
 /// A mapped storage's deleter context: what it maps first (the storage reads it there,
-/// `StorageImpl::wrap_mapped`), then what the deleter needs: the page-aligned mapping and
+/// `StorageImpl::wrap`), then what the deleter needs: the page-aligned mapping and
 /// the descriptor kept (or -1).
 #[repr(C)]
 struct Mapping {
@@ -228,7 +228,7 @@ pub(crate) fn map_fd(
     };
     // SAFETY: ctx is a live Box<Mapping>, repr(C) with its MappedObject first, freed only by
     // the deleter (unmap).
-    match unsafe { StorageImpl::wrap_mapped(blob, nbytes as usize) } {
+    match unsafe { StorageImpl::wrap(blob, nbytes as usize, StorageKind::Mapped) } {
         Ok(s) => {
             if mode == MapMode::ReadOnly {
                 s.mark_read_only();
