@@ -1,5 +1,5 @@
 //! The engine's dtype dispatch: each op's typed kernel picked once per call, then the
-//! layouts handed to [`execute`] (big copies split by [`parallel`](super::parallel)).
+//! layouts handed to [`execute`] (big copies split by [`parallel`]).
 
 use super::{execute, parallel, Plan};
 use crate::copy::kernels::affine::Affine;

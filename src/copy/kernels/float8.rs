@@ -147,7 +147,7 @@ fn decode_scalar<F: Float8, N: Narrowed>(dst: &mut [N], src: &[F]) {
 }
 
 /// The AVX2 kernels. Each computes the rule of `crate::float8` (`encode`, `decode_bits`)
-/// for one [`Format`], lane by lane (the functions' docs say where the steps differ):
+/// for one [`Format`](crate::float8::Format), lane by lane (the functions' docs say where the steps differ):
 /// tests check them against it on every bfloat16 and every code, and on float32 edge and
 /// random values.
 #[cfg(target_arch = "x86_64")]
