@@ -253,7 +253,7 @@ pub(crate) fn decode_arith_e8m0(x: u8) -> u32 {
 
 /// A float8 element type: its code, the decoding table and the encoder. Implementors
 /// are `#[repr(transparent)]` over one `u8`, the code (the SIMD kernels of
-/// `copy/float8.rs` read and write slices of them as bytes).
+/// `copy/kernels/float8.rs` read and write slices of them as bytes).
 pub(crate) trait Float8: Copy + 'static {
     const TABLE: &'static [u32; 256];
     /// The sign-exponent-mantissa format (None for e8m0fnu).

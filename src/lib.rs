@@ -20,7 +20,9 @@
 //! Module map: `refcount` (intrusive strong/weak counts), `dtype`, `device`, `allocator`
 //! (+ memory statistics), `snapshot` (opt-in live-storage report), `storage`, `shape` (pure shape arithmetic), `layout` (sizes,
 //! strides, the one validation `CheckedLayout`, cached flags), `tensor_impl` (TensorImpl and the Rust `Tensor` handle),
-//! `copy` (the strided-iteration engine and every op that moves element data), `format`
+//! `copy` (every op that moves element data, in four layers that import only downwards:
+//! the ops and their argument rules, the one write step, the strided-iteration engine with
+//! its dtype dispatch and threads, and the leaf kernels; see `copy/mod.rs`), `format`
 //! (repr), `files` (memory-mapped files, shared memory, .safetensors and .npy), `ffi` (the C
 //! boundary).
 

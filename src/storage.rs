@@ -120,6 +120,20 @@ pub enum StorageKind {
     Mapped = 2,
 }
 
+/// What a mapped storage maps: the head of its deleter context (see
+/// [`StorageImpl::wrap`]), read by [`StorageImpl::shares_pages_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct MappedObject {
+    /// The mapped object (`st_dev`, `st_ino` of the descriptor: a file or a memfd).
+    pub file: (u64, u64),
+    /// File offset of the storage's first byte (its data pointer).
+    pub offset: u64,
+    /// `MAP_SHARED` (read-write or read-only): writes through any shared mapping of the
+    /// object show here. False for `MAP_PRIVATE`.
+    pub shared: bool,
+}
+
 /// The block: the two fields change together, only as `StorageImpl::data` says.
 struct Data {
     /// Start of the block: `nbytes` bytes valid for reads (and for writes unless the
@@ -361,7 +375,8 @@ impl StorageImpl {
 
     /// Wraps caller memory as a storage (`storage_from_blob`).
     pub fn from_blob(blob: Blob, nbytes: usize) -> Result<Storage> {
-        Self::wrap(blob, nbytes, StorageKind::External)
+        // SAFETY: an External storage (the contract is for Mapped ones).
+        unsafe { Self::wrap(blob, nbytes, StorageKind::External) }
     }
 
     /// The one wrap of external memory as a storage (from_blob, DLPack imports through
@@ -369,9 +384,16 @@ impl StorageImpl {
     /// the memory and calls `deleter(data, ctx)` once when its last strong reference dies;
     /// on failure the deleter is not called and the caller keeps the memory. A caller that
     /// fails after this succeeded gives the memory back with [`disarm`](Self::disarm)
-    /// (`Tensor::wrap` does, the one such caller).
+    /// (`Tensor::wrap` does, the one such caller). `kind`: External, or Mapped for a memory
+    /// mapping (`crate::files::mmap`), whose deleter context then tells what it maps
+    /// ([`MappedObject`], for [`shares_pages_with`](Self::shares_pages_with)).
+    ///
+    /// # Safety
+    /// With `kind` Mapped, `blob.ctx` points to a `#[repr(C)]` struct whose first field is
+    /// a [`MappedObject`] describing the mapping behind `blob.data`, valid (and unchanged)
+    /// until the deleter runs. Nothing for the other kinds.
     #[inline]
-    pub(crate) fn wrap(blob: Blob, nbytes: usize, kind: StorageKind) -> Result<Storage> {
+    pub(crate) unsafe fn wrap(blob: Blob, nbytes: usize, kind: StorageKind) -> Result<Storage> {
         let Blob {
             data,
             device,
@@ -464,6 +486,49 @@ impl StorageImpl {
             Owner::External { ctx, .. } => ctx,
             _ => std::ptr::null_mut(),
         }
+    }
+
+    /// What a mapped storage maps (`None` for the other kinds).
+    fn mapped_object(&self) -> Option<&MappedObject> {
+        let ctx = self.external_ctx();
+        if self.kind != StorageKind::Mapped || ctx.is_null() {
+            return None;
+        }
+        // SAFETY: a Mapped storage is made only by `wrap`, whose contract makes its ctx then
+        // a repr(C) struct starting with a MappedObject, valid until the deleter runs, which
+        // cannot happen while `self` is borrowed.
+        Some(unsafe { &*(ctx as *const MappedObject) })
+    }
+
+    /// Whether the bytes `[d0, d1)` of `self` and `[s0, s1)` of `src` (addresses inside
+    /// each storage's block) are, at different addresses, the same pages: `self` is a
+    /// shared mapping and `src` any mapping of the same object (a file, or a memfd mapped
+    /// again through its descriptor) whose file ranges intersect. Then writing `self`
+    /// changes what `src` reads, as for intersecting addresses (the copy overlap rule asks
+    /// this). A private `src` counts too: its pages not yet written in this process are the
+    /// object's pages and show `self`'s writes (Linux does not copy them before the first
+    /// write). A private `self` does not: its writes go to pages of its own.
+    pub(crate) fn shares_pages_with(
+        &self,
+        (d0, d1): (usize, usize),
+        src: &StorageImpl,
+        (s0, s1): (usize, usize),
+    ) -> bool {
+        let (Some(md), Some(ms)) = (self.mapped_object(), src.mapped_object()) else {
+            return false;
+        };
+        if !md.shared || md.file != ms.file {
+            return false;
+        }
+        // File offsets of the two byte ranges (inside their storages, whose file regions
+        // were checked to end within the file at mapping time: no overflow).
+        let file_range = |m: &MappedObject, s: &StorageImpl, a: usize, b: usize| {
+            let base = m.offset + (a - s.data_ptr() as usize) as u64;
+            (base, base + (b - a) as u64)
+        };
+        let (a0, a1) = file_range(md, self, d0, d1);
+        let (b0, b1) = file_range(ms, src, s0, s1);
+        a0 < b1 && b0 < a1
     }
 
     pub fn is_read_only(&self) -> bool {

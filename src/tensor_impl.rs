@@ -308,7 +308,8 @@ impl Tensor {
     /// ([`StorageImpl::wrap`]), and the tensor over it. On failure the deleter is not
     /// called and the caller keeps the memory.
     pub fn wrap(blob: Blob, layout: CheckedLayout) -> Result<Tensor> {
-        let storage = StorageImpl::wrap(blob, layout.nbytes(), StorageKind::External)?;
+        // SAFETY: an External storage (the contract is for Mapped ones).
+        let storage = unsafe { StorageImpl::wrap(blob, layout.nbytes(), StorageKind::External) }?;
         Tensor::new(&storage, layout, VersionOf::Storage).inspect_err(|_| {
             // We hold the only reference: give the memory back to the caller.
             storage.disarm();

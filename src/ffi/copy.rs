@@ -343,26 +343,39 @@ pub type tensor_copy_executor_fn = Option<
 /// `executor` restores the default (threads of the library's own when the count is > 1);
 /// `ctx` is then ignored.
 ///
-/// The executor's contract:
+/// The executor's contract (what it must do):
 /// - Call `task_fn(task_ctx, i)` for each `i` in `[0, n_tasks)`, from any threads (the
 ///   calling thread included), in any order or concurrently, and return only after every
 ///   call has returned (e.g. `#pragma omp parallel for` over `i`, or `tbb::parallel_for`).
-///   Never call `task_fn` after returning; do not throw or `longjmp` out of `executor`.
+/// - Return normally: never throw or `longjmp` out of `executor` (or out of a task), and
+///   never call `task_fn` after returning.
+/// - Be thread-safe: `executor` is called from whatever threads make big copies, possibly
+///   several at once with the same `ctx`.
+/// - Never call `tensor_set_copy_executor` from `executor` or a task (a task may call the
+///   rest of libtensor).
+///
+/// What the library survives:
 /// - Leniency costs speed, never correctness: a part `executor` skipped runs on the
 ///   copying thread after it returns; a second call for the same `i`, or an `i` out of
 ///   range, does nothing.
-/// - `executor` is called from whatever threads make big copies, possibly several at once
-///   with the same `ctx`: it must be thread-safe.
+/// - A task called after `executor` returned is refused: it does nothing (`task_ctx` is a
+///   ticket of the copy, not its memory, and the copy is over).
 /// - A task never unwinds into `executor`: a panic inside the library in a task is caught
 ///   there, the other parts still run, and once `executor` returns the copy fails with
 ///   INTERNAL and its message.
-/// - A task may call libtensor, but not `tensor_set_copy_executor`.
+/// - This call from inside `executor` or a task on the same thread (running on that
+///   thread's own stack) is refused with INVALID_ARGUMENT, rather than waiting for itself.
+/// - An executor that `longjmp`s out of a copy (a broken contract) abandons that copy: what
+///   the copy held is lost, and its parts still running elsewhere write on; the library
+///   takes back its hold on the executor when the thread it jumped on next calls
+///   `tensor_set_copy_executor` (which is then neither refused nor kept waiting by it) or
+///   exits. Until then a setter on another thread waits for that copy.
 ///
 /// Setting is thread-safe and may happen while copies run: a copy keeps the executor it
 /// started with to its end, and this call returns only once every copy running on the
 /// previous executor has returned, so the previous `ctx` may be freed as soon as it
-/// returns. It therefore must not be called from inside `executor` or a task (refused on
-/// the same thread), nor from a thread the executor needs to finish those copies.
+/// returns. It therefore must not be called from inside `executor` or a task, nor from a
+/// thread the executor needs to finish those copies.
 /// Errors: INVALID_ARGUMENT (called from inside an executor call or one of its tasks).
 #[no_mangle]
 pub extern "C" fn tensor_set_copy_executor(

@@ -11,7 +11,7 @@
 use super::{file_kind, io_error, io_status, open_path};
 use crate::device::Device;
 use crate::error::{Error, Result, Status};
-use crate::storage::{Blob, Storage, StorageImpl, StorageKind};
+use crate::storage::{Blob, MappedObject, Storage, StorageImpl, StorageKind};
 use std::ffi::c_void;
 use std::fmt::Display;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -47,19 +47,15 @@ impl MapMode {
     }
 }
 
-/// What the deleter needs: the page-aligned mapping and the descriptor kept (or -1); and
-/// what it maps, for the copy overlap rule ([`same_pages`]).
+/// A mapped storage's deleter context: what it maps first (the storage reads it there,
+/// `StorageImpl::wrap`), then what the deleter needs: the page-aligned mapping and
+/// the descriptor kept (or -1).
+#[repr(C)]
 struct Mapping {
+    object: MappedObject,
     base: *mut c_void,
     len: usize,
     fd: RawFd,
-    /// The mapped object (`st_dev`, `st_ino` of the descriptor: a file or a memfd).
-    file: (u64, u64),
-    /// File offset of the storage's first byte (its data pointer).
-    offset: u64,
-    /// `MAP_SHARED` (read-write or read-only): writes through any shared mapping of the
-    /// object show here. False for `MAP_PRIVATE`.
-    shared: bool,
 }
 
 /// The deleter of a mapped storage: unmaps the region and closes the kept descriptor.
@@ -200,9 +196,11 @@ pub(crate) fn map_fd(
         base,
         len: map_len as usize,
         fd: keep.map_or(-1, std::os::fd::IntoRawFd::into_raw_fd),
-        file,
-        offset,
-        shared: flags == libc::MAP_SHARED,
+        object: MappedObject {
+            file,
+            offset,
+            shared: flags == libc::MAP_SHARED,
+        },
     };
     let ctx = match crate::error::try_box(mapping) {
         Ok(b) => Box::into_raw(b),
@@ -228,7 +226,9 @@ pub(crate) fn map_fd(
         deleter: Some(unmap),
         ctx: ctx as *mut c_void,
     };
-    match StorageImpl::wrap(blob, nbytes as usize, StorageKind::Mapped) {
+    // SAFETY: ctx is a live Box<Mapping>, repr(C) with its MappedObject first, freed only by
+    // the deleter (unmap).
+    match unsafe { StorageImpl::wrap(blob, nbytes as usize, StorageKind::Mapped) } {
         Ok(s) => {
             if mode == MapMode::ReadOnly {
                 s.mark_read_only();
@@ -413,37 +413,6 @@ fn mapping_of(s: &StorageImpl) -> Option<&Mapping> {
     // SAFETY: a live Mapped storage's ctx is its Mapping (map_fd is the only maker of Mapped
     // storages), freed only by the storage's deleter, which cannot run while `s` is borrowed.
     Some(unsafe { &*(ctx as *const Mapping) })
-}
-
-/// Whether the bytes `[d0, d1)` of storage `dst` and `[s0, s1)` of storage `src` (addresses
-/// inside each storage's block) are, at different addresses, the same pages: `dst` is a
-/// shared mapping and `src` any mapping of the same object (a file, or a memfd mapped
-/// again through its descriptor) whose file ranges intersect. Then writing `dst` changes
-/// what `src` reads, as for intersecting addresses. A private `src` counts too: its pages
-/// not yet written in this process are the object's pages and show `dst`'s writes (Linux
-/// does not copy them before the first write). A private `dst` does not: its writes go to
-/// pages of its own.
-pub(crate) fn same_pages(
-    dst: &StorageImpl,
-    (d0, d1): (usize, usize),
-    src: &StorageImpl,
-    (s0, s1): (usize, usize),
-) -> bool {
-    let (Some(md), Some(ms)) = (mapping_of(dst), mapping_of(src)) else {
-        return false;
-    };
-    if !md.shared || md.file != ms.file {
-        return false;
-    }
-    // File offsets of the two byte ranges (inside their storages, whose file regions were
-    // checked to end within the file at mapping time: no overflow).
-    let file_range = |m: &Mapping, s: &StorageImpl, a: usize, b: usize| {
-        let base = m.offset + (a - s.data_ptr() as usize) as u64;
-        (base, base + (b - a) as u64)
-    };
-    let (a0, a1) = file_range(md, dst, d0, d1);
-    let (b0, b1) = file_range(ms, src, s0, s1);
-    a0 < b1 && b0 < a1
 }
 
 /// The descriptor a shared-memory storage (or one mapped from a descriptor) keeps: valid

@@ -1,11 +1,11 @@
 //! Contiguous fast paths between float32 / bfloat16 and the float8 dtypes, for
-//! `Convert` (kernels.rs). With AVX2 + F16C (`cpu.rs`), the four sign-exponent-mantissa
+//! `Convert` (`casts.rs`). With AVX2 + F16C (`cpu.rs`), the four sign-exponent-mantissa
 //! formats go through the hand-written kernels of [`avx2`]: the rules of `crate::float8`
 //! (round to nearest even, saturation, NaN) on eight 32-bit lanes for float32 (a
 //! subnormal result by one float addition) and sixteen 16-bit lanes for bfloat16 (integer
 //! operations only), packed to bytes in registers; decoding on sixteen 16-bit lanes. Otherwise (e8m0fnu, or a CPU without them) the encoder and
 //! the arithmetic decoder of `crate::float8` run in plain loops, compiled for AVX2 where
-//! the CPU has it. Tests (here and `kernels.rs`) check every path against the per-item
+//! the CPU has it. Tests (here and `casts.rs`) check every path against the per-item
 //! rule bit for bit.
 
 use crate::float8::Float8;
@@ -120,7 +120,7 @@ fn decode_avx2<F: Float8, N: Narrowed>(dst: &mut [N], src: &[F]) {
 
 /// `F` -> float32 or bfloat16 bits (equal lengths); `stream` as in [`encode_f32`].
 pub(super) fn decode<F: Float8, N: Narrowed>(dst: &mut [N], src: &[F], stream: bool) {
-    use super::kernels::same_mut;
+    use super::same_mut;
     #[cfg(target_arch = "x86_64")]
     if let (Some(f), true) = (F::FORMAT, super::cpu::avx2_f16c()) {
         if let Some(d) = same_mut::<N, u16>(dst) {
@@ -147,12 +147,12 @@ fn decode_scalar<F: Float8, N: Narrowed>(dst: &mut [N], src: &[F]) {
 }
 
 /// The AVX2 kernels. Each computes the rule of `crate::float8` (`encode`, `decode_bits`)
-/// for one [`Format`], lane by lane (the functions' docs say where the steps differ):
+/// for one [`Format`](crate::float8::Format), lane by lane (the functions' docs say where the steps differ):
 /// tests check them against it on every bfloat16 and every code, and on float32 edge and
 /// random values.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::super::float_int::steps::{drive, load_u16x16, streams};
+    use super::super::steps::{drive, load_u16x16, streams};
     use crate::float8::{Float8, Format};
     use std::arch::x86_64::*;
 

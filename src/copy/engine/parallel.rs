@@ -17,7 +17,7 @@
 //! old one and never makes a copy wait for it.
 
 use crate::error::Result;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -119,31 +119,167 @@ static RETIRED: Condvar = Condvar::new();
 /// Serializes setters (so at most one executor retires at a time).
 static SETTER: Mutex<()> = Mutex::new(());
 
-thread_local! {
-    /// How deep this thread is inside an executor call or one of its tasks (a setter
-    /// called there would wait for itself).
-    static INSIDE: Cell<usize> = const { Cell::new(0) };
-}
-
 fn state() -> MutexGuard<'static, State> {
     // Nothing panics while holding it; a poisoned lock still holds consistent counts.
     STATE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Inside an executor call or one of its tasks on this thread, for the duration.
-struct Inside;
+/// The deepest nesting of executor calls and tasks on one thread that is recorded (a copy
+/// nested deeper runs its parts on the calling thread; a task deeper is refused, and its
+/// part runs on its copy's thread).
+const MAX_FRAMES: usize = 32;
+
+/// One executor call (`lease`, `ticket`: the copy's) or task (neither) running on this
+/// thread: the library's frames a setter on this thread would wait for. Dropping it ends
+/// it: the lease and the job's registration go with it.
+struct Frame {
+    /// The stack pointer just above the frame (see [`stack_position`]).
+    sp: usize,
+    /// Tells this frame from a later one at the same depth.
+    serial: u64,
+    /// Held for its drop, which gives the executor back.
+    _lease: Option<Lease>,
+    ticket: usize,
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        if self.ticket != 0 {
+            unregister(self.ticket);
+        }
+    }
+}
+
+/// This thread's frames, outermost first. When the thread exits, the frames left are those
+/// an executor abandoned (longjmp): their leases and jobs are given back then.
+struct Frames {
+    frames: RefCell<[Option<Frame>; MAX_FRAMES]>,
+    depth: Cell<usize>,
+    serial: Cell<u64>,
+}
+
+thread_local! {
+    static FRAMES: Frames = const {
+        Frames {
+            frames: RefCell::new([const { None }; MAX_FRAMES]),
+            depth: Cell::new(0),
+            serial: Cell::new(0),
+        }
+    };
+}
+
+impl Frames {
+    /// Ends the frames from depth `from` up (outermost last), dropping them outside the
+    /// borrow.
+    fn end_from(&self, from: usize) {
+        let mut gone: [Option<Frame>; MAX_FRAMES] = [const { None }; MAX_FRAMES];
+        {
+            let mut f = self.frames.borrow_mut();
+            for k in from..self.depth.get() {
+                gone[k] = f[k].take();
+            }
+        }
+        self.depth.set(from.min(self.depth.get()));
+        drop(gone);
+    }
+}
+
+impl Drop for Frames {
+    fn drop(&mut self) {
+        self.end_from(0);
+    }
+}
+
+/// The current stack pointer (the address of a local where no register can be read: Miri,
+/// other targets). Stacks grow down on every target the library builds for, so a frame
+/// recorded at a lower address than where a call now runs has ended.
+#[inline(always)]
+fn stack_position() -> usize {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        let sp: usize;
+        // SAFETY: reads the stack pointer register; touches no memory, flags or stack.
+        unsafe {
+            std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
+    {
+        let sp: usize;
+        // SAFETY: reads the stack pointer register; touches no memory, flags or stack.
+        unsafe {
+            std::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
+    {
+        let here = 0u8;
+        std::hint::black_box(&here) as *const u8 as usize
+    }
+}
+
+/// Inside an executor call or one of its tasks on this thread, for the duration: its
+/// [`Frame`]. Dropping it ends that frame and any recorded after it (frames deeper in the
+/// stack that did not end themselves: an executor that jumped out of a nested copy).
+struct Inside {
+    depth: usize,
+    serial: u64,
+}
 
 impl Inside {
-    fn enter() -> Inside {
-        INSIDE.with(|c| c.set(c.get() + 1));
-        Inside
+    /// Records a frame; `None` when [`MAX_FRAMES`] are recorded (then `lease` is dropped).
+    fn enter(lease: Option<Lease>, ticket: usize) -> Option<Inside> {
+        let sp = stack_position();
+        FRAMES.with(|t| {
+            let depth = t.depth.get();
+            if depth == MAX_FRAMES {
+                return None;
+            }
+            let serial = t.serial.get().wrapping_add(1);
+            t.serial.set(serial);
+            t.frames.borrow_mut()[depth] = Some(Frame {
+                sp,
+                serial,
+                _lease: lease,
+                ticket,
+            });
+            t.depth.set(depth + 1);
+            Some(Inside { depth, serial })
+        })
     }
 }
 
 impl Drop for Inside {
     fn drop(&mut self) {
-        INSIDE.with(|c| c.set(c.get() - 1));
+        // During thread exit FRAMES may be gone already (it ended every frame itself).
+        let _ = FRAMES.try_with(|t| {
+            let mine = t.frames.borrow()[self.depth]
+                .as_ref()
+                .is_some_and(|f| f.serial == self.serial);
+            if mine && t.depth.get() > self.depth {
+                t.end_from(self.depth);
+            }
+        });
     }
+}
+
+/// Ends this thread's frames that lie below the stack position `sp` (deeper: a call now
+/// running at `sp` is outside them, so they were left without returning, by a longjmp out
+/// of the executor), giving back their leases and jobs. Returns how many frames remain
+/// (the calls `sp` is inside).
+fn end_abandoned(sp: usize) -> usize {
+    FRAMES.with(|t| {
+        let live = {
+            let f = t.frames.borrow();
+            (0..t.depth.get())
+                .find(|&k| f[k].as_ref().is_some_and(|f| f.sp < sp))
+                .unwrap_or(t.depth.get())
+        };
+        t.end_from(live);
+        live
+    })
 }
 
 /// A copy's hold on the executor it started with: [`set_executor`] waits until it drops.
@@ -181,11 +317,16 @@ impl Drop for Lease {
 
 /// Sets the executor big copies run their parts on (`None`: threads of the library's own,
 /// as [`copy_threads`] says). Returns once every copy running on the previous executor
-/// has returned, so that the previous `ctx` is never used after. Refused (InvalidArgument)
-/// from inside an executor call or task on this thread, which it would wait for.
+/// has returned (or, for one that an executor jumped out of, once the library found its
+/// frames gone: at a setter on that thread, or when that thread exits), so that the
+/// previous `ctx` is never used after. Refused (InvalidArgument) from inside an executor
+/// call or task on this thread, which it would wait for.
 pub fn set_executor(run: Option<ExecutorFn>, ctx: *mut c_void) -> Result<()> {
+    // Frames of this thread deeper than this call have ended without returning (an
+    // executor that jumped out of a copy): given back first, so that neither this check
+    // nor the wait below counts them.
     ensure!(
-        INSIDE.with(Cell::get) == 0,
+        end_abandoned(stack_position()) == 0,
         InvalidArgument,
         "called from inside the copy executor or one of its tasks: it would wait for the copy it is part of"
     );
@@ -254,9 +395,9 @@ fn part_range(size: i64, n: i64, k: i64) -> (i64, i64) {
 /// Runs `part(start, len)` for the parts `[start, start + len)` of `0..size` that `split`
 /// planned (`size` is the split dim's size): on the executor, or part 0 on this thread
 /// and the others on threads started here and joined before returning.
-pub(crate) fn run_parts(size: i64, split: &Split, part: &(dyn Fn(i64, i64) + Sync)) {
-    match &split.lease {
-        Some(lease) => run_on_executor(lease.executor, size, split.parts, part),
+pub(crate) fn run_parts(size: i64, split: Split, part: &(dyn Fn(i64, i64) + Sync)) {
+    match split.lease {
+        Some(lease) => run_on_executor(lease, size, split.parts, part),
         None => run_on_threads(size, split.parts, part),
     }
 }
@@ -266,7 +407,7 @@ const TODO: u8 = 0;
 const RUNNING: u8 = 1;
 const DONE: u8 = 2;
 
-/// What the executor's tasks see (through `task_ctx`).
+/// What the executor's tasks work on (found through the ticket they are given).
 struct Job<'a> {
     size: i64,
     n: i64,
@@ -276,15 +417,16 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// Runs part `i` unless it ran or runs already; true when this call ran it.
-    fn claim_and_run(&self, i: usize) -> bool {
-        if i >= self.n as usize
-            || self.state[i]
+    /// Takes part `i` if nobody ran or runs it (and it exists); true when taken.
+    fn claim(&self, i: usize) -> bool {
+        i < self.n as usize
+            && self.state[i]
                 .compare_exchange(TODO, RUNNING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
-            return false;
-        }
+                .is_ok()
+    }
+
+    /// Runs part `i`, which this thread claimed.
+    fn run_claimed(&self, i: usize) {
         let (start, len) = part_range(self.size, self.n, i as i64);
         let r = catch_unwind(AssertUnwindSafe(|| {
             if len > 0 {
@@ -295,21 +437,67 @@ impl Job<'_> {
             self.panicked.store(true, Ordering::Relaxed);
         }
         self.state[i].store(DONE, Ordering::Release);
-        true
     }
 }
 
-/// The task the executor runs: part `i` of the job at `task_ctx`. A panic is caught here
-/// (it never unwinds into the host's pool) and re-raised on the copying thread.
-unsafe extern "C" fn run_task(task_ctx: *mut c_void, i: usize) {
-    let _inside = Inside::enter();
-    // SAFETY: task_ctx is the Job that run_on_executor keeps alive until the executor has
-    // returned (the executor's contract: no task after it returns).
-    let job = unsafe { &*(task_ctx as *const Job) };
-    job.claim_and_run(i);
+/// The jobs whose tasks may run now: (ticket, address of the [`Job`]). The executor is
+/// given a job's ticket as `task_ctx`, never its address: a task whose ticket is not here
+/// (its copy is over: a task the executor called after returning) is refused, and never
+/// touches the finished copy's memory. A job is here from just before its executor call
+/// until that call is over, and its tasks claim their part under this lock, so a job
+/// found here is alive while its task claims.
+static JOBS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+/// The next ticket (never 0, never reused while the counter does not wrap).
+static NEXT_TICKET: AtomicUsize = AtomicUsize::new(1);
+
+fn jobs() -> MutexGuard<'static, Vec<(usize, usize)>> {
+    // Nothing panics while holding it.
+    JOBS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn run_on_executor(ex: Executor, size: i64, n: i64, part: &(dyn Fn(i64, i64) + Sync)) {
+/// Registers `job` for its tasks; its ticket, or `None` when the list cannot grow.
+fn register(job: &Job) -> Option<usize> {
+    let mut jobs = jobs();
+    jobs.try_reserve(1).ok()?;
+    let ticket = match NEXT_TICKET.fetch_add(1, Ordering::Relaxed) {
+        0 => NEXT_TICKET.fetch_add(1, Ordering::Relaxed),
+        t => t,
+    };
+    jobs.push((ticket, job as *const Job as usize));
+    Some(ticket)
+}
+
+/// Ends the job of `ticket`: its tasks are refused from now on.
+fn unregister(ticket: usize) {
+    jobs().retain(|&(t, _)| t != ticket);
+}
+
+/// The task the executor runs: part `i` of the job whose ticket is `task_ctx`, if that job
+/// still runs. A panic is caught here (it never unwinds into the host's pool) and
+/// re-raised on the copying thread.
+unsafe extern "C" fn run_task(task_ctx: *mut c_void, i: usize) {
+    let Some(_inside) = Inside::enter(None, 0) else {
+        return; // too deeply nested to record: the copy's thread runs the part
+    };
+    let ticket = task_ctx as usize;
+    let job = {
+        let jobs = jobs();
+        jobs.iter()
+            .find(|&&(t, _)| t == ticket)
+            .and_then(|&(_, addr)| {
+                // SAFETY: a registered job is alive until it is unregistered, which waits for
+                // this lock (see JOBS).
+                let job = unsafe { &*(addr as *const Job) };
+                job.claim(i).then_some(job)
+            })
+    };
+    if let Some(job) = job {
+        // The job stays alive while a part it has is running: its copy waits for DONE.
+        job.run_claimed(i);
+    }
+}
+
+fn run_on_executor(lease: Lease, size: i64, n: i64, part: &(dyn Fn(i64, i64) + Sync)) {
     let job = Job {
         size,
         n,
@@ -317,23 +505,26 @@ fn run_on_executor(ex: Executor, size: i64, n: i64, part: &(dyn Fn(i64, i64) + S
         state: [const { AtomicU8::new(TODO) }; MAX_COPY_THREADS as usize],
         panicked: AtomicBool::new(false),
     };
-    {
-        let _inside = Inside::enter();
-        // SAFETY: the host's executor, called as its contract says (n parts of a task that
-        // runs any part on any thread, at most once each).
-        unsafe {
-            (ex.run)(
-                ex.ctx,
-                n as usize,
-                Some(run_task),
-                &job as *const Job as *mut c_void,
-            )
-        };
+    let ex = lease.executor;
+    if let Some(ticket) = register(&job) {
+        // The frame holds the lease and the registration, and gives both back when it ends:
+        // here, after the executor returned, or, if the executor jumped out of the copy,
+        // when the library finds that out (`end_abandoned`, or this thread's exit).
+        match Inside::enter(Some(lease), ticket) {
+            // SAFETY: the host's executor, called as its contract says (n parts of a task
+            // that runs any part on any thread, at most once each; task_ctx a ticket).
+            Some(_inside) => unsafe {
+                (ex.run)(ex.ctx, n as usize, Some(run_task), ticket as *mut c_void)
+            },
+            None => unregister(ticket),
+        }
     }
     // A part the executor skipped runs here; one it left running is waited for (its data
     // and the job are still in use).
     for i in 0..n as usize {
-        if !job.claim_and_run(i) {
+        if job.claim(i) {
+            job.run_claimed(i);
+        } else {
             while job.state[i].load(Ordering::Acquire) != DONE {
                 std::thread::yield_now();
             }
@@ -419,8 +610,14 @@ mod tests {
         }
     }
 
-    fn executor(run: ExecutorFn, ctx: *mut c_void) -> Executor {
-        Executor { run, ctx }
+    /// A lease on `run` with `ctx` (counted as a copy on the current executor).
+    fn executor(run: ExecutorFn, ctx: *mut c_void) -> Lease {
+        let mut st = state();
+        st.active += 1;
+        Lease {
+            executor: Executor { run, ctx },
+            generation: st.generation,
+        }
     }
 
     #[test]
@@ -477,7 +674,58 @@ mod tests {
             refused.fetch_add(1, Ordering::Relaxed);
         });
         assert_eq!(refused.load(Ordering::Relaxed), 2);
-        assert_eq!(INSIDE.with(Cell::get), 0);
+        assert_eq!(FRAMES.with(|t| t.depth.get()), 0);
+    }
+
+    /// A task the executor calls after returning is refused: its copy is over (the ticket it
+    /// is given is no longer registered), so nothing runs and nothing of the finished copy
+    /// (its job was on the stack of `run_on_executor`) is touched.
+    #[test]
+    fn a_task_after_return_is_refused() {
+        static SAVED: Mutex<Option<(TaskFn, usize)>> = Mutex::new(None);
+        unsafe extern "C" fn keep(_: *mut c_void, _: usize, task: Option<TaskFn>, c: *mut c_void) {
+            *SAVED.lock().unwrap() = Some((task.unwrap(), c as usize));
+        }
+        let ran = AtomicUsize::new(0);
+        run_on_executor(executor(keep, std::ptr::null_mut()), 8, 4, &|_, _| {
+            ran.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(
+            ran.load(Ordering::Relaxed),
+            4,
+            "the copying thread ran every part"
+        );
+        let (task, ctx) = SAVED.lock().unwrap().take().unwrap();
+        for i in 0..5 {
+            // SAFETY: the library's task, with the task_ctx it was given.
+            unsafe { task(ctx as *mut c_void, i) };
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), 4, "no late task ran a part");
+        assert!(
+            jobs().iter().all(|&(t, _)| t != ctx),
+            "the job is unregistered"
+        );
+    }
+
+    /// A frame left without returning (what a longjmp out of the executor leaves: here a
+    /// forgotten guard, 8 KiB deeper than the caller) is given back at this thread's next
+    /// setter: the setter is not refused and does not wait for the frame's lease.
+    #[test]
+    fn frames_left_without_returning_are_given_back() {
+        #[inline(never)]
+        fn abandon(lease: Lease) {
+            let pad = [0u8; 8192];
+            std::hint::black_box(&pad);
+            std::mem::forget(Inside::enter(Some(lease), 0));
+            std::hint::black_box(&pad);
+        }
+        let calls = AtomicUsize::new(0);
+        let ctx = &calls as *const AtomicUsize as *mut c_void;
+        abandon(executor(inline_reversed, ctx));
+        assert_eq!(FRAMES.with(|t| t.depth.get()), 1);
+        // Would be refused (inside) or wait forever (the lease) without the recovery.
+        set_executor(None, std::ptr::null_mut()).unwrap();
+        assert_eq!(FRAMES.with(|t| t.depth.get()), 0);
     }
 
     #[test]

@@ -16,7 +16,7 @@ const MIN_STREAM_RUN: usize = 16 << 10;
 /// than the caches) and the run is at least [`MIN_STREAM_RUN`] bytes. Streaming
 /// stores skip reading the output's lines in before writing them, as a large memcpy
 /// does.
-pub(in crate::copy) fn streams<D>(stream: bool, n: usize) -> bool {
+pub(super) fn streams<D>(stream: bool, n: usize) -> bool {
     stream && n * size_of::<D>() >= MIN_STREAM_RUN
 }
 
@@ -26,7 +26,7 @@ pub(in crate::copy) fn streams<D>(stream: bool, n: usize) -> bool {
 /// returning. `D` is a plain integer (its size is its alignment and divides 32).
 #[target_feature(enable = "avx2,f16c")]
 #[inline]
-pub(in crate::copy) fn drive<S: Copy, D: Copy, const STREAM: bool>(
+pub(super) fn drive<S: Copy, D: Copy, const STREAM: bool>(
     dst: &mut [D],
     src: &[S],
     one: impl Fn(S) -> D,
@@ -105,7 +105,7 @@ pub(super) fn load_f32x4(p: &[f32]) -> __m128 {
 /// Items `p[0..16]` (32 bytes).
 #[target_feature(enable = "avx")]
 #[inline]
-pub(in crate::copy) fn load_u16x16(p: &[u16]) -> __m256i {
+pub(super) fn load_u16x16(p: &[u16]) -> __m256i {
     let a: &[u16; 16] = p[..16].try_into().unwrap();
     // SAFETY: reads the 32 bytes of `a` (an unaligned load); AVX is enabled here.
     unsafe { _mm256_loadu_si256(a.as_ptr() as *const __m256i) }

@@ -1,5 +1,8 @@
-//! The strided-iteration engine behind every bulk data op (copy_, contiguous, clone,
-//! to_dtype, repeat, fill, equal, reshape's copy).
+//! Layer 3 of `copy/`, the engine: the strided iteration behind every bulk data op (copy_,
+//! contiguous, clone, to_dtype, repeat, fill, equal, reshape's copy, copy_affine_), its
+//! dtype dispatch (`dispatch.rs`) and the split of big copies over threads or the host's
+//! executor (`parallel.rs`). It imports the leaf kernels below it (`crate::copy::kernels`),
+//! never the write step or the ops above.
 //!
 //! An op describes two operands over one shape: operand 0 (`dst`, the one written, or the
 //! left side of a comparison) and operand 1 (`src`; broadcast dims have stride 0). The
@@ -16,9 +19,13 @@
 //! other dim is contiguous in `src` (a transpose), once per cache-sized 2-D tile over those
 //! two dims, so that both the reads and the writes of a tile stay in L1.
 //!
-//! The kernel is chosen (dtype dispatch) once per call by the op; the engine itself knows
-//! nothing about element types beyond byte strides.
+//! The kernel is chosen (dtype dispatch, `dispatch.rs`) once per call; the iteration itself
+//! knows nothing about element types beyond byte strides.
 
+pub(crate) mod dispatch;
+pub(crate) mod parallel;
+
+use super::kernels::Kernel;
 use smallvec::SmallVec;
 
 /// Byte strides, pointer-sized (the layout was validated, so products fit).
@@ -35,55 +42,6 @@ pub(crate) const TILE: usize = 128;
 /// Elements a tile may hold when one side is short (e.g. 3 channels): keeps tiles
 /// `TILE_ELEMS` big so the per-tile overhead stays small.
 const TILE_ELEMS: usize = 2048;
-
-/// A typed inner loop, supplied by the op.
-pub(crate) trait Kernel {
-    /// Processes `n` elements: operand 0 at `d + i·ds`, operand 1 at `s + i·ss` (bytes).
-    /// Returns false to stop the iteration early (equal found a difference).
-    ///
-    /// # Safety
-    /// For every `i < n`, the item at `d + i·ds` lies inside operand 0's validated layout
-    /// over a live block (writable when the kernel writes) and the item at `s + i·ss`
-    /// inside operand 1's; for a copy, the two operands do not overlap. Items need not be
-    /// aligned.
-    unsafe fn run(&mut self, d: *mut u8, s: *const u8, n: usize, ds: isize, ss: isize) -> bool;
-
-    /// Processes a `rows x cols` tile: element (r, c) is at `d + r·dr + c·dc` and
-    /// `s + r·sr + c·sc`. `dc` is operand 0's contiguous direction and `sr` operand 1's.
-    /// The default walks the rows with [`run`](Self::run); same-dtype copies override it
-    /// with a typed transposer.
-    ///
-    /// # Safety
-    /// As for `run`, for every item (r, c), `r < rows`, `c < cols`, of the tile.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn tile(
-        &mut self,
-        d: *mut u8,
-        s: *const u8,
-        rows: usize,
-        cols: usize,
-        dr: isize,
-        dc: isize,
-        sr: isize,
-        sc: isize,
-    ) -> bool {
-        // Runs go along the longer side of the tile.
-        let (outer, len, d_out, d_in, s_out, s_in) = if cols >= rows {
-            (rows, cols, dr, dc, sr, sc)
-        } else {
-            (cols, rows, dc, dr, sc, sr)
-        };
-        for i in 0..outer as isize {
-            // SAFETY: line i < outer starts at tile item (i, 0) (or (0, i) when walking
-            // columns) and holds `len` items d_in / s_in apart: items of the tile, which
-            // tile's contract makes valid.
-            if !unsafe { self.run(d.offset(i * d_out), s.offset(i * s_out), len, d_in, s_in) } {
-                return false;
-            }
-        }
-        true
-    }
-}
 
 /// The iteration space after dropping size-1 dims, sorting and merging. `sizes` runs
 /// outermost to innermost; the innermost entry is the run length.

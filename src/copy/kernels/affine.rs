@@ -3,7 +3,7 @@
 //!
 //! The op runs the one strided-iteration engine once per index `c` of `dst`'s dim `dim`
 //! (or once over everything when one scale/shift serves all), with an [`Affine`] kernel
-//! holding that index's scale and shift. Arithmetic: float64 for a float64 or integer
+//! holding that index's scale and shift (the dtype dispatch: `engine::dispatch::affine_raw`). Arithmetic: float64 for a float64 or integer
 //! destination (integer results then truncate and saturate as `copy_` does), float32 for
 //! float32 / float16 / bfloat16 destinations (then rounded to the output type).
 //!
@@ -12,9 +12,8 @@
 //! contiguously; that run has an AVX2 loop (`simd`) that computes exactly what the scalar
 //! loop computes (multiply, then add, each rounded to float32).
 
-use super::engine::{execute, Kernel, Plan};
-use super::kernels::is;
-use crate::dtype::{Bool, DType, Element};
+use super::{cpu, is, Kernel};
+use crate::dtype::{Bool, Element};
 use half::{bf16, f16};
 use std::mem::size_of;
 
@@ -81,7 +80,7 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
         let (a, b) = (self.scale, self.shift);
         if is::<S, u8>() && is::<D, f32>() && ds == 4 {
             #[cfg(target_arch = "x86_64")]
-            if super::cpu::avx2() && (ss == 1 || ss == 3) {
+            if cpu::avx2() && (ss == 1 || ss == 3) {
                 // SAFETY: CPU checked; n u8 items ss (1 or 3) apart at s and n contiguous
                 // f32 at d (ds == 4): the run u8_to_f32 requires.
                 unsafe { simd::u8_to_f32(self.stream, d, s, n, ss as usize, a as f32, b as f32) };
@@ -131,191 +130,6 @@ impl<S: Element, D: AffineOut> Kernel for Affine<S, D> {
     }
 }
 
-/// Runs the affine kernel for `S -> D` over one layout pair (the dtype dispatch).
-/// `stream`: [`streams_output`](super::kernels::streams_output) of the whole op's output;
-/// the caller then ends the op with [`fence_streaming_stores`](super::kernels::fence_streaming_stores).
-///
-/// # Safety
-/// As the engine's `execute`: both layouts valid for their pointers, `dst` writable, the
-/// two regions not overlapping.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn affine_raw(
-    sizes: &[i64],
-    dst: *mut u8,
-    dst_st: &[i64],
-    dst_dtype: DType,
-    src: *const u8,
-    src_st: &[i64],
-    src_dtype: DType,
-    scale: f64,
-    shift: f64,
-    stream: bool,
-) {
-    let (i0, i1) = (dst_dtype.itemsize(), src_dtype.itemsize());
-    let Some(plan) = Plan::new(sizes, dst_st, i0, src_st, i1) else {
-        return;
-    };
-    macro_rules! out {
-        ($S:ty) => {
-            match dst_dtype {
-                DType::U8 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, u8>::new(scale, shift, stream),
-                ),
-                DType::I8 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, i8>::new(scale, shift, stream),
-                ),
-                DType::I16 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, i16>::new(scale, shift, stream),
-                ),
-                DType::I32 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, i32>::new(scale, shift, stream),
-                ),
-                DType::I64 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, i64>::new(scale, shift, stream),
-                ),
-                DType::U16 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, u16>::new(scale, shift, stream),
-                ),
-                DType::U32 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, u32>::new(scale, shift, stream),
-                ),
-                DType::U64 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, u64>::new(scale, shift, stream),
-                ),
-                DType::Bool => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, Bool>::new(scale, shift, stream),
-                ),
-                DType::F16 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, f16>::new(scale, shift, stream),
-                ),
-                DType::BF16 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, bf16>::new(scale, shift, stream),
-                ),
-                DType::F32 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, f32>::new(scale, shift, stream),
-                ),
-                DType::F64 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, f64>::new(scale, shift, stream),
-                ),
-                DType::F8E5M2 => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, F8E5M2>::new(scale, shift, stream),
-                ),
-                DType::F8E4M3Fn => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, F8E4M3Fn>::new(scale, shift, stream),
-                ),
-                DType::F8E5M2Fnuz => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, F8E5M2Fnuz>::new(scale, shift, stream),
-                ),
-                DType::F8E4M3Fnuz => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, F8E4M3Fnuz>::new(scale, shift, stream),
-                ),
-                DType::F8E8M0Fnu => execute(
-                    &plan,
-                    dst,
-                    src,
-                    i0,
-                    i1,
-                    &mut Affine::<$S, F8E8M0Fnu>::new(scale, shift, stream),
-                ),
-                // Refused by the op before any data is touched.
-                DType::C64 | DType::C128 => unreachable!("copy_affine_ on complex"),
-                DType::F4E2M1FnX2 => unreachable!("copy_affine_ on float4_e2m1fn_x2"),
-            }
-        };
-    }
-    // SAFETY: the plan covers the caller's layouts (valid for dst and src, dst writable,
-    // not overlapping: our contract, which is execute's); the kernel's S and D are the
-    // dtypes the layouts were given in (i0, i1 their item sizes).
-    unsafe {
-        crate::dtype::with_dtype!(src_dtype, S => { out!(S); });
-    }
-}
-
 /// x86-64 loops for the image case, chosen at run time.
 #[cfg(target_arch = "x86_64")]
 mod simd {
@@ -324,7 +138,7 @@ mod simd {
     /// `n` bytes read `ss` apart (1 or 3) to `n` contiguous f32 `x·a + b` (a multiply and
     /// an add, each rounded: the scalar loop's values). `stream`: streaming stores (after
     /// a scalar head up to 32-byte alignment), not fenced: the op that asked for them
-    /// fences once when it is done ([`fence_streaming_stores`](super::super::kernels::fence_streaming_stores);
+    /// fences once when it is done ([`fence_streaming_stores`](super::super::fence_streaming_stores);
     /// a fence per run, thousands per frame, each waiting for the run's lines to drain).
     ///
     /// # Safety

@@ -3,9 +3,9 @@
 //! with no pass through an f32 buffer. (For 16-bit -> 16-bit that pass made the
 //! conversion slower than a memcpy of the same bytes: 0.77-0.93x before this kernel.)
 
+use super::super::is;
+use super::super::steps::{drive, load_u16x16, load_u16x8, streams};
 use super::base::SatCast;
-use super::steps::{drive, load_u16x16, load_u16x8, streams};
-use crate::copy::kernels::is;
 use half::f16;
 use std::arch::x86_64::*;
 use std::mem::size_of;

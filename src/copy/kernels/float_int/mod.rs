@@ -13,7 +13,7 @@
 //!
 //! The kernels take slices and are safe functions; `unsafe` is only at the call of a
 //! `#[target_feature]` kernel (the CPU was checked just before) and in the vector loads
-//! and stores of `steps.rs`. Tests (`tests.rs`) compare every pair, on this CPU's path and
+//! and stores of `../steps.rs`. Tests (`tests.rs`) compare every pair, on this CPU's path and
 //! on the baseline one, with the scalar rule.
 
 mod base;
@@ -21,13 +21,11 @@ mod base;
 mod long;
 #[cfg(target_arch = "x86_64")]
 mod narrow;
-#[cfg(target_arch = "x86_64")]
-pub(super) mod steps;
 #[cfg(test)]
 mod tests;
 
 use super::cpu;
-use super::kernels::{same, same_mut};
+use super::{same, same_mut};
 use base::{cast_loop, from_half, SatCast};
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
@@ -88,7 +86,7 @@ where
 /// The float -> integer fast path for contiguous runs (`S`, `D` as in `Convert<S, D>`):
 /// converts `src` into `dst` (equal lengths) and returns true, or returns false when
 /// `S -> D` is not such a pair. `stream`:
-/// [`streams_output`](super::kernels::streams_output) of the whole output (kernels that
+/// the write step's streaming choice for the whole output (kernels that
 /// write it straight to memory then use streaming stores).
 ///
 /// The dispatch is a list of pairs rather than a table built at run time: `S` and `D` are

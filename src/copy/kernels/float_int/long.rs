@@ -4,10 +4,10 @@
 //! their bits: the mantissa with its implicit one, shifted by the exponent, then
 //! saturated by masks. No pass through a buffer; streaming stores for big outputs.
 
+use super::super::is;
+use super::super::steps::{drive, load_f32x4, load_f64x4, load_u16x4, streams};
 use super::base::SatCast;
-use super::steps::{drive, load_f32x4, load_f64x4, load_u16x4, streams};
 use super::Floats;
-use crate::copy::kernels::is;
 use half::{bf16, f16};
 use std::arch::x86_64::*;
 
