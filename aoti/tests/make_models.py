@@ -78,6 +78,22 @@ class Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
+class Lstm(nn.Module):
+    """Two LSTMs, which Inductor lowers to the mkldnn_rnn_layer fallback (one call per layer
+    and direction): 2 layers, bidirectional, batch-first, from given states; and 1 layer
+    without biases, time-major, from zero states."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.LSTM(6, 8, num_layers=2, bidirectional=True, batch_first=True)
+        self.b = nn.LSTM(6, 5, bias=False)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.a(x, (h0, c0))
+        z, (hb, cb) = self.b(x.transpose(0, 1))
+        return y, h, c, z, hb, cb
+
+
 def example_model():
     """examples_c/aoti_model.py's classifier (compiled here too, so CI compiles once)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples_c"))
@@ -110,6 +126,7 @@ def models():
         "mlp_gemm": (Mlp(), (r(8, 32),), None, [], gemm),
         "convnet": (ConvNet().eval(), (r(2, 3, 16, 16, cl=True),), None, [], {}),
         "block": (Block().eval(), (r(2, 8, 32),), None, [], {}),
+        "lstm": (Lstm().eval(), (r(3, 5, 6), r(4, 3, 8), r(4, 3, 8)), None, [], {}),
         "example": (*example_model(), None, [], {}),
     }
 

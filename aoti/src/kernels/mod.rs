@@ -5,7 +5,8 @@
 //! - `gemm`: the one GEMM primitive (the `gemm` crate) the others call;
 //! - `matmul`: `mm_out`, `addmm_out`, `bmm_out`, `baddbmm_out`;
 //! - `conv`: `convolution` (im2col + gemm);
-//! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`.
+//! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`;
+//! - `rnn`: `mkldnn_rnn_layer` (one LSTM layer and direction, c/shim_cpu.h).
 //!
 //! This file holds what they share: argument checks and allocation. Outputs allocated here
 //! have exactly ATen's strides: the generated code that follows indexes them with hard-coded
@@ -15,6 +16,7 @@ mod attention;
 mod conv;
 mod gemm;
 mod matmul;
+mod rnn;
 
 use crate::error::{err, Result};
 use crate::sys::{self, tensor_t};
@@ -80,6 +82,40 @@ fn expect_dim(t: Tensor, n: usize, name: &str) -> Result<()> {
 /// A float32 copy of a bfloat16 tensor (the GEMM has no bfloat16 kernel), same strides.
 fn as_f32(t: Tensor) -> Result<Owned> {
     t.to_dtype(F32)
+}
+
+/// `t`'s values as a contiguous float32 tensor (`t` itself when it already is one).
+fn dense_f32(t: Tensor) -> Result<Owned> {
+    contiguous(as_f32(t)?.get())
+}
+
+/// DTYPE naming `name` unless `t` is a CPU tensor of one of the `allowed` dtypes.
+fn expect_dtype(t: Tensor, allowed: &[i32], name: &str) -> Result<()> {
+    util::require_cpu(t, name)?;
+    if allowed.contains(&t.dtype()) {
+        return Ok(());
+    }
+    let names: Vec<String> = allowed.iter().map(|&d| util::dtype_name(d)).collect();
+    err(
+        sys::TENSOR_ERR_DTYPE,
+        format!(
+            "{name} is {}, expected {}",
+            util::dtype_name(t.dtype()),
+            names.join(" or ")
+        ),
+    )
+}
+
+/// `a * b * ...` of non-negative sizes as a usize, or OVERFLOW naming `what`.
+fn checked_numel(dims: &[i64], what: &str) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |acc, &d| {
+            usize::try_from(d).ok().and_then(|d| acc.checked_mul(d))
+        })
+        .ok_or_else(|| crate::error::Error {
+            status: sys::TENSOR_ERR_OVERFLOW,
+            msg: format!("{what}: {dims:?} overflows (or is negative)"),
+        })
 }
 
 /// An uninitialised tensor with the given strides.
