@@ -6,7 +6,8 @@
 //! - `matmul`: `mm_out`, `addmm_out`, `bmm_out`, `baddbmm_out`;
 //! - `conv`: `convolution` (im2col + gemm);
 //! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`;
-//! - `rnn`: `mkldnn_rnn_layer` (one LSTM layer and direction, c/shim_cpu.h).
+//! - `rnn`: `mkldnn_rnn_layer` (one LSTM layer and direction, c/shim_cpu.h);
+//! - `int8mm`: `_weight_int8pack_mm`, `_int_mm_out`.
 //!
 //! This file holds what they share: argument checks and allocation. Outputs allocated here
 //! have exactly ATen's strides: the generated code that follows indexes them with hard-coded
@@ -15,6 +16,7 @@
 mod attention;
 mod conv;
 mod gemm;
+mod int8mm;
 mod matmul;
 mod rnn;
 
