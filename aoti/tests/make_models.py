@@ -94,6 +94,16 @@ class Lstm(nn.Module):
         return y, h, c, z, hb, cb
 
 
+class Spectral(nn.Module):
+    """FFTs (Inductor's _fft_r2c / _fft_c2c fallbacks, and the abs / view_as_real ones of
+    their complex results): a 37-point rfft (prime: Bluestein), a 2-D fft, an inverse."""
+
+    def forward(self, x):
+        s = torch.fft.rfft(x, dim=-1, norm="ortho")
+        f = torch.fft.fft2(x.to(torch.complex64))
+        return s.abs(), torch.view_as_real(f), torch.fft.ifft(f, dim=0).real
+
+
 def example_model():
     """examples_c/aoti_model.py's classifier (compiled here too, so CI compiles once)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples_c"))
@@ -127,6 +137,7 @@ def models():
         "convnet": (ConvNet().eval(), (r(2, 3, 16, 16, cl=True),), None, [], {}),
         "block": (Block().eval(), (r(2, 8, 32),), None, [], {}),
         "lstm": (Lstm().eval(), (r(3, 5, 6), r(4, 3, 8), r(4, 3, 8)), None, [], {}),
+        "spectral": (Spectral(), (r(3, 37),), None, [], {}),
         "example": (*example_model(), None, [], {}),
     }
 

@@ -7,14 +7,18 @@
 //! - `conv`: `convolution` (im2col + gemm);
 //! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`;
 //! - `rnn`: `mkldnn_rnn_layer` (one LSTM layer and direction, c/shim_cpu.h);
-//! - `int8mm`: `_weight_int8pack_mm`, `_int_mm_out`.
+//! - `int8mm`: `_weight_int8pack_mm`, `_int_mm_out`;
+//! - `fft`: `_fft_r2c`, `_fft_c2c` (mixed radix, Bluestein);
+//! - `complex`: `view_as_real`, `view_as_complex`, `abs` of a complex tensor.
 //!
 //! This file holds what they share: argument checks and allocation. Outputs allocated here
 //! have exactly ATen's strides: the generated code that follows indexes them with hard-coded
 //! strides.
 
 mod attention;
+mod complex;
 mod conv;
+mod fft;
 mod gemm;
 mod int8mm;
 mod matmul;
@@ -127,6 +131,36 @@ fn empty(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<Owned> {
 
 fn contiguous(t: Tensor) -> Result<Owned> {
     t.contiguous(sys::TENSOR_CONTIGUOUS_FORMAT)
+}
+
+/// Calls `f(a, b)` for every index of `sizes`, in row-major order, with that index's
+/// offsets under the strides `sa` and `sb` (non-negative).
+fn for_each_offset(sizes: &[i64], sa: &[i64], sb: &[i64], mut f: impl FnMut(usize, usize)) {
+    if sizes.contains(&0) {
+        return;
+    }
+    let nd = sizes.len();
+    let mut idx = vec![0i64; nd];
+    let (mut a, mut b) = (0i64, 0i64);
+    loop {
+        f(a as usize, b as usize);
+        let mut d = nd;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            a += sa[d];
+            b += sb[d];
+            if idx[d] < sizes[d] {
+                break;
+            }
+            a -= sa[d] * sizes[d];
+            b -= sb[d] * sizes[d];
+            idx[d] = 0;
+        }
+    }
 }
 
 /// c10's contiguous strides (a size-0 or size-1 dim counts as 1).
