@@ -128,6 +128,34 @@ class Bags(nn.Module):
         )
 
 
+class Lstm(nn.Module):
+    """Two LSTMs, which Inductor lowers to the mkldnn_rnn_layer fallback (one call per layer
+    and direction): 2 layers, bidirectional, batch-first, from given states; and 1 layer
+    without biases, time-major, from zero states. (Sizes are multiples of 8: the masked
+    AVX2 loads of Inductor's fully unrolled batch-first transpose otherwise exhaust
+    valgrind's translation storage.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.LSTM(8, 8, num_layers=2, bidirectional=True, batch_first=True)
+        self.b = nn.LSTM(8, 16, bias=False)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.a(x, (h0, c0))
+        z, (hb, cb) = self.b(x.transpose(0, 1))
+        return y, h, c, z, hb, cb
+
+
+class Spectral(nn.Module):
+    """FFTs (Inductor's _fft_r2c / _fft_c2c fallbacks, and the abs / view_as_real ones of
+    their complex results): a 37-point rfft (prime: Bluestein), a 2-D fft, an inverse."""
+
+    def forward(self, x):
+        s = torch.fft.rfft(x, dim=-1, norm="ortho")
+        f = torch.fft.fft2(x.to(torch.complex64))
+        return s.abs(), torch.view_as_real(f), torch.fft.ifft(f, dim=0).real
+
+
 def example_model():
     """examples_c/aoti_model.py's classifier (compiled here too, so CI compiles once)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples_c"))
@@ -174,6 +202,8 @@ def models():
             [],
             {},
         ),
+        "lstm": (Lstm().eval(), (r(3, 5, 8), r(4, 3, 8), r(4, 3, 8)), None, [], {}),
+        "spectral": (Spectral(), (r(3, 37),), None, [], {}),
         "example": (*example_model(), None, [], {}),
     }
 

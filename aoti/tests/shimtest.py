@@ -81,7 +81,8 @@ def arr(v):
 
 
 DT = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
-      torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bool: 11, torch.bfloat16: 15,
+      torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.complex64: 9,
+      torch.complex128: 10, torch.bool: 11, torch.bfloat16: 15,
       torch.uint16: 27, torch.uint32: 28, torch.uint64: 29}
 TD = {v: k for k, v in DT.items()}
 
@@ -102,21 +103,17 @@ def meta(h):
 
 
 def to_torch(h):
-    """A torch copy of a libtensor tensor, with the same strides."""
+    """A torch copy of a libtensor tensor, with the same strides (a copy of the memory its
+    layout reaches, viewed with its sizes and strides: overlapping layouts too)."""
     sizes, strides = meta(h)
-    c = H()
-    assert lt.tensor_contiguous(h, 0, C.byref(c)) == 0
     dtype = TD[lt.tensor_dtype(h)]
-    n = 1
-    for s in sizes:
-        n *= s
     item = torch.empty(0, dtype=dtype).element_size()
-    buf = (C.c_char * max(n * item, 1)).from_address(lt.tensor_data_ptr(c)) if n else None
-    flat = torch.frombuffer(bytearray(buf), dtype=dtype) if n else torch.empty(0, dtype=dtype)
-    lt.tensor_release(c)
-    out = torch.empty_strided(sizes, strides, dtype=dtype)
-    out.copy_(flat.reshape(sizes))
-    return out
+    n = 0 if 0 in sizes else 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+    if n == 0:
+        return torch.empty_strided(sizes, strides, dtype=dtype)
+    buf = (C.c_char * (n * item)).from_address(lt.tensor_data_ptr(h))
+    flat = torch.frombuffer(bytearray(buf), dtype=dtype)
+    return torch.as_strided(flat, sizes, strides)
 
 
 def close(a, b, tol):

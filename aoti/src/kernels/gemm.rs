@@ -85,6 +85,15 @@ pub fn mat(t: Tensor, d0: usize, d1: usize) -> Mat {
     }
 }
 
+/// The matrix at `ptr` with row stride `rs` and column stride `cs` (elements of `T`).
+pub fn strided<T>(ptr: *const T, rs: usize, cs: usize) -> Mat {
+    Mat {
+        ptr: ptr.cast_mut().cast(),
+        rs: rs as isize,
+        cs: cs as isize,
+    }
+}
+
 pub fn offset(m: Mat, bytes: isize) -> Mat {
     Mat {
         ptr: m.ptr.wrapping_offset(bytes),

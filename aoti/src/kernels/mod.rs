@@ -9,18 +9,26 @@
 //! - `pool`: `max_pool2d_with_indices`, `max_pool3d_with_indices`, `adaptive_max_pool2d`,
 //!   `adaptive_max_pool3d`, `_adaptive_avg_pool2d`, `_adaptive_avg_pool3d`, `avg_pool2d`,
 //!   `avg_pool3d`;
-//! - `embedding`: `_embedding_bag`, `_embedding_bag_forward_only`.
+//! - `embedding`: `_embedding_bag`, `_embedding_bag_forward_only`;
+//! - `rnn`: `mkldnn_rnn_layer` (one LSTM layer and direction, c/shim_cpu.h);
+//! - `int8mm`: `_weight_int8pack_mm`, `_int_mm_out`;
+//! - `fft`: `_fft_r2c`, `_fft_c2c` (mixed radix, Bluestein);
+//! - `complex`: `view_as_real`, `view_as_complex`, `abs` of a complex tensor.
 //!
 //! This file holds what they share: argument checks and allocation. Outputs allocated here
 //! have exactly ATen's strides: the generated code that follows indexes them with hard-coded
 //! strides.
 
 mod attention;
+mod complex;
 mod conv;
 mod embedding;
+mod fft;
 mod gemm;
+mod int8mm;
 mod matmul;
 mod pool;
+mod rnn;
 
 use crate::error::{err, Result};
 use crate::sys::{self, tensor_t};
@@ -88,6 +96,40 @@ fn as_f32(t: Tensor) -> Result<Owned> {
     t.to_dtype(F32)
 }
 
+/// `t`'s values as a contiguous float32 tensor (`t` itself when it already is one).
+fn dense_f32(t: Tensor) -> Result<Owned> {
+    contiguous(as_f32(t)?.get())
+}
+
+/// DTYPE naming `name` unless `t` is a CPU tensor of one of the `allowed` dtypes.
+fn expect_dtype(t: Tensor, allowed: &[i32], name: &str) -> Result<()> {
+    util::require_cpu(t, name)?;
+    if allowed.contains(&t.dtype()) {
+        return Ok(());
+    }
+    let names: Vec<String> = allowed.iter().map(|&d| util::dtype_name(d)).collect();
+    err(
+        sys::TENSOR_ERR_DTYPE,
+        format!(
+            "{name} is {}, expected {}",
+            util::dtype_name(t.dtype()),
+            names.join(" or ")
+        ),
+    )
+}
+
+/// `a * b * ...` of non-negative sizes as a usize, or OVERFLOW naming `what`.
+fn checked_numel(dims: &[i64], what: &str) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |acc, &d| {
+            usize::try_from(d).ok().and_then(|d| acc.checked_mul(d))
+        })
+        .ok_or_else(|| crate::error::Error {
+            status: sys::TENSOR_ERR_OVERFLOW,
+            msg: format!("{what}: {dims:?} overflows (or is negative)"),
+        })
+}
+
 fn contiguous(t: Tensor) -> Result<Owned> {
     t.contiguous(sys::TENSOR_CONTIGUOUS_FORMAT)
 }
@@ -103,6 +145,36 @@ fn spatial_param(p: *const i64, n: i64, spatial: usize, name: &str) -> Result<Ve
             sys::TENSOR_ERR_INVALID_ARGUMENT,
             format!("{name} has {l} values, expected 1 or {spatial} (the spatial dims)"),
         ),
+    }
+}
+
+/// Calls `f(a, b)` for every index of `sizes`, in row-major order, with that index's
+/// offsets under the strides `sa` and `sb` (non-negative).
+fn for_each_offset(sizes: &[i64], sa: &[i64], sb: &[i64], mut f: impl FnMut(usize, usize)) {
+    if sizes.contains(&0) {
+        return;
+    }
+    let nd = sizes.len();
+    let mut idx = vec![0i64; nd];
+    let (mut a, mut b) = (0i64, 0i64);
+    loop {
+        f(a as usize, b as usize);
+        let mut d = nd;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            a += sa[d];
+            b += sb[d];
+            if idx[d] < sizes[d] {
+                break;
+            }
+            a -= sa[d] * sizes[d];
+            b -= sb[d] * sizes[d];
+            idx[d] = 0;
+        }
     }
 }
 
