@@ -13,6 +13,7 @@ pub type tensor_dtype_t = i32;
 pub const TENSOR_OK: tensor_status_t = 0;
 pub const TENSOR_ERR_NULL_POINTER: tensor_status_t = 1;
 pub const TENSOR_ERR_INVALID_ARGUMENT: tensor_status_t = 2;
+pub const TENSOR_ERR_INDEX: tensor_status_t = 3;
 pub const TENSOR_ERR_SHAPE: tensor_status_t = 4;
 pub const TENSOR_ERR_DTYPE: tensor_status_t = 6;
 pub const TENSOR_ERR_DEVICE: tensor_status_t = 7;

@@ -67,8 +67,9 @@ pub fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
     }
 }
 
-/// `n` entries of a C array argument (ndim-like `n` in [0, 64]; NULL only when `n == 0`).
-pub fn array<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64]> {
+/// `n` entries of a C array argument (ndim-like `n` in [0, 64]; NULL only when `n == 0`):
+/// an int list, or a list of (optional) tensor handles.
+pub fn array<'a, T>(p: *const T, n: i64, what: &str) -> Result<&'a [T]> {
     if !(0..=64).contains(&n) {
         return err(
             sys::TENSOR_ERR_INVALID_ARGUMENT,
@@ -98,8 +99,33 @@ pub fn c_string(p: *const std::ffi::c_char) -> Option<String> {
     // promises NUL-terminated and live until this copy: libtensor's messages and dtype
     // names (tensor.h), dlerror's and the model's AOTInductorGetLastError message (this
     // thread's, until its next call), this crate's own last error (a CString), and the
-    // C string arguments of the shim's diagnostics (shim.h: live for the call).
+    // C string arguments of the shim's diagnostics and kernels (shim.h, c_shim_cpu.h: live
+    // for the call).
     Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// PyTorch's `maybe_wrap_dim`: a possibly negative `dim` of a tensor with `ndim` dims, in
+/// `[0, ndim)`. A 0-dim tensor takes dim 0 or -1 as if it had one dim when `wrap_scalar`
+/// (ATen's default), else any dim is an error. Errors are INDEX with ATen's message.
+pub fn wrap_dim(dim: i64, ndim: usize, wrap_scalar: bool) -> Result<usize> {
+    if ndim == 0 && !wrap_scalar {
+        return err(
+            sys::TENSOR_ERR_INDEX,
+            format!("Dimension specified as {dim} but tensor has no dimensions"),
+        );
+    }
+    let n = ndim.max(1) as i64;
+    if dim < -n || dim >= n {
+        return err(
+            sys::TENSOR_ERR_INDEX,
+            format!(
+                "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+                -n,
+                n - 1
+            ),
+        );
+    }
+    Ok(if dim < 0 { dim + n } else { dim } as usize)
 }
 
 /// Item size of a libtensor dtype code (0 for an unknown code).
@@ -176,7 +202,6 @@ impl Element for half::bf16 {
 /// any value, and any nonzero byte is true).
 #[repr(transparent)]
 #[derive(Clone, Copy, Default, Debug)]
-#[allow(dead_code)] // (until a kernel takes bool tensors)
 pub struct Bool(pub u8);
 
 impl PartialEq for Bool {
@@ -203,8 +228,22 @@ impl Element for Bool {
 
 /// Runs `$body` with `$T` the element type of dtype code `$dtype` (every real dtype: the
 /// integers, bool, float16, bfloat16, float32, float64); `$other` for any other code.
+/// With a list of element types first (`dispatch!(d, [u8, f32], T => ..., _ => ...)`),
+/// only those: the dtypes an ATen kernel dispatches over.
 #[macro_export]
 macro_rules! dispatch {
+    ($dtype:expr, [$($t:ty),+ $(,)?], $T:ident => $body:expr, _ => $other:expr) => {{
+        let code = $dtype;
+        $(
+            if code == <$t as $crate::util::Element>::DTYPE {
+                type $T = $t;
+                $body
+            } else
+        )+
+        {
+            $other
+        }
+    }};
     ($dtype:expr, $T:ident => $body:expr, _ => $other:expr) => {
         match $dtype {
             $crate::sys::TENSOR_UINT8 => {

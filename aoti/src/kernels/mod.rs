@@ -5,20 +5,22 @@
 //! - `gemm`: the one GEMM primitive (the `gemm` crate) the others call;
 //! - `matmul`: `mm_out`, `addmm_out`, `bmm_out`, `baddbmm_out`;
 //! - `conv`: `convolution` (im2col + gemm);
-//! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`.
+//! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`;
+//! - `scan`: `cumsum`, `cumprod`, `cummax`, `cummin`, `logcumsumexp`.
 //!
-//! This file holds what they share: argument checks and allocation. Outputs allocated here
-//! have exactly ATen's strides: the generated code that follows indexes them with hard-coded
-//! strides.
+//! This file holds what they share: argument checks, allocation, lanes along a dim, dtype
+//! promotion. Outputs allocated here have exactly ATen's strides: the generated code that
+//! follows indexes them with hard-coded strides.
 
 mod attention;
 mod conv;
 mod gemm;
 mod matmul;
+mod scan;
 
 use crate::error::{err, Result};
 use crate::sys::{self, tensor_t};
-use crate::util::{self, Owned, Tensor};
+use crate::util::{self, Element, Owned, Tensor};
 
 /// A tensor handle argument as the shim passes it.
 type AtenTensorHandle = *mut tensor_t;
@@ -113,4 +115,116 @@ pub fn channels_last_strides(sizes: &[i64]) -> Vec<i64> {
     }
     st[0] = acc;
     st
+}
+
+/// ATen's "not implemented for" error of a kernel that does not dispatch over `dtype`.
+fn not_implemented<T>(op: &str, dtype: i32) -> Result<T> {
+    err(
+        sys::TENSOR_ERR_DTYPE,
+        format!("\"{op}\" not implemented for '{}'", util::dtype_name(dtype)),
+    )
+}
+
+/// An optional scalar argument passed as a pointer (c_shim_cpu.h's `int?`, `bool?`, ...):
+/// None for NULL.
+fn optional<T: Copy>(p: *const T) -> Option<T> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: p is non-NULL (checked above); c_shim_cpu.h passes an optional scalar as a
+        // pointer to one readable value, live for the call.
+        Some(unsafe { p.read() })
+    }
+}
+
+/// `x != x`: NaN for the float types, never for the others (ATen's `_isnan`).
+fn isnan<T: PartialEq>(x: T) -> bool {
+    #[allow(clippy::eq_op)]
+    let nan = x != x;
+    nan
+}
+
+/// True for the integer dtypes and bool (ATen's `isIntegralType(t, includeBool=true)`).
+fn is_integral(dtype: i32) -> bool {
+    matches!(
+        dtype,
+        sys::TENSOR_UINT8
+            | sys::TENSOR_INT8
+            | sys::TENSOR_INT16
+            | sys::TENSOR_INT32
+            | sys::TENSOR_INT64
+            | sys::TENSOR_UINT16
+            | sys::TENSOR_UINT32
+            | sys::TENSOR_UINT64
+            | sys::TENSOR_BOOL
+    )
+}
+
+fn is_float(dtype: i32) -> bool {
+    matches!(dtype, F16 | BF16 | F32 | F64)
+}
+
+/// The sizes and strides of a layout with dim `d` moved last.
+fn dim_last(sizes: &[i64], strides: &[i64], d: usize) -> (Vec<i64>, Vec<i64>) {
+    let mut s: Vec<i64> = sizes.to_vec();
+    let mut st: Vec<i64> = strides.to_vec();
+    if d < s.len() {
+        let (n, x) = (s.remove(d), st.remove(d));
+        s.push(n);
+        st.push(x);
+    }
+    (s, st)
+}
+
+/// A dense copy of `t` whose rows are its lanes along `dim` (dim moved last, then
+/// contiguous): `values` reads them as consecutive rows of `t.size(dim)` elements, the
+/// other dims in row-major order. A 0-dim tensor is one lane of one element.
+fn lanes(t: Tensor, dim: usize) -> Result<Owned> {
+    let (s, st) = dim_last(t.sizes(), t.strides(), dim);
+    let v = t.as_strided(&s, &st, t.storage_offset())?;
+    contiguous(v.get())
+}
+
+/// An output a lane kernel writes row by row (its lanes along `dim`, in the order of
+/// [`lanes`]), whatever its strides: directly when its dim-last view is contiguous, else
+/// through a dense buffer copied in by `finish`.
+struct LaneOut {
+    out: Owned,
+    view: Owned,
+    buf: Option<Owned>,
+}
+
+impl LaneOut {
+    /// Over a tensor this crate has just allocated (nothing else holds its storage).
+    fn over(out: Owned, dim: usize) -> Result<LaneOut> {
+        let t = out.get();
+        let (s, st) = dim_last(t.sizes(), t.strides(), dim);
+        let view = t.as_strided(&s, &st, t.storage_offset())?;
+        let buf = if view.get().is_contiguous(sys::TENSOR_CONTIGUOUS_FORMAT) {
+            None
+        } else {
+            Some(empty(&s, &contiguous_strides(&s), t.dtype())?)
+        };
+        Ok(LaneOut { out, view, buf })
+    }
+
+    fn new(sizes: &[i64], strides: &[i64], dtype: i32, dim: usize) -> Result<LaneOut> {
+        LaneOut::over(empty(sizes, strides, dtype)?, dim)
+    }
+
+    /// The rows to write, in lane order.
+    fn rows<T: Element>(&mut self) -> Result<&mut [T]> {
+        let t = self.buf.as_mut().unwrap_or(&mut self.out);
+        // SAFETY: `out` and `buf` were allocated by this crate (`over`'s contract, `empty`)
+        // and nothing else reaches their storage: `view` aliases `out` but is only read by
+        // `finish`, after this borrow of self has ended.
+        unsafe { t.values_mut::<T>() }
+    }
+
+    fn finish(self) -> Result<Owned> {
+        if let Some(b) = &self.buf {
+            self.view.get().copy_from(b.get())?;
+        }
+        Ok(self.out)
+    }
 }
