@@ -6,7 +6,10 @@
 //! - `matmul`: `mm_out`, `addmm_out`, `bmm_out`, `baddbmm_out`;
 //! - `conv`: `convolution` (im2col + gemm);
 //! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`;
-//! - `scan`: `cumsum`, `cumprod`, `cummax`, `cummin`, `logcumsumexp`.
+//! - `scan`: `cumsum`, `cumprod`, `cummax`, `cummin`, `logcumsumexp`;
+//! - `order`: libstdc++'s sort / nth_element / partial_sort and ATen's quickselect, step for
+//!   step, so that ties come out in ATen's order (used by `sort`);
+//! - `sort`: `sort`, `sort_stable`, `topk`, `kthvalue`, `median`, `mode`.
 //!
 //! This file holds what they share: argument checks, allocation, lanes along a dim, dtype
 //! promotion. Outputs allocated here have exactly ATen's strides: the generated code that
@@ -16,7 +19,9 @@ mod attention;
 mod conv;
 mod gemm;
 mod matmul;
+mod order;
 mod scan;
+mod sort;
 
 use crate::error::{err, Result};
 use crate::sys::{self, tensor_t};
