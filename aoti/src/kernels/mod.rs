@@ -9,7 +9,8 @@
 //! - `scan`: `cumsum`, `cumprod`, `cummax`, `cummin`, `logcumsumexp`;
 //! - `order`: libstdc++'s sort / nth_element / partial_sort and ATen's quickselect, step for
 //!   step, so that ties come out in ATen's order (used by `sort`);
-//! - `sort`: `sort`, `sort_stable`, `topk`, `kthvalue`, `median`, `mode`.
+//! - `sort`: `sort`, `sort_stable`, `topk`, `kthvalue`, `median`, `mode`;
+//! - `search`: `searchsorted_Tensor`, `searchsorted_Scalar`, `bucketize_Tensor`.
 //!
 //! This file holds what they share: argument checks, allocation, lanes along a dim, dtype
 //! promotion. Outputs allocated here have exactly ATen's strides: the generated code that
@@ -21,6 +22,7 @@ mod gemm;
 mod matmul;
 mod order;
 mod scan;
+mod search;
 mod sort;
 
 use crate::error::{err, Result};
@@ -142,6 +144,12 @@ fn optional<T: Copy>(p: *const T) -> Option<T> {
     }
 }
 
+/// An optional string argument passed as `const char**` (c_shim_cpu.h's `str?`): None for a
+/// NULL pointer or a NULL string.
+fn optional_str(p: *const *const std::ffi::c_char) -> Option<String> {
+    optional(p).and_then(util::c_string)
+}
+
 /// `x != x`: NaN for the float types, never for the others (ATen's `_isnan`).
 fn isnan<T: PartialEq>(x: T) -> bool {
     #[allow(clippy::eq_op)]
@@ -167,6 +175,105 @@ fn is_integral(dtype: i32) -> bool {
 
 fn is_float(dtype: i32) -> bool {
     matches!(dtype, F16 | BF16 | F32 | F64)
+}
+
+/// c10's `promoteTypes` over the real dtypes: bool gives way to anything, uint8 with a
+/// signed type is at least int16, an integer with a float is the float, float16 with
+/// bfloat16 is float32; uint16/32/64 promote only with themselves or a float (c10 refuses
+/// the rest).
+fn promote_types(a: i32, b: i32) -> Result<i32> {
+    const SIGNED: [i32; 4] = [
+        sys::TENSOR_INT8,
+        sys::TENSOR_INT16,
+        sys::TENSOR_INT32,
+        sys::TENSOR_INT64,
+    ];
+    let float_rank = |d: i32| match d {
+        F16 | BF16 => 1,
+        F32 => 2,
+        F64 => 3,
+        _ => 0,
+    };
+    let int_rank = |d: i32| SIGNED.iter().position(|&s| s == d);
+    if a == b {
+        return Ok(a);
+    }
+    let barebones = |d| {
+        matches!(
+            d,
+            sys::TENSOR_UINT16 | sys::TENSOR_UINT32 | sys::TENSOR_UINT64
+        )
+    };
+    Ok(match (float_rank(a), float_rank(b)) {
+        (0, 0) if barebones(a) || barebones(b) => {
+            return err(
+                sys::TENSOR_ERR_DTYPE,
+                format!(
+                    "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote {} and {}",
+                    util::dtype_name(a),
+                    util::dtype_name(b)
+                ),
+            )
+        }
+        (0, 0) if a == sys::TENSOR_BOOL => b,
+        (0, 0) if b == sys::TENSOR_BOOL => a,
+        (0, 0) => match (int_rank(a), int_rank(b)) {
+            (Some(x), Some(y)) => SIGNED[x.max(y)],
+            // uint8 with a signed type: int16 at least
+            (None, Some(y)) | (Some(y), None) => SIGNED[y.max(1)],
+            (None, None) => a,
+        },
+        (fa, fb) if fa == fb => F32, // float16 with bfloat16
+        (fa, fb) if fa > fb => a,
+        _ => b,
+    })
+}
+
+/// One operand of ATen's `result_type`: a tensor with dims, a 0-dim tensor, or a wrapped
+/// Python number (whose float kind counts as the default dtype, float32).
+#[derive(Clone, Copy)]
+enum Operand {
+    Dim(i32),
+    ZeroDim(i32),
+    Wrapped(i32),
+}
+
+/// ATen's `result_type` (TypeProperties.cpp): operands of a higher category (tensors with
+/// dims, then 0-dim tensors, then wrapped numbers) decide, unless a lower one is of a
+/// higher kind (a float over integers, anything over bool).
+fn result_type(ops: &[Operand]) -> Result<i32> {
+    const NONE: i32 = -1;
+    let (mut dim, mut zero, mut wrapped) = (NONE, NONE, NONE);
+    let join = |acc: i32, d: i32| {
+        if acc == NONE {
+            Ok(d)
+        } else {
+            promote_types(acc, d)
+        }
+    };
+    for &op in ops {
+        match op {
+            Operand::Dim(d) => dim = join(dim, d)?,
+            Operand::ZeroDim(d) => zero = join(zero, d)?,
+            Operand::Wrapped(d) => wrapped = join(wrapped, if is_float(d) { F32 } else { d })?,
+        }
+    }
+    let combine = |higher: i32, lower: i32| -> Result<i32> {
+        if higher != NONE && is_float(higher) {
+            return Ok(higher);
+        }
+        if higher == sys::TENSOR_BOOL || (lower != NONE && is_float(lower)) {
+            return if higher == NONE {
+                Ok(lower)
+            } else if lower == NONE {
+                Ok(higher)
+            } else {
+                promote_types(higher, lower)
+            };
+        }
+        Ok(if higher != NONE { higher } else { lower })
+    };
+    combine(dim, combine(zero, wrapped)?)
 }
 
 /// The sizes and strides of a layout with dim `d` moved last.
