@@ -18,6 +18,7 @@ pub const TENSOR_ERR_SHAPE: tensor_status_t = 4;
 pub const TENSOR_ERR_DTYPE: tensor_status_t = 6;
 pub const TENSOR_ERR_DEVICE: tensor_status_t = 7;
 pub const TENSOR_ERR_OVERFLOW: tensor_status_t = 9;
+pub const TENSOR_ERR_OVERLAP: tensor_status_t = 11;
 pub const TENSOR_ERR_IO: tensor_status_t = 14;
 pub const TENSOR_ERR_INTERNAL: tensor_status_t = 99;
 
@@ -116,6 +117,19 @@ extern "C" {
     pub fn tensor_dtype(t: *const tensor_t) -> tensor_dtype_t;
     pub fn tensor_data_ptr(t: *const tensor_t) -> *mut c_void;
     pub fn tensor_is_contiguous(t: *const tensor_t, fmt: i32) -> bool;
+    pub fn tensor_is_non_overlapping_and_dense(t: *const tensor_t) -> bool;
+    pub fn tensor_view(
+        t: *const tensor_t,
+        sizes: *const i64,
+        ndim: i64,
+        out: *mut *mut tensor_t,
+    ) -> tensor_status_t;
+    pub fn tensor_expand(
+        t: *const tensor_t,
+        sizes: *const i64,
+        ndim: i64,
+        out: *mut *mut tensor_t,
+    ) -> tensor_status_t;
     pub fn tensor_as_strided(
         t: *const tensor_t,
         sizes: *const i64,

@@ -390,6 +390,11 @@ impl<'a> Tensor<'a> {
         unsafe { sys::tensor_is_contiguous(self.raw(), fmt) }
     }
 
+    pub fn is_non_overlapping_and_dense(self) -> bool {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_is_non_overlapping_and_dense(self.raw()) }
+    }
+
     pub fn suggest_memory_format(self) -> i32 {
         // SAFETY: self is a live handle (Tensor's invariant).
         unsafe { sys::tensor_suggest_memory_format(self.raw()) }
@@ -426,6 +431,20 @@ impl<'a> Tensor<'a> {
     pub fn alias(self) -> Result<Owned> {
         // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
         make(|o| unsafe { sys::tensor_alias(self.raw(), o) })
+    }
+
+    /// `self.view(sizes)` (PyTorch's view strides; an error where a view is impossible).
+    pub fn view(self, sizes: &[i64]) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); sizes has sizes.len() entries;
+        // o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_view(self.raw(), sizes.as_ptr(), sizes.len() as i64, o) })
+    }
+
+    /// `self.expand(sizes)` (new leading dims and expanded size-1 dims get stride 0).
+    pub fn expand(self, sizes: &[i64]) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); sizes has sizes.len() entries;
+        // o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_expand(self.raw(), sizes.as_ptr(), sizes.len() as i64, o) })
     }
 
     pub fn empty_like(self, fmt: i32) -> Result<Owned> {
