@@ -141,7 +141,8 @@ impl Info {
                         format!("index {x} is out of bounds for dimension {j} with size {size}"),
                     );
                 }
-                *o += if x < 0 { x + size } else { x } * stride;
+                let wrapped = if x < 0 { x + size } else { x };
+                *o += wrapped * stride;
             }
         }
         Ok(off)

@@ -51,10 +51,10 @@ fn parse_reduce(s: &str) -> Result<Reduce> {
     })
 }
 
-/// What is scattered.
+/// What is scattered: a tensor (a handle, then a checked [`Tensor`]) or a value.
 #[derive(Clone, Copy)]
-enum Source<'a> {
-    Tensor(Tensor<'a>),
+enum Source<T> {
+    Tensor(T),
     Value(f64),
 }
 
@@ -139,7 +139,7 @@ fn scatter_into<T: Arith>(
     work: &mut Owned,
     d: usize,
     index: Tensor,
-    src: Source,
+    src: Source<Tensor>,
     reduce: Option<Reduce>,
     include_self: bool,
 ) -> Result<()> {
@@ -257,7 +257,7 @@ fn scatter(
     s: Tensor,
     dim: i64,
     index: Tensor,
-    src: Source,
+    src: Source<Tensor>,
     reduce: Option<&str>,
     include_self: bool,
 ) -> Result<()> {
@@ -327,6 +327,35 @@ fn reduce_str(p: *const c_char) -> Result<String> {
     util::c_string(p).map_or_else(|| err(sys::TENSOR_ERR_NULL_POINTER, "reduce is NULL"), Ok)
 }
 
+/// Every scatter entry point: its arguments checked, then [`scatter`].
+fn scatter_shim(
+    name: &str,
+    out: AtenTensorHandle,
+    self_: AtenTensorHandle,
+    dim: i64,
+    index: AtenTensorHandle,
+    src: Source<AtenTensorHandle>,
+    reduce: Option<*const c_char>,
+    include_self: i32,
+) -> i32 {
+    shim(name, || {
+        let src = match src {
+            Source::Tensor(h) => Source::Tensor(handle(h, "src")?),
+            Source::Value(v) => Source::Value(v),
+        };
+        let reduce = reduce.map(reduce_str).transpose()?;
+        scatter(
+            handle(out, "out")?,
+            handle(self_, "self")?,
+            dim,
+            handle(index, "index")?,
+            src,
+            reduce.as_deref(),
+            include_self != 0,
+        )
+    })
+}
+
 #[no_mangle]
 pub extern "C" fn aoti_torch_cpu_scatter_src_out(
     out: AtenTensorHandle,
@@ -335,18 +364,8 @@ pub extern "C" fn aoti_torch_cpu_scatter_src_out(
     index: AtenTensorHandle,
     src: AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_cpu_scatter_src_out", || {
-        let s = Source::Tensor(handle(src, "src")?);
-        scatter(
-            handle(out, "out")?,
-            handle(self_, "self")?,
-            dim,
-            handle(index, "index")?,
-            s,
-            None,
-            true,
-        )
-    })
+    let name = "aoti_torch_cpu_scatter_src_out";
+    scatter_shim(name, out, self_, dim, index, Source::Tensor(src), None, 1)
 }
 
 #[no_mangle]
@@ -357,18 +376,8 @@ pub extern "C" fn aoti_torch_cpu_scatter_value_out(
     index: AtenTensorHandle,
     value: f64,
 ) -> i32 {
-    shim("aoti_torch_cpu_scatter_value_out", || {
-        let s = Source::Value(value);
-        scatter(
-            handle(out, "out")?,
-            handle(self_, "self")?,
-            dim,
-            handle(index, "index")?,
-            s,
-            None,
-            true,
-        )
-    })
+    let name = "aoti_torch_cpu_scatter_value_out";
+    scatter_shim(name, out, self_, dim, index, Source::Value(value), None, 1)
 }
 
 #[no_mangle]
@@ -381,19 +390,18 @@ pub extern "C" fn aoti_torch_cpu_scatter_reduce_two_out(
     reduce: *const c_char,
     include_self: i32,
 ) -> i32 {
-    shim("aoti_torch_cpu_scatter_reduce_two_out", || {
-        let s = Source::Tensor(handle(src, "src")?);
-        let r = reduce_str(reduce)?;
-        scatter(
-            handle(out, "out")?,
-            handle(self_, "self")?,
-            dim,
-            handle(index, "index")?,
-            s,
-            Some(&r),
-            include_self != 0,
-        )
-    })
+    let name = "aoti_torch_cpu_scatter_reduce_two_out";
+    let src = Source::Tensor(src);
+    scatter_shim(
+        name,
+        out,
+        self_,
+        dim,
+        index,
+        src,
+        Some(reduce),
+        include_self,
+    )
 }
 
 /// shim.h's `scatter_out`: `scatter_src_out`.
@@ -405,18 +413,8 @@ pub extern "C" fn aoti_torch_scatter_out(
     index: AtenTensorHandle,
     src: AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_scatter_out", || {
-        let s = Source::Tensor(handle(src, "src")?);
-        scatter(
-            handle(out, "out")?,
-            handle(self_, "self")?,
-            dim,
-            handle(index, "index")?,
-            s,
-            None,
-            true,
-        )
-    })
+    let name = "aoti_torch_scatter_out";
+    scatter_shim(name, out, self_, dim, index, Source::Tensor(src), None, 1)
 }
 
 /// shim.h's `scatter_reduce_out`: `scatter_reduce_two_out`.
@@ -430,17 +428,16 @@ pub extern "C" fn aoti_torch_scatter_reduce_out(
     reduce: *const c_char,
     include_self: i32,
 ) -> i32 {
-    shim("aoti_torch_scatter_reduce_out", || {
-        let s = Source::Tensor(handle(src, "src")?);
-        let r = reduce_str(reduce)?;
-        scatter(
-            handle(out, "out")?,
-            handle(self_, "self")?,
-            dim,
-            handle(index, "index")?,
-            s,
-            Some(&r),
-            include_self != 0,
-        )
-    })
+    let name = "aoti_torch_scatter_reduce_out";
+    let src = Source::Tensor(src);
+    scatter_shim(
+        name,
+        out,
+        self_,
+        dim,
+        index,
+        src,
+        Some(reduce),
+        include_self,
+    )
 }

@@ -47,16 +47,17 @@ fn bound<T: PartialOrd + Copy>(
     lo - start
 }
 
-/// The values searched for: a tensor, or the Scalar variant's number.
+/// The values searched for: a tensor (a handle, then a checked [`Tensor`]), or the Scalar
+/// variant's number.
 #[derive(Clone, Copy)]
-enum Needle<'a> {
-    Tensor(Tensor<'a>),
+enum Needle<T> {
+    Tensor(T),
     Scalar(f64),
 }
 
 fn searchsorted(
     bd: Tensor,
-    needle: Needle,
+    needle: Needle<Tensor>,
     out_int32: bool,
     right: bool,
     side: Option<String>,
@@ -212,6 +213,31 @@ fn searchsorted(
     Ok(res)
 }
 
+/// The two searchsorted entry points: arguments checked, then [`searchsorted`].
+fn searchsorted_shim(
+    name: &str,
+    sorted_sequence: AtenTensorHandle,
+    needle: Needle<AtenTensorHandle>,
+    out_int32: i32,
+    right: i32,
+    side: *const *const c_char,
+    sorter: *mut AtenTensorHandle,
+    ret0: *mut AtenTensorHandle,
+) -> i32 {
+    shim(name, || {
+        let bd = handle(sorted_sequence, "sorted_sequence")?;
+        let needle = match needle {
+            Needle::Tensor(h) => Needle::Tensor(handle(h, "self")?),
+            Needle::Scalar(x) => Needle::Scalar(x),
+        };
+        let s = util::optional_handle(sorter, "sorter");
+        let r = out(ret0, "ret0")?;
+        let side = optional_str(side);
+        *r = searchsorted(bd, needle, out_int32 != 0, right != 0, side, s)?.into_raw();
+        Ok(())
+    })
+}
+
 #[no_mangle]
 pub extern "C" fn aoti_torch_cpu_searchsorted_Tensor(
     sorted_sequence: AtenTensorHandle,
@@ -222,22 +248,18 @@ pub extern "C" fn aoti_torch_cpu_searchsorted_Tensor(
     sorter: *mut AtenTensorHandle,
     ret0: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_cpu_searchsorted_Tensor", || {
-        let bd = handle(sorted_sequence, "sorted_sequence")?;
-        let t = handle(self_, "self")?;
-        let s = util::optional_handle(sorter, "sorter");
-        let r = out(ret0, "ret0")?;
-        *r = searchsorted(
-            bd,
-            Needle::Tensor(t),
-            out_int32 != 0,
-            right != 0,
-            optional_str(side),
-            s,
-        )?
-        .into_raw();
-        Ok(())
-    })
+    let name = "aoti_torch_cpu_searchsorted_Tensor";
+    let needle = Needle::Tensor(self_);
+    searchsorted_shim(
+        name,
+        sorted_sequence,
+        needle,
+        out_int32,
+        right,
+        side,
+        sorter,
+        ret0,
+    )
 }
 
 #[no_mangle]
@@ -250,21 +272,18 @@ pub extern "C" fn aoti_torch_cpu_searchsorted_Scalar(
     sorter: *mut AtenTensorHandle,
     ret0: *mut AtenTensorHandle,
 ) -> i32 {
-    shim("aoti_torch_cpu_searchsorted_Scalar", || {
-        let bd = handle(sorted_sequence, "sorted_sequence")?;
-        let s = util::optional_handle(sorter, "sorter");
-        let r = out(ret0, "ret0")?;
-        *r = searchsorted(
-            bd,
-            Needle::Scalar(self_),
-            out_int32 != 0,
-            right != 0,
-            optional_str(side),
-            s,
-        )?
-        .into_raw();
-        Ok(())
-    })
+    let name = "aoti_torch_cpu_searchsorted_Scalar";
+    let needle = Needle::Scalar(self_);
+    searchsorted_shim(
+        name,
+        sorted_sequence,
+        needle,
+        out_int32,
+        right,
+        side,
+        sorter,
+        ret0,
+    )
 }
 
 #[no_mangle]
