@@ -666,6 +666,46 @@ static void test_layouts(void) {
           TENSOR_ERR_NULL_POINTER);
     CHECK(nb == 99); /* untouched on failure */
   }
+  {
+    /* format strides: as the tensors above were made; c10's rules for size-0/1 dims */
+    int64_t st[5] = {-7, -7, -7, -7, -7}, z[4] = {0, 2, 0, 3}, one[3] = {4, 1, 5}, five[5] = {2, 3, 4, 5, 6};
+    CHECK_OK(tensor_format_strides(nchw, 4, TENSOR_CHANNELS_LAST, st));
+    CHECK(same(st, cl, 4));
+    CHECK_OK(tensor_format_strides(nchw, 4, TENSOR_CONTIGUOUS_FORMAT, st));
+    CHECK(same(st, contig, 4));
+    CHECK_OK(tensor_format_strides(z, 4, TENSOR_CHANNELS_LAST, st));
+    CHECK(st[0] == 0 && st[1] == 1 && st[2] == 6 && st[3] == 2); /* torch: (0, 1, 6, 2) */
+    CHECK_OK(tensor_format_strides(one, 3, TENSOR_CONTIGUOUS_FORMAT, st));
+    CHECK(st[0] == 5 && st[1] == 5 && st[2] == 1);
+    CHECK_OK(tensor_format_strides(five, 5, TENSOR_CHANNELS_LAST_3D, st));
+    CHECK(st[0] == 360 && st[1] == 1 && st[2] == 90 && st[3] == 18 && st[4] == 3);
+    CHECK_OK(tensor_format_strides(NULL, 0, TENSOR_CONTIGUOUS_FORMAT, NULL));
+    st[0] = -7;
+    CHECK(tensor_format_strides(one, 3, TENSOR_CHANNELS_LAST, st) == TENSOR_ERR_INVALID_ARGUMENT);
+    CHECK(tensor_format_strides(nchw, 4, TENSOR_PRESERVE_FORMAT, st) == TENSOR_ERR_INVALID_ARGUMENT);
+    CHECK(tensor_format_strides(nchw, 4, 42, st) == TENSOR_ERR_INVALID_ARGUMENT);
+    CHECK(tensor_format_strides(nchw, 4, TENSOR_CONTIGUOUS_FORMAT, NULL) == TENSOR_ERR_NULL_POINTER);
+    CHECK(strstr(tensor_last_error(), "tensor_format_strides") != NULL);
+    CHECK(st[0] == -7); /* untouched on failure */
+  }
+  {
+    /* PyTorch's dim wrapping: negative dims from the end, a 0-dim tensor as one dim */
+    int64_t w = -1;
+    CHECK_OK(tensor_wrap_dim(-1, 4, &w));
+    CHECK(w == 3);
+    CHECK_OK(tensor_wrap_dim(2, 4, &w));
+    CHECK(w == 2);
+    CHECK_OK(tensor_wrap_dim(-1, 0, &w));
+    CHECK(w == 0);
+    w = 9;
+    CHECK(tensor_wrap_dim(4, 4, &w) == TENSOR_ERR_INDEX);
+    CHECK(strstr(tensor_last_error(), "Dimension out of range") != NULL);
+    CHECK(tensor_wrap_dim(-5, 4, &w) == TENSOR_ERR_INDEX);
+    CHECK(tensor_wrap_dim(1, 0, &w) == TENSOR_ERR_INDEX);
+    CHECK(tensor_wrap_dim(0, 65, &w) == TENSOR_ERR_INVALID_ARGUMENT);
+    CHECK(tensor_wrap_dim(0, 1, NULL) == TENSOR_ERR_NULL_POINTER);
+    CHECK(w == 9);
+  }
   CHECK(tensor_numel(e) == 12);
   CHECK(!tensor_is_contiguous(e, TENSOR_CONTIGUOUS_FORMAT));
   CHECK(!tensor_is_non_overlapping_and_dense(e));

@@ -723,6 +723,21 @@ tensor_status_t tensor_storage_nbytes_needed(const int64_t *sizes,
                                              size_t *out);
 
 /**
+ * The strides of a dense tensor of `sizes` in memory format `fmt`, in elements, written to
+ * `strides[0..ndim]`: row-major for TENSOR_CONTIGUOUS_FORMAT (c10's `contiguous_strides`:
+ * size-0 and size-1 dims count as 1), channels-last for TENSOR_CHANNELS_LAST (4 dims) and
+ * TENSOR_CHANNELS_LAST_3D (5 dims), as c10's `get_channels_last_strides_2d` / `_3d` (which
+ * use the sizes as they are). What `tensor_empty_strided` needs to make such a tensor.
+ * `strides` is untouched on failure. Errors: NULL_POINTER, INVALID_ARGUMENT (negative
+ * size, ndim outside [0, 64], TENSOR_PRESERVE_FORMAT or an unknown code, a channels-last
+ * format of another rank), OVERFLOW.
+ */
+tensor_status_t tensor_format_strides(const int64_t *sizes,
+                                      int64_t ndim,
+                                      tensor_memory_format_t fmt,
+                                      int64_t *strides);
+
+/**
  * A tensor of zeros in `*out` (owned). Errors: as tensor_empty.
  */
 tensor_status_t tensor_zeros(const int64_t *sizes,
@@ -838,6 +853,15 @@ tensor_status_t tensor_size(const struct tensor_t *t, int64_t dim, int64_t *out)
  * Stride of dim `dim` (negative wraps), in elements, in `*out`. Errors: NULL_POINTER, INDEX.
  */
 tensor_status_t tensor_stride(const struct tensor_t *t, int64_t dim, int64_t *out);
+
+/**
+ * PyTorch's dim wrapping (`maybe_wrap_dim`), the one every call taking a dim applies: `dim`
+ * of a tensor with `ndim` dims as an index in `[0, ndim)` in `*out` (a negative dim counts
+ * from the end; a 0-dim tensor wraps as if it had one dim, so 0 and -1 give 0). For callers
+ * that take dims of their own (libtensor_aoti's kernels). Errors: NULL_POINTER, INDEX (out
+ * of range), INVALID_ARGUMENT (ndim outside [0, 64]).
+ */
+tensor_status_t tensor_wrap_dim(int64_t dim, int64_t ndim, int64_t *out);
 
 /**
  * Offset of the first element in the storage, in elements (0 for NULL).

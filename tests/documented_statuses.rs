@@ -1808,6 +1808,35 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
             let d = c.dtype();
             make!(|o| tensor_empty(p, n, d, o))
         }
+        "tensor_storage_nbytes_needed" => {
+            let (p, n) = c.list();
+            let st = c.list.clone();
+            let sp = if c.rng.one_in(10) {
+                null()
+            } else {
+                st.as_ptr()
+            };
+            let off = c.v();
+            let d = c.dtype();
+            let mut v = 0usize;
+            let o = out_ptr(c, &mut v);
+            Some(Some(
+                lib(|| tensor_storage_nbytes_needed(p, sp, n, off, d, o)).0,
+            ))
+        }
+        "tensor_format_strides" => {
+            let (p, n) = c.list();
+            let f = c.fmt();
+            let mut st = [0i64; 1024];
+            let o = out_ptr(c, &mut st).cast::<i64>();
+            Some(Some(lib(|| tensor_format_strides(p, n, f, o)).0))
+        }
+        "tensor_wrap_dim" => {
+            let (d, n) = (c.v(), c.v());
+            let mut v = 0i64;
+            let o = out_ptr(c, &mut v);
+            Some(Some(lib(|| tensor_wrap_dim(d, n, o)).0))
+        }
         "tensor_empty_strided" => {
             let (p, n) = c.alloc_list();
             let st = c.list.clone();
@@ -1963,10 +1992,16 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
         }
         // views
         "tensor_view" => {
-            // Targeted: no elements viewed as [0, 2^62, 4], whose strides overflow (OVERFLOW).
+            // Targeted: no elements viewed as [0, 2^62, 4], whose strides overflow (OVERFLOW);
+            // a view of a tensor its storage was shrunk below (OUT_OF_BOUNDS).
             if c.case == Some(0) {
                 return on_special(empty_1d(), |t, o| {
                     tensor_view(t, [0i64, 1 << 62, 4].as_ptr(), 3, o)
+                });
+            }
+            if c.case == Some(1) {
+                return on_special(shrunk(&[16]), |t, o| {
+                    tensor_view(t, [4i64, 4].as_ptr(), 2, o)
                 });
             }
             let t = c.t();

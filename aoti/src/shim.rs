@@ -844,9 +844,6 @@ unsupported! {
     aoti_torch_get_current_cuda_stream: "no CUDA";
     aoti_torch_cuda_caching_allocator_raw_alloc: "no CUDA";
     aoti_torch_cuda_caching_allocator_raw_delete: "no CUDA";
-    aoti_torch_scatter_out: "kernel not implemented";
-    aoti_torch_scatter_reduce_out: "kernel not implemented";
-    aoti_torch_index_put_out: "kernel not implemented";
     aoti_torch_cpu_wrapped_fbgemm_pack_gemm_matrix_fp16: "needs fbgemm";
     aoti_torch_cpu__wrapped_linear_prepack: "needs fbgemm";
     aoti_torch_cpu_wrapped_fbgemm_linear_fp16_weight: "needs fbgemm";

@@ -67,8 +67,9 @@ pub fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
     }
 }
 
-/// `n` entries of a C array argument (ndim-like `n` in [0, 64]; NULL only when `n == 0`).
-pub fn array<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64]> {
+/// `n` entries of a C array argument (ndim-like `n` in [0, 64]; NULL only when `n == 0`):
+/// an int list, or a list of (optional) tensor handles.
+pub fn array<'a, T>(p: *const T, n: i64, what: &str) -> Result<&'a [T]> {
     if !(0..=64).contains(&n) {
         return err(
             sys::TENSOR_ERR_INVALID_ARGUMENT,
@@ -87,6 +88,22 @@ pub fn array<'a>(p: *const i64, n: i64, what: &str) -> Result<&'a [i64]> {
     // SAFETY: p is non-NULL and n in [1, 64] (checked above); the C contract gives a
     // non-NULL array argument n readable entries for the call.
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+/// PyTorch's `maybe_wrap_dim`: a possibly negative `dim` of a tensor with `ndim` dims, in
+/// `[0, ndim)`. A 0-dim tensor takes dim 0 or -1 as if it had one dim when `wrap_scalar`
+/// (ATen's default), else any dim is an error. Errors are INDEX with ATen's message.
+pub fn wrap_dim(dim: i64, ndim: usize, wrap_scalar: bool) -> Result<usize> {
+    if ndim == 0 && !wrap_scalar {
+        return err(
+            sys::TENSOR_ERR_INDEX,
+            format!("Dimension specified as {dim} but tensor has no dimensions"),
+        );
+    }
+    let mut v = 0i64;
+    // SAFETY: v is a writable int64; the call takes plain values.
+    check(unsafe { sys::tensor_wrap_dim(dim, ndim as i64, &mut v) })?;
+    Ok(v as usize)
 }
 
 /// Item size of a libtensor dtype code (0 for an unknown code).
@@ -164,7 +181,6 @@ impl Element for half::bf16 {
 /// any value, and any nonzero byte is true).
 #[repr(transparent)]
 #[derive(Clone, Copy, Default, Debug)]
-#[allow(dead_code)] // (until a kernel takes bool tensors)
 pub struct Bool(pub u8);
 
 impl PartialEq for Bool {
@@ -191,8 +207,22 @@ impl Element for Bool {
 
 /// Runs `$body` with `$T` the element type of dtype code `$dtype` (every real dtype: the
 /// integers, bool, float16, bfloat16, float32, float64); `$other` for any other code.
+/// With a list of element types first (`dispatch!(d, [u8, f32], T => ..., _ => ...)`),
+/// only those: the dtypes an ATen kernel dispatches over.
 #[macro_export]
 macro_rules! dispatch {
+    ($dtype:expr, [$($t:ty),+ $(,)?], $T:ident => $body:expr, _ => $other:expr) => {{
+        let code = $dtype;
+        $(
+            if code == <$t as $crate::util::Element>::DTYPE {
+                type $T = $t;
+                $body
+            } else
+        )+
+        {
+            $other
+        }
+    }};
     ($dtype:expr, $T:ident => $body:expr, _ => $other:expr) => {
         match $dtype {
             $crate::sys::TENSOR_UINT8 => {
@@ -339,6 +369,11 @@ impl<'a> Tensor<'a> {
         unsafe { sys::tensor_is_contiguous(self.raw(), fmt) }
     }
 
+    pub fn is_non_overlapping_and_dense(self) -> bool {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        unsafe { sys::tensor_is_non_overlapping_and_dense(self.raw()) }
+    }
+
     pub fn suggest_memory_format(self) -> i32 {
         // SAFETY: self is a live handle (Tensor's invariant).
         unsafe { sys::tensor_suggest_memory_format(self.raw()) }
@@ -375,6 +410,20 @@ impl<'a> Tensor<'a> {
     pub fn alias(self) -> Result<Owned> {
         // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
         make(|o| unsafe { sys::tensor_alias(self.raw(), o) })
+    }
+
+    /// `self.view(sizes)` (PyTorch's view strides; an error where a view is impossible).
+    pub fn view(self, sizes: &[i64]) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); sizes has sizes.len() entries;
+        // o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_view(self.raw(), sizes.as_ptr(), sizes.len() as i64, o) })
+    }
+
+    /// `self.expand(sizes)` (new leading dims and expanded size-1 dims get stride 0).
+    pub fn expand(self, sizes: &[i64]) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); sizes has sizes.len() entries;
+        // o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_expand(self.raw(), sizes.as_ptr(), sizes.len() as i64, o) })
     }
 
     pub fn empty_like(self, fmt: i32) -> Result<Owned> {
@@ -665,6 +714,22 @@ pub fn extent(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<i64> {
     Ok((nbytes_needed(sizes, strides, 0, dtype)? / item) as i64)
 }
 
+/// The strides of a dense tensor of `sizes` in memory format `fmt` (libtensor's
+/// `tensor_format_strides`: c10's contiguous and channels-last rules).
+pub fn format_strides(sizes: &[i64], fmt: i32) -> Result<Vec<i64>> {
+    let mut st = vec![0i64; sizes.len()];
+    // SAFETY: sizes has len entries, st len writable ones.
+    check(unsafe {
+        sys::tensor_format_strides(sizes.as_ptr(), sizes.len() as i64, fmt, st.as_mut_ptr())
+    })?;
+    Ok(st)
+}
+
+/// Row-major strides of `sizes` (size-0 and size-1 dims count as 1), from libtensor.
+pub fn contiguous_strides(sizes: &[i64]) -> Result<Vec<i64>> {
+    format_strides(sizes, sys::TENSOR_CONTIGUOUS_FORMAT)
+}
+
 /// An uninitialised dense tensor of `sizes` whose dims are laid out in `order`, outermost
 /// first (ATen's `empty_permuted`): contiguous is `0, 1, ..., n-1`; channels-last
 /// `0, 2, ..., n-1, 1`. Strides come from libtensor (a contiguous tensor of the permuted
@@ -691,20 +756,4 @@ pub fn empty_permuted(sizes: &[i64], order: &[usize], dtype: i32) -> Result<Owne
     // SAFETY: dense is a live tensor (owned above); back has its ndim entries (libtensor
     // refuses a repeated or missing dim); o is make's out-parameter.
     make(|o| unsafe { sys::tensor_permute(dense.get().raw(), back.as_ptr(), n, o) })
-}
-
-/// The dim order of ATen's channels-last formats for an `n`-dim tensor (batch, spatial dims,
-/// channels innermost).
-pub fn channels_last_order(n: usize) -> Vec<usize> {
-    let mut order = vec![0];
-    order.extend(2..n);
-    if n > 1 {
-        order.push(1);
-    }
-    order
-}
-
-/// The identity dim order (contiguous).
-pub fn contiguous_order(n: usize) -> Vec<usize> {
-    (0..n).collect()
 }

@@ -156,6 +156,34 @@ class Spectral(nn.Module):
         return s.abs(), torch.view_as_real(f), torch.fft.ifft(f, dim=0).real
 
 
+class Sampler(nn.Module):
+    """A top-k / top-p sampling head and the post-processing around it: the ops Inductor
+    leaves to fallbacks (topk, sort, cumsum, searchsorted, argsort, scatter_reduce, nonzero,
+    boolean index / index_put, cummax, logcumsumexp, cumprod, bucketize, mode, kthvalue,
+    median)."""
+
+    def forward(self, logits, u, idx, src):
+        v, i = torch.topk(logits, 8, dim=-1)
+        p = torch.softmax(v, dim=-1)
+        sp, si = torch.sort(p, dim=-1, descending=True, stable=True)
+        pos = torch.searchsorted(torch.cumsum(sp, dim=-1), u).clamp(max=7)
+        token = torch.gather(i, -1, torch.gather(si, -1, pos))
+        order = torch.argsort(logits, dim=-1)
+        hist = torch.zeros(4, 10).scatter_add(1, idx, src)
+        peak = torch.zeros(4, 10).scatter_reduce(1, idx, src, "amax", include_self=False)
+        prod = torch.ones(4, 10).scatter_reduce(1, idx, src, "prod")
+        big = torch.nonzero(logits > 1.0)
+        sel = logits[logits > 1.5]
+        bumped = logits.index_put((logits[:, 0] > 0,), torch.arange(16.0), accumulate=True)
+        cmax, cidx = torch.cummax(logits, 1)
+        scans = cmax + torch.logcumsumexp(logits, 1) + torch.cumprod(logits * 0.5, 1)
+        mv, mi = torch.mode(idx, 1)
+        kv, ki = torch.kthvalue(logits, 3, 1)
+        buckets = torch.bucketize(logits, torch.tensor([-1.0, 0.0, 1.0]))
+        return (token, order, hist, peak + prod, big, sel, bumped, scans, cidx, mv + 100 * mi,
+                kv + torch.median(logits), ki, buckets)
+
+
 def example_model():
     """examples_c/aoti_model.py's classifier (compiled here too, so CI compiles once)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples_c"))
@@ -205,6 +233,14 @@ def models():
         "lstm": (Lstm().eval(), (r(3, 5, 8), r(4, 3, 8), r(4, 3, 8)), None, [], {}),
         "spectral": (Spectral(), (r(3, 37),), None, [], {}),
         "example": (*example_model(), None, [], {}),
+        "sampler": (
+            Sampler(),
+            (r(4, 16), torch.rand(4, 1, generator=g), torch.randint(0, 10, (4, 3), generator=g),
+             torch.rand(4, 3, generator=g)),
+            None,
+            [],
+            {},
+        ),
     }
 
 

@@ -132,21 +132,103 @@ def nonnull(t):
     return torch.zeros(1, dtype=t.dtype).as_strided(t.shape, t.stride())
 
 
-def same(got, want, tol):
-    """Same dtype, sizes and strides; for floats NaN where `want` has NaN and the other
-    values equal or within `tol` (relative to 1 + |want|); other dtypes equal."""
-    if got.dtype != want.dtype or got.shape != want.shape or got.stride() != want.stride():
-        return False
-    if want.numel() == 0:
-        return True
-    if not want.is_floating_point():
-        return bool((got == want).all())
-    a, b = got.double(), want.double()
-    nan = b.isnan()
-    if not bool((a.isnan() == nan).all()):
-        return False
-    a, b = a[~nan], b[~nan]
-    return bool(((a == b) | ((a - b).abs() <= tol * (1 + b.abs()))).all())
+HP = C.POINTER(H)
+I32P = C.POINTER(C.c_int32)
+
+# Every real dtype, and the ones ATen's sorting / indexing kernels mostly take.
+REAL = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16,
+        torch.uint32, torch.uint64, torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+def values(shape, dtype, g, nan=0.1):
+    """Random values of `dtype` with many ties (small integers, halves), some NaN for floats."""
+    gen = torch.Generator().manual_seed(g.randint(0, 2**31))
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    if dtype.is_floating_point:
+        t = torch.randint(-4, 5, shape, generator=gen).double() * 0.5
+        if g.random() < 0.5:
+            t = t + torch.randn(shape, generator=gen, dtype=torch.float64)
+        if nan and g.random() < 0.5:
+            t[torch.rand(shape, generator=gen) < nan] = float("nan")
+        return t.to(dtype)
+    lo = 0 if dtype in (torch.uint8, torch.uint16, torch.uint32, torch.uint64) else -5
+    return torch.randint(lo, 6, shape, generator=gen).to(dtype)
+
+
+def relayout(t, g):
+    """`t`'s values in a random layout: contiguous, permuted-dense, sliced (stride 2 in a dim),
+    channels-last (4-D), or expanded along a dim (its values then repeat along it)."""
+    r = g.random()
+    if t.dim() >= 2 and r < 0.25:
+        perm = list(range(t.dim()))
+        g.shuffle(perm)
+        inv = [perm.index(i) for i in range(t.dim())]
+        return t.permute(perm).contiguous().permute(inv)
+    if t.dim() >= 1 and r < 0.45:
+        d = g.randrange(t.dim())
+        big = list(t.shape)
+        big[d] *= 2
+        b = torch.zeros(big, dtype=t.dtype)
+        idx = [slice(None)] * t.dim()
+        idx[d] = slice(None, None, 2)
+        b[tuple(idx)] = t
+        return b[tuple(idx)]
+    if t.dim() == 4 and r < 0.6:
+        return t.contiguous(memory_format=torch.channels_last)
+    if t.dim() >= 1 and r < 0.7 and t.numel():
+        d = g.randrange(t.dim())
+        return t.narrow(d, 0, 1).expand(t.shape) if t.shape[d] else t
+    return t
+
+
+def same(got, want, tol=0.0):
+    """'' when `got` has `want`'s dtype, sizes, strides and values (NaN where it has NaN; for
+    floats within `tol` relative when tol > 0), else what differs."""
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} vs ATen {want.dtype}"
+    if got.shape != want.shape:
+        return f"sizes {list(got.shape)} vs ATen {list(want.shape)}"
+    if got.stride() != want.stride():
+        return f"strides {got.stride()} vs ATen {want.stride()}"
+    if got.dtype.is_floating_point:
+        a, b = got.double(), want.double()
+        if not torch.equal(torch.isnan(a), torch.isnan(b)):
+            return f"NaN at other places: {got} vs ATen {want}"
+        a, b = a.nan_to_num(0.0), b.nan_to_num(0.0)
+        bad = (a - b).abs() > tol * (1 + b.abs()) if tol else a != b
+        if bad.any():
+            return f"values differ at {bad.nonzero()[:4].tolist()}: {a[bad][:4].tolist()} vs ATen {b[bad][:4].tolist()}"
+        return ""
+    if not torch.equal(got, want):
+        return f"values differ: {got} vs ATen {want}"
+    return ""
+
+
+def against(name, ours, theirs, tol=0.0):
+    """Runs ATen's `theirs()` (a tensor or a tuple of them) and our `ours()` (rc, [handles]):
+    an ATen error must be rc 1; else rc 0 and each result `same` as ATen's. Releases ours."""
+    try:
+        want = theirs()
+        want = want if isinstance(want, (tuple, list)) else (want,)
+        why = None
+    except Exception as e:  # ATen refuses: so must we
+        want, why = None, str(e).split("\n")[0][:120]
+    rc, hs = ours()
+    if want is None:
+        check(rc == 1, f"{name}: ATen raises ({why}) but rc {rc}")
+        if rc == 0:
+            for h in hs:
+                lt.tensor_release(h)
+        return
+    if rc != 0:
+        check(False, f"{name}: rc {rc} where ATen succeeds")
+        return
+    for k, (h, w) in enumerate(zip(hs, want)):
+        got = to_torch(h)
+        lt.tensor_release(h)
+        diff = same(got, w, tol)
+        check(not diff, f"{name} result {k}: {diff}")
 
 
 def summary(name):

@@ -1085,6 +1085,41 @@ fn inspect_op(w: &mut World, i: &mut Input) {
             ));
         }
     }
+    // The shape helpers answer for this tensor's own layout what it has: its wrapped dim,
+    // the bytes it reaches (within its storage when it fits), its format's strides.
+    let mut w_dim = -1i64;
+    let sw = tensor_wrap_dim(d, nd, &mut w_dim);
+    check_status("tensor_wrap_dim", sw);
+    if (sw == TENSOR_OK) != (s1 == TENSOR_OK || nd == 0 && (d == 0 || d == -1)) {
+        fail(format!("tensor_wrap_dim({d}, {nd}) and tensor_size disagree"));
+    }
+    let mut reach = 0usize;
+    let sn = tensor_storage_nbytes_needed(
+        tensor_sizes(t),
+        tensor_strides(t),
+        nd,
+        tensor_storage_offset(t),
+        tensor_dtype(t),
+        &mut reach,
+    );
+    check_status("tensor_storage_nbytes_needed", sn);
+    if sn == TENSOR_OK && fits(t) && reach > storage_nbytes(tensor_storage(t)) {
+        fail(format!("a tensor that fits reaches {reach} bytes, past its storage"));
+    }
+    let fmt = tensor_memory_format_t(i.pick(&[0, 1, 2, 3, 9]));
+    let mut fst = [0i64; 64];
+    let sf = tensor_format_strides(tensor_sizes(t), nd, fmt, fst.as_mut_ptr());
+    check_status("tensor_format_strides", sf);
+    if sf == TENSOR_OK && tensor_is_contiguous(t, fmt) && tensor_numel(t) > 1 {
+        // SAFETY: a live tensor's strides array has ndim entries.
+        let own = unsafe { std::slice::from_raw_parts(tensor_strides(t), nd as usize) };
+        // SAFETY: a live tensor's sizes array has ndim entries.
+        let sizes = unsafe { std::slice::from_raw_parts(tensor_sizes(t), nd as usize) };
+        let differ = (0..nd as usize).any(|k| sizes[k] > 1 && own[k] != fst[k]);
+        if differ {
+            fail(format!("tensor_format_strides({fmt:?}) {:?} differ from a contiguous tensor's {own:?}", &fst[..nd as usize]));
+        }
+    }
     let numel = tensor_numel(t);
     // documented: SIZE_MAX when an expanded view has more element bytes than that
     let bytes = (numel as i128 * tensor_itemsize(t) as i128).min(usize::MAX as i128);

@@ -78,6 +78,35 @@ pub extern "C" fn tensor_storage_nbytes_needed(
     })
 }
 
+/// The strides of a dense tensor of `sizes` in memory format `fmt`, in elements, written to
+/// `strides[0..ndim]`: row-major for TENSOR_CONTIGUOUS_FORMAT (c10's `contiguous_strides`:
+/// size-0 and size-1 dims count as 1), channels-last for TENSOR_CHANNELS_LAST (4 dims) and
+/// TENSOR_CHANNELS_LAST_3D (5 dims), as c10's `get_channels_last_strides_2d` / `_3d` (which
+/// use the sizes as they are). What `tensor_empty_strided` needs to make such a tensor.
+/// `strides` is untouched on failure. Errors: NULL_POINTER, INVALID_ARGUMENT (negative
+/// size, ndim outside [0, 64], TENSOR_PRESERVE_FORMAT or an unknown code, a channels-last
+/// format of another rank), OVERFLOW.
+#[no_mangle]
+pub extern "C" fn tensor_format_strides(
+    sizes: *const i64,
+    ndim: i64,
+    fmt: tensor_memory_format_t,
+    strides: *mut i64,
+) -> tensor_status_t {
+    call(fn_name!(), || {
+        let sizes = int_list(sizes, ndim, "sizes")?;
+        shape::check_sizes(sizes)?;
+        let st = format_arg(fmt)?.strides_for(sizes)?;
+        if sizes.is_empty() {
+            return Ok(());
+        }
+        ensure!(!strides.is_null(), NullPointer, "'strides' is NULL");
+        // SAFETY: non-NULL (checked); the C contract gives it ndim writable entries.
+        unsafe { std::slice::from_raw_parts_mut(strides, sizes.len()) }.copy_from_slice(&st);
+        Ok(())
+    })
+}
+
 /// A tensor of zeros in `*out` (owned). Errors: as tensor_empty.
 #[no_mangle]
 pub extern "C" fn tensor_zeros(
@@ -278,6 +307,26 @@ pub extern "C" fn tensor_stride(t: *const tensor_t, dim: i64, out: *mut i64) -> 
         let out = out_arg(out)?;
         let t = tensor_arg(t, "t")?;
         *out = t.stride(dim)?;
+        Ok(())
+    })
+}
+
+/// PyTorch's dim wrapping (`maybe_wrap_dim`), the one every call taking a dim applies: `dim`
+/// of a tensor with `ndim` dims as an index in `[0, ndim)` in `*out` (a negative dim counts
+/// from the end; a 0-dim tensor wraps as if it had one dim, so 0 and -1 give 0). For callers
+/// that take dims of their own (libtensor_aoti's kernels). Errors: NULL_POINTER, INDEX (out
+/// of range), INVALID_ARGUMENT (ndim outside [0, 64]).
+#[no_mangle]
+pub extern "C" fn tensor_wrap_dim(dim: i64, ndim: i64, out: *mut i64) -> tensor_status_t {
+    call(fn_name!(), || {
+        let out = out_arg(out)?;
+        ensure!(
+            (0..=crate::shape::MAX_DIMS as i64).contains(&ndim),
+            InvalidArgument,
+            "ndim {ndim} is outside [0, {}]",
+            crate::shape::MAX_DIMS
+        );
+        *out = shape::wrap_dim(dim, ndim as usize)? as i64;
         Ok(())
     })
 }

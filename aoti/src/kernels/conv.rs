@@ -23,42 +23,58 @@ fn conv_uses_mkldnn(xs: &[i64], ws: &[i64], stride: &[i64], dilation: &[i64], gr
             || xs[0] * xs[1] * xs[2] * xs[3] > 20480)
 }
 
-/// The dim order of the output ATen's CPU convolution gives (outermost first). 4-D:
-/// channels-last when the input or the weight suggests channels-last (both its oneDNN and its
-/// native path). 3-D (conv1d): channels-last (then that dim dropped) when the 4-D view of
-/// the weight ATen makes (a size-1 dim inserted at 2) suggests it; a 3-D input never
-/// suggests it (measured against torch 2.15 by aoti/tests/ops_core.py). 5-D:
-/// channels-last-3d when either suggests it and the oneDNN path is taken (the native 3-D
-/// path returns contiguous). Else contiguous.
-fn conv_out_order(
+/// The output strides ATen's CPU convolution gives (c10's format strides, from libtensor).
+/// 4-D: channels-last when the input or the weight suggests channels-last (both its oneDNN
+/// and its native path). 3-D (conv1d): channels-last of the 4-D view ATen makes (a size-1
+/// dim inserted at 2), then that dim dropped, when the 4-D view of the weight suggests it; a
+/// 3-D input never suggests it (measured against torch 2.15 by aoti/tests/ops_core.py).
+/// 5-D: channels-last-3d when either suggests it and the oneDNN path is taken (the native
+/// 3-D path returns contiguous). Else contiguous.
+fn conv_out_strides(
     x: Tensor,
     w: Tensor,
+    os: &[i64],
     stride: &[i64],
     dilation: &[i64],
     groups: i64,
-) -> Result<Vec<usize>> {
-    let nd = x.sizes().len();
+) -> Result<Vec<i64>> {
     let suggests = |t: Tensor, fmt: i32| t.suggest_memory_format() == fmt;
-    let cl = match nd {
-        4 => suggests(x, sys::TENSOR_CHANNELS_LAST) || suggests(w, sys::TENSOR_CHANNELS_LAST),
+    let (cl, cl3d) = (sys::TENSOR_CHANNELS_LAST, sys::TENSOR_CHANNELS_LAST_3D);
+    let contiguous = sys::TENSOR_CONTIGUOUS_FORMAT;
+    match os.len() {
+        4 => {
+            let fmt = if suggests(x, cl) || suggests(w, cl) {
+                cl
+            } else {
+                contiguous
+            };
+            util::format_strides(os, fmt)
+        }
         3 => {
             let (sz, st) = (w.sizes(), w.strides());
             let s4 = [sz[0], sz[1], 1, sz[2]];
             let t4 = [st[0], st[1], st[2] * sz[2].max(1), st[2]];
             let w4 = w.as_strided(&s4, &t4, w.storage_offset())?;
-            suggests(w4.get(), sys::TENSOR_CHANNELS_LAST)
+            let fmt = if suggests(w4.get(), cl) {
+                cl
+            } else {
+                contiguous
+            };
+            let st4 = util::format_strides(&[os[0], os[1], 1, os[2]], fmt)?;
+            Ok(vec![st4[0], st4[1], st4[3]])
         }
         5 => {
-            (suggests(x, sys::TENSOR_CHANNELS_LAST_3D) || suggests(w, sys::TENSOR_CHANNELS_LAST_3D))
+            let fmt = if (suggests(x, cl3d) || suggests(w, cl3d))
                 && conv_uses_mkldnn(x.sizes(), w.sizes(), stride, dilation, groups)
+            {
+                cl3d
+            } else {
+                contiguous
+            };
+            util::format_strides(os, fmt)
         }
-        _ => false,
-    };
-    Ok(if cl {
-        util::channels_last_order(nd)
-    } else {
-        util::contiguous_order(nd)
-    })
+        _ => util::contiguous_strides(os),
+    }
 }
 
 #[no_mangle]
@@ -138,15 +154,15 @@ pub extern "C" fn aoti_torch_cpu_convolution(
         if let Some(b) = b {
             expect_sizes(b, &[ws[0]], "bias")?;
         }
-        let order = conv_out_order(x, w, &stride, &dilation, groups)?;
-        let mut result = util::empty_permuted(&os, &order, dtype)?;
+        let ost = conv_out_strides(x, w, &os, &stride, &dilation, groups)?;
+        let mut result = util::empty_strided(&os, &ost, dtype)?;
         if dtype == BF16 || dtype == F16 {
             let (x32, w32) = (as_f32(x)?, as_f32(w)?);
             let b32 = match b {
                 Some(b) => Some(as_f32(b)?),
                 None => None,
             };
-            let mut o32 = util::empty_permuted(&os, &order, F32)?;
+            let mut o32 = util::empty_strided(&os, &ost, F32)?;
             conv_f::<f32>(
                 &mut o32,
                 x32.get(),

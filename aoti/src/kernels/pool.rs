@@ -536,16 +536,23 @@ fn out_layout(x: Tensor, sp: usize, follows_format: bool) -> Result<Layout> {
     Ok(Layout::Contiguous)
 }
 
-/// The output's dim order (outermost first) for `layout`, `n` dims.
-fn out_order(n: usize, layout: Layout) -> Vec<usize> {
+/// The output's strides for `layout` (c10's format strides, from libtensor).
+fn out_strides(os: &[i64], layout: Layout) -> Result<Vec<i64>> {
     match layout {
-        Layout::Contiguous => util::contiguous_order(n),
-        Layout::ChannelsLast => util::channels_last_order(n),
-        // Channels-last-3d of [1, C, D, H, W] with the 1 dropped: C innermost.
+        Layout::Contiguous => util::contiguous_strides(os),
+        Layout::ChannelsLast => util::format_strides(
+            os,
+            if os.len() == 5 {
+                sys::TENSOR_CHANNELS_LAST_3D
+            } else {
+                sys::TENSOR_CHANNELS_LAST
+            },
+        ),
+        // Channels-last-3d of [1, C, D, H, W] with the 1 dropped.
         Layout::ChannelsLastUnbatched => {
-            let mut order: Vec<usize> = (1..n).collect();
-            order.push(0);
-            order
+            let mut s5 = vec![1];
+            s5.extend_from_slice(os);
+            Ok(util::format_strides(&s5, sys::TENSOR_CHANNELS_LAST_3D)?[1..].to_vec())
         }
     }
 }
@@ -590,14 +597,14 @@ fn run(
     ret0: &mut AtenTensorHandle,
     ret1: Option<&mut AtenTensorHandle>,
 ) -> Result<()> {
-    let order = out_order(os.len(), layout);
-    let mut values = util::empty_permuted(os, &order, dtype)?;
+    let ost = out_strides(os, layout)?;
+    let mut values = util::empty_strided(os, &ost, dtype)?;
     let mut indices = match (kind, &ret1) {
-        (Kind::Max, Some(_)) => Some(util::empty_permuted(os, &order, I64)?),
+        (Kind::Max, Some(_)) => Some(util::empty_strided(os, &ost, I64)?),
         _ => None,
     };
     let xd = dims5(x.sizes(), x.strides(), sp);
-    let od = dims5(os, values.get().strides(), sp);
+    let od = dims5(os, &ost, sp);
     let lanes = layout != Layout::Contiguous;
     if values.get().numel() > 0 {
         dispatch!(dtype, T => {
