@@ -41,7 +41,8 @@ def declared(header):
     text = open(os.path.join(INCLUDE, header)).read()
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
-    return sorted(set(re.findall(r"\b(aoti_torch_[A-Za-z0-9_]+)\s*\(", text)))
+    # Exported functions only (shim.h's C++ templates, e.g. aoti_torch_dtype<T>, are not).
+    return sorted(set(re.findall(r"AOTI_TORCH_EXPORT\s[^;(]*?\b(aoti_torch_[A-Za-z0-9_]+)\s*\(", text)))
 
 
 def symbols(path, undefined):
@@ -110,6 +111,8 @@ def table(libdir, dirs):
                 status = f"refused: {why_not[n]}"
             elif n in exported:
                 status = "yes"
+            elif "_backward" in n:
+                status = "no (a backward op: training only)"
             else:
                 status = "no"
             used = ", ".join(sorted(needs.get(n, ())))
