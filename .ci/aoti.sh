@@ -10,7 +10,7 @@ exec </dev/null
 cd "$(dirname "$0")/.."
 . .ci/lib.sh
 [ -e /usr/include/sleef.h ] || apt_install libsleef3 libsleef-dev
-ci_venv torch numpy
+ci_venv torch numpy torchvision transformers
 export TENSOR_AOTI_PYTHON="${TENSOR_AOTI_PYTHON:-$VENV/bin/python}"
 export TENSOR_AOTI_REQUIRE="${TENSOR_AOTI_REQUIRE:-1}"
 # The C host under valgrind (TENSOR_VALGRIND=0 to skip it).

@@ -121,6 +121,9 @@ fn host_cmd(host: &Path) -> Command {
             "--show-leak-kinds=definite,indirect,possible",
             "--errors-for-leak-kinds=definite,indirect,possible",
             "--quiet",
+            // Shorter superblocks: Inductor's fully unrolled kernels (a Llama's, an LSTM's
+            // transposes) otherwise exhaust VEX's temporary storage for one translation.
+            "--vex-guest-max-insns=20",
         ])
         .arg(format!("--suppressions={}", supp.display()))
         .arg(host);
@@ -298,77 +301,28 @@ fn aoti_models_kernels_and_exports() {
     }
 }
 
-/// The test models and the zoo, compiled by tests/make_models.py into a cache directory
-/// keyed by what determines them: the torch version and the bytes of the scripts that build
-/// and compile them. Compiling is most of the aoti test's time; a key that differs in any
-/// of those compiles afresh (into a new directory, renamed into place when complete, so an
-/// interrupted compile is never reused). The cache is `TENSOR_AOTI_CACHE` or
-/// `~/.cache/libtensor-aoti-models`; `TENSOR_AOTI_CACHE=off` compiles into target/ each time.
+/// The test models and the zoo, compiled by `tests/make_models.py --cache` into a directory
+/// keyed by what determines them (the torch version and the bytes of the scripts that build
+/// and compile them: compiling is most of the aoti test's time; a complete directory only).
+/// The cache is `TENSOR_AOTI_CACHE` or `~/.cache/libtensor-aoti-models`.
 fn compiled_models(py: &Path) -> PathBuf {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let torch = run(Command::new(py).args(["-c", "import torch; print(torch.__version__)"]));
-    let mut key: u64 = 0xcbf2_9ce4_8422_2325; // FNV-1a
-    let mut feed = |bytes: &[u8]| {
-        for &b in bytes {
-            key = (key ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    feed(torch.trim().as_bytes());
-    for f in [
-        here.join("tests/make_models.py"),
-        here.join("tests/zoo.py"),
-        here.join("python/tensor_aoti_compile.py"),
-        root().join("examples_c/aoti_model.py"),
-    ] {
-        feed(&std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display())));
-    }
-    let cache = std::env::var_os("TENSOR_AOTI_CACHE").map(PathBuf::from);
-    let base = match cache {
-        Some(c) if c.as_os_str() == "off" => profile_dir().join("aoti-models"),
-        Some(c) => c,
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
-            .join(".cache/libtensor-aoti-models"),
-    };
-    let dir = base.join(format!("torch-{}-{key:016x}", torch.trim()));
-    if dir.join("manifest.txt").exists() && dir.join("zoo/manifest.txt").exists() {
-        println!(
-            "reusing the compiled test models and zoo of {}",
-            dir.display()
-        );
-        // (its time of use, for the pruning below)
-        let _ =
-            std::fs::File::open(&dir).and_then(|f| f.set_modified(std::time::SystemTime::now()));
-        return dir;
-    }
-    let fresh = base.join(format!("incomplete-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&fresh);
-    std::fs::create_dir_all(&fresh).unwrap();
-    let t = std::time::Instant::now();
-    run(Command::new(py)
+    let base = std::env::var_os("TENSOR_AOTI_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
+                .join(".cache/libtensor-aoti-models")
+        });
+    let out = run(Command::new(py)
         .arg(here.join("tests/make_models.py"))
-        .arg(&fresh)
-        .arg("--zoo")
-        .arg(fresh.join("zoo")));
-    println!(
-        "compiled the test models and the zoo in {:.0} s",
-        t.elapsed().as_secs_f64()
-    );
-    // Other keys unused for a day are stale (a younger one may be another checkout's).
-    let day = std::time::Duration::from_secs(24 * 3600);
-    if let Ok(entries) = std::fs::read_dir(&base) {
-        for e in entries.flatten() {
-            let old = e
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|m| m.elapsed().is_ok_and(|a| a > day));
-            if e.path() != fresh && old {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::rename(&fresh, &dir).unwrap();
-    dir
+        .arg("--cache")
+        .arg(&base));
+    print!("{out}");
+    let dir = out
+        .lines()
+        .find_map(|l| l.strip_prefix("models: "))
+        .expect("make_models.py --cache names its directory");
+    PathBuf::from(dir)
 }
 
 /// libtensor's version, from the repository's Cargo.toml (the one source of truth).

@@ -5,13 +5,17 @@ expensive part of the AOTI tests.
 
 Usage: python make_models.py OUT_DIR [--zoo ZOO_DIR] [name ...]
 (--zoo: zoo.py's models too, into ZOO_DIR, in the same process)
+       python make_models.py --cache BASE   (all of them, cached in BASE by cache_key())
 Writes OUT_DIR/<name>.pt2, <name>.in<i>.npy, <name>.out<i>.npy and, for a model run at
 other shapes than traced, <name>.run<k>.in<i>.npy / .out<i>.npy; OUT_DIR/manifest.txt lists
 "name n_inputs n_outputs n_runs layout" per line (layout "cl": the inputs are channels-last;
 the .npy files are always C order).
 """
 
+import fcntl
+import hashlib
 import os
+import shutil
 import sys
 import time
 
@@ -258,8 +262,59 @@ def save(out, stem, tensors):
         np.save(os.path.join(out, f"{stem}{i}.npy"), t.detach().contiguous().numpy())
 
 
+def cache_key():
+    """What determines the compiled models: the torch version, the ISA choice and the bytes
+    of the scripts that build and compile them."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256(f"{torch.__version__} {ISA}".encode())
+    for f in ("make_models.py", "zoo.py", "../python/tensor_aoti_compile.py",
+              "../../examples_c/aoti_model.py"):
+        with open(os.path.join(here, f), "rb") as fh:
+            h.update(fh.read())
+    return f"torch-{torch.__version__}-{h.hexdigest()[:16]}"
+
+
+def cached(base):
+    """The test models and the zoo compiled into BASE/<cache_key()>/ (the zoo in its zoo/),
+    compiled there first unless complete: into a fresh directory renamed into place when
+    done, under a lock (CI may compile them in the background while a test waits). Prints
+    "models: DIR". Keys unused for a day are removed."""
+    os.makedirs(base, exist_ok=True)
+    done = os.path.join(base, cache_key())
+    with open(os.path.join(base, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(os.path.join(done, "zoo", "manifest.txt")):
+            os.utime(done)
+            print(f"reusing the compiled models of {done}")
+        else:
+            fresh = os.path.join(base, f"incomplete-{os.getpid()}")
+            shutil.rmtree(fresh, ignore_errors=True)
+            t0 = time.time()
+            torch.manual_seed(0)
+            compile_all(fresh, models(), [])
+            compile_all(os.path.join(fresh, "zoo"), zoo_models(), [])
+            shutil.rmtree(done, ignore_errors=True)
+            os.rename(fresh, done)
+            print(f"compiled the test models and the zoo in {time.time() - t0:.0f} s")
+        for e in os.listdir(base):
+            p = os.path.join(base, e)
+            if e.startswith(("torch-", "incomplete-")) and p != done and \
+                    time.time() - os.path.getmtime(p) > 24 * 3600:
+                shutil.rmtree(p, ignore_errors=True)
+    print(f"models: {done}")
+
+
+def zoo_models():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import zoo
+
+    return zoo.models()
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--cache"]:
+        return cached(args[1])
     zoo_dir = None
     if "--zoo" in args:
         i = args.index("--zoo")
@@ -269,10 +324,7 @@ def main():
     torch.manual_seed(0)
     compile_all(out, models(), wanted)
     if zoo_dir:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import zoo
-
-        compile_all(zoo_dir, zoo.models(), wanted)
+        compile_all(zoo_dir, zoo_models(), wanted)
 
 
 def compile_all(out, table, wanted):

@@ -99,7 +99,7 @@ def models():
 
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
-    img = torch.randn(1, 3, 64, 64, generator=g)
+    img = torch.randn(1, 3, 32, 32, generator=g)
     tv = torchvision.models
     vocab = 128
     ids = torch.randint(0, vocab, (1, 12), generator=g)
