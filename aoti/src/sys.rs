@@ -17,6 +17,8 @@ pub const TENSOR_ERR_SHAPE: tensor_status_t = 4;
 pub const TENSOR_ERR_DTYPE: tensor_status_t = 6;
 pub const TENSOR_ERR_DEVICE: tensor_status_t = 7;
 pub const TENSOR_ERR_OVERFLOW: tensor_status_t = 9;
+pub const TENSOR_ERR_OVERLAP: tensor_status_t = 11;
+pub const TENSOR_ERR_READ_ONLY: tensor_status_t = 13;
 pub const TENSOR_ERR_IO: tensor_status_t = 14;
 pub const TENSOR_ERR_INTERNAL: tensor_status_t = 99;
 
@@ -87,6 +89,7 @@ extern "C" {
     pub fn storage_release(s: *mut storage_t);
     pub fn storage_nbytes(s: *const storage_t) -> usize;
     pub fn storage_device(s: *const storage_t) -> tensor_device_t;
+    pub fn storage_is_read_only(s: *const storage_t) -> bool;
     pub fn tensor_from_storage(
         s: *mut storage_t,
         storage_offset: i64,
@@ -99,6 +102,8 @@ extern "C" {
     pub fn tensor_storage(t: *const tensor_t) -> *mut storage_t;
     pub fn tensor_alias(t: *const tensor_t, out: *mut *mut tensor_t) -> tensor_status_t;
     pub fn tensor_use_count(t: *const tensor_t) -> u64;
+    pub fn tensor_version(t: *const tensor_t) -> u64;
+    pub fn tensor_bump_version(t: *mut tensor_t) -> tensor_status_t;
     pub fn tensor_empty_like(
         t: *const tensor_t,
         fmt: i32,
