@@ -279,7 +279,8 @@ fn aoti_models_kernels_and_exports() {
         .env("TENSOR_AOTI_TEST_TMPDIR", &tmp));
     print!("{out}");
     assert!(out.contains(" 0 failed"), "{out}");
-    let out = run(host_cmd(&host)
+    // (Not under valgrind, which needs a TMPDIR of its own.)
+    let out = run(Command::new(&host)
         .arg(&models)
         .arg("pointwise")
         .arg("mmap_self")
@@ -388,6 +389,63 @@ fn aoti_models_kernels_and_exports() {
             .arg(models.join("mlp.in0.npy"))
             .arg(models.join("mlp.out0.npy")))
     );
+
+    // libtorch and libtensor_aoti in one process (tests/coexist.cpp, built against the
+    // wheel's headers and libraries): one of our packages through libtensor_aoti and one
+    // compiled for libtorch through AOTIModelPackageLoader, in either order.
+    let torch_dir = PathBuf::from(
+        run(Command::new(&py)
+            .arg("-c")
+            .arg("import os, torch; print(os.path.dirname(torch.__file__))"))
+        .trim(),
+    );
+    let coexist = lib.join("coexist");
+    let mut cxx = cc::Build::new()
+        .cargo_metadata(false)
+        .cpp(true)
+        .target(env!("TENSOR_AOTI_TARGET"))
+        .host(env!("TENSOR_AOTI_TARGET"))
+        .opt_level(1)
+        .get_compiler()
+        .to_command();
+    cxx.args(["-std=c++20", "-w", "-I"])
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(torch_dir.join("include"))
+        .arg("-I")
+        .arg(torch_dir.join("include/torch/csrc/api/include"))
+        .arg(here.join("tests/coexist.cpp"))
+        .arg("-o")
+        .arg(&coexist)
+        .arg("-L")
+        .arg(&lib)
+        .args(["-ltensor_aoti", "-ltensor", "-L"])
+        .arg(torch_dir.join("lib"))
+        // libtorch.so itself loaded: the libtorch package needs it by name.
+        .args([
+            "-Wl,--no-as-needed",
+            "-ltorch",
+            "-ltorch_cpu",
+            "-lc10",
+            "-Wl,--as-needed",
+        ])
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", torch_dir.join("lib").display()));
+    run(&mut cxx);
+    for order in ["ours-first", "torch-first"] {
+        let m = |f: &str| models.join(f);
+        let out = run(Command::new(&coexist)
+            .arg(m("mlp.pt2"))
+            .arg(m("mlp.in0.npy"))
+            .arg(m("mlp.out0.npy"))
+            .arg(m("refuse_libtorch.pt2"))
+            .arg(m("refuse_libtorch.in0.npy"))
+            .arg(m("refuse_libtorch.out0.npy"))
+            .arg(order)
+            .env("TENSOR_AOTI_QUIET", "1"));
+        print!("{out}");
+        assert!(out.contains(" 0 failed"), "{out}");
+    }
 
     // The example (examples_c/aoti_run.c) on the classifier examples_c/aoti_model.py defines.
     let example = lib.join("aoti_run");

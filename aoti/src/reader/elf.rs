@@ -54,6 +54,9 @@ pub struct Elf {
     /// Offsets (in the string table) of every string the loader reads that is not a symbol
     /// name: DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH, version file and version names.
     other_strings: Vec<usize>,
+    /// File ranges of the structures read here (headers, dynamic entries, symbols, hash
+    /// tables, relocations, version records): a rename must not write into them.
+    read: Vec<(usize, usize)>,
     /// Length of the file.
     pub len: usize,
 }
@@ -180,8 +183,10 @@ impl Elf {
             symbols: Vec::new(),
             needed: Vec::new(),
             other_strings: Vec::new(),
+            read: vec![(0, 64), (phoff, phoff.saturating_add(phnum * 56))],
             len: d.len(),
         };
+        elf.read.push((dyn_off, dyn_off.saturating_add(dyn_size)));
         // The dynamic entries (16 bytes each) up to DT_NULL.
         let mut tags: Vec<(u64, u64)> = Vec::new();
         for k in 0..(dyn_size / 16).min(MAX_ITEMS) {
@@ -206,6 +211,7 @@ impl Elf {
         }
         let nsyms = elf.symbol_count(d, &tags, symtab)?;
         let sym_off = elf.file_range(symtab, (nsyms as u64) * 24, "the dynamic symbol table")?;
+        elf.read.push((sym_off, sym_off + nsyms * 24));
         for i in 0..nsyms {
             let s = sym_off + 24 * i;
             let name_off = u32_at(d, s).ok_or_else(|| short("symbol"))? as usize;
@@ -288,11 +294,14 @@ impl Elf {
 
     /// The number of dynamic symbols: DT_HASH's chain count, else the end of DT_GNU_HASH's
     /// last chain.
-    fn symbol_count(&self, d: &[u8], tags: &[(u64, u64)], _symtab: u64) -> Result<usize> {
+    fn symbol_count(&mut self, d: &[u8], tags: &[(u64, u64)], _symtab: u64) -> Result<usize> {
         let one = |t: u64| tags.iter().find(|(k, _)| *k == t).map(|&(_, v)| v);
         if let Some(h) = one(DT_HASH) {
             let off = self.file_range(h, 8, "DT_HASH")?;
+            let nb = u32_at(d, off).ok_or_else(|| short("DT_HASH"))? as usize;
             let n = u32_at(d, off + 4).ok_or_else(|| short("DT_HASH"))? as usize;
+            self.read
+                .push((off, off.saturating_add(8 + 4 * nb.saturating_add(n))));
             if n > MAX_ITEMS {
                 return Err(short("symbol count"));
             }
@@ -310,6 +319,7 @@ impl Elf {
         }
         let buckets = g + 16 + 8 * bloom;
         let b_off = self.file_range(buckets, 4 * nbuckets, "DT_GNU_HASH buckets")?;
+        self.read.push((off, b_off + 4 * nbuckets as usize));
         let mut last = 0u64;
         for i in 0..nbuckets as usize {
             last = last.max(u32_at(d, b_off + 4 * i).ok_or_else(|| short("bucket"))? as u64);
@@ -324,6 +334,7 @@ impl Elf {
                 return Err(short("DT_GNU_HASH chain"));
             }
             let c = self.file_range(chains + 4 * (i - symoffset), 4, "DT_GNU_HASH chain")?;
+            self.read.push((c, c + 4));
             let h = u32_at(d, c).ok_or_else(|| short("chain"))?;
             if h & 1 == 1 {
                 return Ok(i as usize + 1);
@@ -332,8 +343,16 @@ impl Elf {
         }
     }
 
-    fn check_relocs(&self, d: &[u8], addr: u64, size: u64, ent: u64, nsyms: usize) -> Result<()> {
+    fn check_relocs(
+        &mut self,
+        d: &[u8],
+        addr: u64,
+        size: u64,
+        ent: u64,
+        nsyms: usize,
+    ) -> Result<()> {
         let off = self.file_range(addr, size, "the relocations")?;
+        self.read.push((off, off + size as usize));
         for k in 0..(size / ent) as usize {
             let info = u64_at(d, off + k * ent as usize + 8).ok_or_else(|| short("relocation"))?;
             let sym = if ent == 24 {
@@ -355,6 +374,7 @@ impl Elf {
         let mut at = addr;
         for _ in 0..(count as usize).min(MAX_ITEMS) {
             let r = self.file_range(at, 16, "a version record")?;
+            self.read.push((r, r + 16));
             let cnt = u16_at(d, r + if need { 2 } else { 6 }).ok_or_else(|| short("version"))?;
             if need {
                 let file = u32_at(d, r + 4).ok_or_else(|| short("version"))? as usize;
@@ -365,6 +385,7 @@ impl Elf {
             let mut a = at.checked_add(aux as u64).ok_or_else(|| short("version"))?;
             for _ in 0..cnt {
                 let x = self.file_range(a, if need { 16 } else { 8 }, "a version entry")?;
+                self.read.push((x, x + if need { 16 } else { 8 }));
                 let name =
                     u32_at(d, x + if need { 8 } else { 0 }).ok_or_else(|| short("version"))?;
                 self.string(d, name as usize)?;
@@ -443,8 +464,66 @@ impl Elf {
             }
         }
         for &t in &targets {
+            let (lo, hi) = (base + t, base + t + from.len());
+            if let Some(r) = self.read.iter().find(|r| r.0 < hi && lo < r.1) {
+                return invalid(format!(
+                    "the dynamic string table overlaps the file's other dynamic structures (bytes {}..{})",
+                    r.0, r.1
+                ));
+            }
+        }
+        for &t in &targets {
             d[base + t..base + t + from.len()].copy_from_slice(to);
         }
         Ok(targets.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Elf;
+
+    /// The hand-built objects of the fuzz seed corpus (fuzz/make_aoti_seeds.py).
+    fn seed(name: &str) -> Vec<u8> {
+        let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus/aoti_package/");
+        std::fs::read(format!("{p}{name}")).unwrap()
+    }
+
+    #[test]
+    fn imports_and_rename() {
+        let mut d = seed("elf_import");
+        let e = Elf::parse(&d).unwrap();
+        let imports: Vec<&str> = e.imports().map(|s| s.name.as_str()).collect();
+        assert_eq!(imports, ["aoti_torch_cpu_topk"]);
+        assert!(e.defined("f").is_some());
+        assert_eq!(e.rename_undefined(&mut d, b"aoti_", b"ltai_").unwrap(), 1);
+        let again = Elf::parse(&d).unwrap();
+        assert_eq!(again.imports().next().unwrap().name, "ltai_torch_cpu_topk");
+        assert_eq!(
+            Elf::parse(&seed("elf_needed")).unwrap().needed,
+            ["libm.so.6"]
+        );
+    }
+
+    #[test]
+    fn refusals() {
+        // "mm" is the tail of "aoti_torch_cpu_mm": renaming is fine (the tail is not in the
+        // rewritten bytes); a string starting inside the prefix would not be.
+        let mut d = seed("elf_shared_tail");
+        let e = Elf::parse(&d).unwrap();
+        assert_eq!(e.rename_undefined(&mut d, b"aoti_", b"ltai_").unwrap(), 1);
+        let mut d = seed("elf_shared_tail");
+        let e = Elf::parse(&d).unwrap();
+        let err = e.rename_undefined(&mut d, b"aoti_torch_cpu_m", b"xxxxxxxxxxxxxxxx");
+        assert!(err.unwrap_err().msg.contains("shares bytes with 'mm'"));
+        // A defined aoti_* symbol is not renamed.
+        let mut d = seed("elf_defined_aoti");
+        let e = Elf::parse(&d).unwrap();
+        assert_eq!(e.rename_undefined(&mut d, b"aoti_", b"ltai_").unwrap(), 0);
+        assert!(Elf::parse(&seed("elf_truncated"))
+            .unwrap_err()
+            .msg
+            .contains("truncated"));
+        assert!(Elf::parse(b"\x7fELF").is_err() && Elf::parse(&[]).is_err());
     }
 }
