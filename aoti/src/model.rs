@@ -483,10 +483,6 @@ fn copy_model(path: &str, code: &CodeFile) -> Result<Parts> {
     })
 }
 
-fn quiet() -> bool {
-    std::env::var("TENSOR_AOTI_QUIET").is_ok_and(|v| v == "1")
-}
-
 impl Model {
     fn load(path: &str) -> Result<Model> {
         self_handle()?;
@@ -601,7 +597,7 @@ impl Model {
                 .map_err(|b| format!("its wrapper source's input checks do not parse: {}", b.msg)),
             Err(why) => Err(why.clone()),
         };
-        if !quiet() {
+        if !error::quiet() {
             if let Err(why) = &m.specs {
                 eprintln!(
                     "libtensor_aoti: '{path}': no input checks ({why}): tensor_aoti_run refuses every run of this model"

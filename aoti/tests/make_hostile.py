@@ -87,6 +87,20 @@ write("not_elf", [(info, b"\x7fELF" + b"\0" * 60 if i == so else d) for i, (info
 write("truncated_so", [(info, d[:0x20000] if i == so else d) for i, (info, d) in enumerate(pw)],
       INVALID, ["truncated", "segment"])
 
+# Imports nothing provides (the names edited in the .so's bytes, same length): all in one
+# refusal, each named.
+def edit_so(case, ents, idx, edits, texts):
+    data = ents[idx][1]
+    for old, new in edits:
+        assert old in data, old
+        data = data.replace(old, new)
+    write(case, [(info, data if i == idx else d) for i, (info, d) in enumerate(ents)], INVALID, texts)
+
+
+edit_so("missing_imports", pw, so, [(b"Sleef_expf8_u10\0", b"Sleef_expf8_u99\0"),
+                                    (b"Sleef_sinf8_u35\0", b"Sleef_sinf8_u99\0")],
+        ["none of it was run", "Sleef_expf8_u99 (SLEEF", "Sleef_sinf8_u99"])
+
 # The archive itself: cut short; a flipped byte in the stored .so (CRC); a text entry whose
 # declared size is far above its real one (a zip bomb's lie), and one far above the limit.
 good = open(os.path.join(models, "pointwise.pt2"), "rb").read()
@@ -148,6 +162,10 @@ edit_cpp("const_unknown_dtype", "constants_info_[0].dtype = cached_torch_dtype_f
          "constants_info_[0].dtype = cached_torch_dtype_quux;", INVALID, ["constant 0", "unknown dtype"])
 edit_cpp("short_weights", "constants_info_[0].data_size = 8192;", "constants_info_[0].data_size = 819200;",
          INVALID, ["constants table holds", "carries"])
+
+edit_so("missing_shim_and_symbol", mlp, find(mlp, ".wrapper.so"),
+        [(b"aoti_torch_cpu_addmm_out\0", b"aoti_torch_cpu_addmm_oux\0"), (b"memcpy\0", b"memcpz\0")],
+        ["aoti_torch_cpu_addmm_oux (aten.addmm_oux)", "memcpz"])
 
 # Loadable, with or without input checks (pointwise's inputs: [4, 16] x 2).
 write("unchecked_no_cpp", [e for i, e in enumerate(pw) if i != cpp])
