@@ -2,8 +2,8 @@
  * through libtensor_aoti, runs it on the saved inputs and compares every output with the
  * eager PyTorch output saved beside them; then checks that wrong inputs are refused with a
  * status and that libtensor's memory statistics are back to zero after the release.
- * Usage: host DIR [model ...]; host --bare SO; host --refuse DIR (refuse.txt);
- * host --no-checks PT2; host --hostile DIR (hostile.txt); host --load PT2.
+ * Usage: host DIR [model ...]; host --bare SO|PT2 checked|unchecked (pointwise's
+ * shapes); host --refuse DIR (refuse.txt); host --hostile DIR (hostile.txt); host --load PT2.
  * Exits non-zero on any failure. No libtorch is involved. */
 #include <dirent.h>
 #include <fcntl.h>
