@@ -940,6 +940,14 @@ tensor_memory_format_t tensor_suggest_memory_format(const struct tensor_t *t);
 uint64_t tensor_version(const struct tensor_t *t);
 
 /**
+ * Adds one to `t`'s version counter, as an in-place write does: for code that writes a
+ * tensor's memory directly (e.g. a compiled model writing an input through its data
+ * pointer), so that views and autograd-style users see the change. Errors: NULL_POINTER,
+ * READ_ONLY (the storage refuses writes: nothing is bumped).
+ */
+tensor_status_t tensor_bump_version(struct tensor_t *t);
+
+/**
  * Storage offset in elements of `t[index]` (`n` must equal ndim; negative indices wrap)
  * in `*out`. Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX.
  */

@@ -39,6 +39,10 @@ class Model {
 
   size_t num_inputs() const noexcept { return tensor_aoti_num_inputs(m_); }
   size_t num_outputs() const noexcept { return tensor_aoti_num_outputs(m_); }
+  /// The package's AOTI_CPU_ISA ("" when unknown): tensor_aoti_cpu_isa.
+  const char* cpu_isa() const noexcept { return tensor_aoti_cpu_isa(m_); }
+  /// Whether runs can check (and so run) this model's inputs: tensor_aoti_checks_inputs.
+  bool checks_inputs() const noexcept { return tensor_aoti_checks_inputs(m_); }
 
   /// Runs the model (tensor_aoti_run): inputs are borrowed, the outputs are new tensors.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {

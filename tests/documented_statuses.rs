@@ -1947,6 +1947,26 @@ fn drive(name: &str, c: &mut Ctx) -> Option<Option<i32>> {
         "tensor_is_non_overlapping_and_dense" => plain!(tensor_is_non_overlapping_and_dense(c.t())),
         "tensor_suggest_memory_format" => plain!(tensor_suggest_memory_format(c.t())),
         "tensor_version" => plain!(tensor_version(c.t())),
+        "tensor_bump_version" => {
+            // Draws nothing from the round's stream (the drivers after it keep theirs): a
+            // NULL, a fresh tensor and a read-only one in turn.
+            static TURN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let turn = TURN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 3;
+            if turn == 0 {
+                return Some(Some(lib(|| tensor_bump_version(null_mut())).0));
+            }
+            let mut t = null_mut();
+            if !ok(tensor_zeros([1i64].as_ptr(), 1, tensor_dtype_t(7), &mut t)) {
+                // (the allocator is failing this round: the NULL call's status stands in)
+                return Some(Some(lib(|| tensor_bump_version(null_mut())).0));
+            }
+            if turn == 2 {
+                let _ = storage_mark_read_only(tensor_storage(t));
+            }
+            let s = lib(|| tensor_bump_version(t)).0;
+            tensor_release(t);
+            Some(Some(s))
+        }
         "tensor_element_offset" => {
             let t = c.t();
             let (p, n) = c.index(t);

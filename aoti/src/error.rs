@@ -153,7 +153,8 @@ pub fn shim_value<T>(name: &str, fallback: T, f: impl FnOnce() -> T) -> T {
     }
 }
 
-fn quiet() -> bool {
+/// `TENSOR_AOTI_QUIET=1`: no notes or shim failures on stderr (read once).
+pub fn quiet() -> bool {
     static Q: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *Q.get_or_init(|| std::env::var("TENSOR_AOTI_QUIET").is_ok_and(|v| v == "1"))
 }

@@ -1,20 +1,34 @@
 //! The host API: load a `.pt2` package (or a model `.so`), run it on libtensor tensors.
 //!
-//! A `.pt2` is a zip (entries stored); its CPU model is
-//! `<package>/data/aotinductor/<model>/<hash>.wrapper.so` with `AOTI_DEVICE_KEY: cpu` in the
-//! `.wrapper_metadata.json` beside it. The `.so` is copied into a temporary file (unlinked once
-//! open) and `dlopen`ed from there with `RTLD_NOW` (every `aoti_torch_*` and `Sleef_*` reference must
-//! resolve: libtensor_aoti first makes its own symbols global). The entry points
+//! Loading (`Model::load`): the package is read and checked (`reader::package`), the model
+//! `.so` copied into an anonymous file of this process (`codefile`), its dynamic symbols
+//! read (`reader::elf`) and diagnosed before any of its code runs (every import this build
+//! cannot provide, named with its op, in one message: `diagnose`), its constants table
+//! checked against the weights it carries (`check_constants`), the names of its `aoti_*`
+//! imports rewritten to libtensor_aoti's private ones (`ltai_*`, the same length: see
+//! `SHIM_PREFIX`), and only then `dlopen`ed (`RTLD_NOW | RTLD_LOCAL`). The entry points
 //! (`AOTInductorModelContainer*`) are `extern "C"` in the model itself.
+//!
+//! A model handle holds a lock: a run waits for another thread's run on the same model,
+//! and a release waits for a running call to return.
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::io::Read;
 use std::ptr::{self, NonNull};
+use std::sync::Mutex;
 
-use crate::error::{self, err, fn_name, host, host_value, Result};
-use crate::spec::{self, InputSpec};
+use crate::codefile::CodeFile;
+use crate::error::{self, err, fn_name, host, host_value, Error, Result};
+use crate::reader::{self, elf::Elf, package, wrapper};
+use crate::spec;
 use crate::sys::{self, tensor_t};
-use crate::util::{self, out, Handle, Owned};
+use crate::util::{self, out, Handle, Owned, Tensor};
+
+/// The prefix of the shim's names as a model imports them, and as libtensor_aoti exports
+/// them (build.rs: `--defsym` aliases; the `aoti_*` names themselves are hidden), so that
+/// no library but our models binds to our shim and our models bind to nothing else's.
+pub const MODEL_PREFIX: &[u8] = b"aoti_";
+pub const SHIM_PREFIX: &[u8] = b"ltai_";
 
 type ContainerHandle = *mut c_void;
 type CreateFn =
@@ -36,12 +50,12 @@ type LastErrorFn = unsafe extern "C" fn(*mut *const c_char) -> i32;
 struct Library(NonNull<c_void>);
 
 impl Library {
-    /// `dlopen(path, RTLD_NOW | RTLD_LOCAL)`, or IO with dlerror's text naming `what`.
-    fn open(path: &CStr, what: &str) -> Result<Library> {
+    /// `dlopen(path, flags)`, or IO with dlerror's text naming `what`.
+    fn open(path: &CStr, flags: i32, what: &str) -> Result<Library> {
         // SAFETY: path is a NUL-terminated string. dlopen runs the library's initialisers:
-        // running that code is what the host asked for (tensor_aoti_load's contract: the
-        // file is a model compiled by AOTInductor).
-        let lib = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        // for a model, after `diagnose` (tensor_aoti.h: loading runs the package's code);
+        // for a library a model needs, that library's own.
+        let lib = unsafe { libc::dlopen(path.as_ptr(), flags) };
         match NonNull::new(lib) {
             Some(l) => Ok(Library(l)),
             None => err(
@@ -51,12 +65,9 @@ impl Library {
         }
     }
 
-    /// The address of `name` in the library, if it defines it.
+    /// The address of `name` in the library (or, for `dlsym`'s RTLD_DEFAULT, the process).
     fn sym(&self, name: &str) -> Option<NonNull<c_void>> {
-        let c = CString::new(name).ok()?;
-        // SAFETY: self.0 is a handle dlopen returned and not yet closed (closed only by
-        // Drop); c is a NUL-terminated string.
-        NonNull::new(unsafe { libc::dlsym(self.0.as_ptr(), c.as_ptr()) })
+        sym_in(self.0.as_ptr(), name)
     }
 
     /// The library's function `name` as the function-pointer type `F`.
@@ -75,6 +86,12 @@ impl Library {
     }
 }
 
+fn sym_in(handle: *mut c_void, name: &str) -> Option<NonNull<c_void>> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: handle is a live dlopen handle or RTLD_DEFAULT; c is NUL-terminated.
+    NonNull::new(unsafe { libc::dlsym(handle, c.as_ptr()) })
+}
+
 impl Drop for Library {
     fn drop(&mut self) {
         // SAFETY: self.0 is a handle dlopen returned, closed exactly once, here; nothing
@@ -83,204 +100,439 @@ impl Drop for Library {
     }
 }
 
-/// A loaded model (`tensor_aoti_model_t`).
-pub struct Model {
-    /// Held open (a field: closed after `Model::drop` has deleted the container).
-    _lib: Library,
-    container: ContainerHandle,
-    run: RunFn,
-    delete: DeleteFn,
-    last_error: Option<LastErrorFn>,
-    num_inputs: usize,
-    num_outputs: usize,
-    /// Per input, from the package's wrapper source; None for a bare `.so`.
-    specs: Option<Vec<InputSpec>>,
-}
-
 fn dlerror() -> String {
     // SAFETY: dlerror takes nothing; it returns NULL or this thread's NUL-terminated
     // message, valid until the thread's next dl* call (c_string copies it at once).
     error::c_string(unsafe { libc::dlerror() }).unwrap_or_else(|| "unknown dlerror".into())
 }
 
-/// Makes libtensor_aoti's symbols global, so that a model `dlopen`ed next binds its
-/// `aoti_torch_*` references to them even when the host loaded us with RTLD_LOCAL (ctypes).
-fn promote_self() -> Result<()> {
-    // SAFETY: Dl_info is C data (pointers and integers), for which all zeros is a value.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    let anchor = promote_self as *const c_void;
-    // SAFETY: anchor is an address in this library; info is a writable Dl_info.
-    if unsafe { libc::dladdr(anchor, &mut info) } == 0 || info.dli_fname.is_null() {
-        return err(
-            sys::TENSOR_ERR_INTERNAL,
-            "dladdr cannot find libtensor_aoti itself",
+/// A loaded model (`tensor_aoti_model_t`'s contents).
+pub struct Model {
+    /// Held open (a field: closed after `Model::drop` has deleted the container).
+    _lib: Library,
+    /// The model's code file, open while the library is (closed after it).
+    _code: CodeFile,
+    container: ContainerHandle,
+    run: RunFn,
+    delete: DeleteFn,
+    last_error: Option<LastErrorFn>,
+    num_inputs: usize,
+    num_outputs: usize,
+    /// What the wrapper source says about the inputs, or why there is nothing to check
+    /// them against (then every run is refused).
+    specs: std::result::Result<wrapper::Wrapper, String>,
+    /// The metadata's `AOTI_CPU_ISA` ("" when unknown).
+    cpu_isa: CString,
+}
+
+// SAFETY: the container and the library's functions are used by one thread at a time
+// (the handle's lock), and AOTInductor's container may be used from any thread.
+unsafe impl Send for Model {}
+// SAFETY: as above: shared access reads only the counts and strings, set at load.
+unsafe impl Sync for Model {}
+
+/// libtensor_aoti's own handle (RTLD_NOLOAD | RTLD_GLOBAL: also makes its symbols global,
+/// so that a model `dlopen`ed next binds its imports to them even when the host loaded us
+/// with RTLD_LOCAL, as ctypes does). Kept for the process's life.
+fn self_handle() -> Result<usize> {
+    static SELF: std::sync::OnceLock<std::result::Result<usize, String>> =
+        std::sync::OnceLock::new();
+    let r = SELF.get_or_init(|| {
+        // SAFETY: Dl_info is C data (pointers and integers), for which all zeros is a value.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        let anchor = self_handle as *const c_void;
+        // SAFETY: anchor is an address in this library; info is a writable Dl_info.
+        if unsafe { libc::dladdr(anchor, &mut info) } == 0 || info.dli_fname.is_null() {
+            return Err("dladdr cannot find libtensor_aoti itself".into());
+        }
+        // SAFETY: dli_fname is non-NULL (checked above): the loader's NUL-terminated path
+        // of this library, already loaded, so RTLD_NOLOAD opens no new code.
+        let h = unsafe {
+            libc::dlopen(
+                info.dli_fname,
+                libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL,
+            )
+        };
+        if h.is_null() {
+            return Err(format!("cannot make libtensor_aoti global: {}", dlerror()));
+        }
+        Ok(h as usize)
+    });
+    r.clone().or_else(|m| err(sys::TENSOR_ERR_INTERNAL, m))
+}
+
+/// Whether this build exports the shim function a model imports as `name` (`aoti_...`).
+fn shim_has(me: usize, name: &str) -> bool {
+    let private = format!(
+        "{}{}",
+        std::str::from_utf8(SHIM_PREFIX).unwrap_or_default(),
+        &name[MODEL_PREFIX.len()..]
+    );
+    sym_in(me as *mut c_void, &private).is_some()
+}
+
+/// The ATen op a generated shim function belongs to: `aoti_torch_cpu_topk` -> `aten.topk`,
+/// `aoti_torch_cpu_mm_out` -> `aten.mm.out`, `aoti_torch_cpu_index_Tensor` ->
+/// `aten.index.Tensor`, `aoti_torch_cpu_mkldnn__convolution_pointwise` ->
+/// `mkldnn._convolution_pointwise`; None for the management functions.
+pub fn op_of(name: &str) -> Option<String> {
+    let op = name.strip_prefix("aoti_torch_cpu_")?;
+    if let Some(m) = op.strip_prefix("mkldnn__") {
+        return Some(format!("mkldnn._{m}"));
+    }
+    // An in-place op's name ends with '_' before its overload: fill__Scalar.
+    let lead = op.len() - op.trim_start_matches('_').len();
+    let body = &op[lead..];
+    if let Some(at) = body.find("__") {
+        return Some(format!(
+            "aten.{}{}_.{}",
+            &op[..lead],
+            &body[..at],
+            &body[at + 2..]
+        ));
+    }
+    if let Some((base, last)) = op.rsplit_once('_') {
+        let overload = last == "out" || last.starts_with(|c: char| c.is_ascii_uppercase());
+        if overload && !base.trim_start_matches('_').is_empty() {
+            return Some(format!("aten.{base}.{last}"));
+        }
+    }
+    Some(format!("aten.{op}"))
+}
+
+/// Refuses, before any of the model's code runs, a model that imports what this process
+/// cannot provide, listing every such import (with the op a shim function belongs to) in
+/// one message: shim functions this build lacks, a `freezing=True` package's oneDNN
+/// functions and layout, ops that need libtorch's proxy executor (named by the
+/// extern-kernel JSON), libraries it needs that cannot be loaded, and other imports
+/// (`Sleef_*`, `GOMP_*`, ...) neither the process nor those libraries define.
+fn diagnose(elf: &Elf, extern_json: Option<&str>, needed: &[Library]) -> Result<()> {
+    let me = self_handle()?;
+    let mut lacks = Vec::new();
+    let mut freezing = false;
+    let mut proxy = false;
+    let mut other = Vec::new();
+    for s in elf.imports() {
+        let n = s.name.as_str();
+        if n.as_bytes().starts_with(MODEL_PREFIX) {
+            if n == "aoti_torch_proxy_executor_call_function" {
+                proxy = true;
+            } else if n == "aoti_torch_layout__mkldnn" || n.starts_with("aoti_torch_cpu_mkldnn") {
+                freezing = true;
+                if !shim_has(me, n) {
+                    lacks.push(n.to_string());
+                }
+            } else if !shim_has(me, n) {
+                lacks.push(n.to_string());
+            }
+        } else if sym_in(libc::RTLD_DEFAULT, n).is_none()
+            && !needed.iter().any(|l| l.sym(n).is_some())
+        {
+            other.push(n.to_string());
+        }
+    }
+    let mut parts = Vec::new();
+    if !lacks.is_empty() {
+        let named: Vec<String> = lacks
+            .iter()
+            .map(|n| match op_of(n) {
+                Some(op) => format!("{n} ({op})"),
+                None => n.clone(),
+            })
+            .collect();
+        parts.push(format!(
+            "shim functions this libtensor_aoti does not have: {}",
+            named.join(", ")
+        ));
+    }
+    if freezing {
+        parts.push(
+            "it was compiled with freezing=True: its weights are packed in oneDNN's layout (aoti_torch_layout__mkldnn) for oneDNN kernels; compile with \"freezing\": False".into(),
         );
     }
-    // SAFETY: dli_fname is non-NULL (checked above): the loader's NUL-terminated path of
-    // this library, already loaded, so RTLD_NOLOAD opens no new code.
-    let h = unsafe {
-        libc::dlopen(
-            info.dli_fname,
-            libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL,
+    if proxy {
+        let ops = match extern_json.map(package::extern_ops) {
+            Some(Ok(ops)) if !ops.is_empty() => ops.join(", "),
+            Some(Err(b)) => format!("(its extern-kernel JSON does not parse: {})", b.msg),
+            _ => "(the package has no extern-kernel JSON naming them)".into(),
+        };
+        parts.push(format!(
+            "ops without a C shim, which run through libtorch's proxy executor: {ops}"
+        ));
+    }
+    if !other.is_empty() {
+        let why = |n: &str| {
+            if n.starts_with("Sleef_") {
+                " (SLEEF vector math: libsleef, linked by libtensor_aoti, lacks it)"
+            } else if n.starts_with("GOMP_") || n.starts_with("omp_") {
+                " (OpenMP runtime)"
+            } else {
+                ""
+            }
+        };
+        let named: Vec<String> = other.iter().map(|n| format!("{n}{}", why(n))).collect();
+        parts.push(format!(
+            "symbols neither this process nor the libraries the model needs define: {}",
+            named.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        return Ok(());
+    }
+    err(
+        sys::TENSOR_ERR_INVALID_ARGUMENT,
+        format!(
+            "the model needs what libtensor_aoti cannot provide, so none of it was run: {}",
+            parts.join("; ")
+        ),
+    )
+}
+
+/// The libraries the model's DT_NEEDED entries name, loaded (RTLD_LOCAL) to look symbols up
+/// in, or one refusal naming those that cannot be loaded.
+fn needed_libraries(elf: &Elf) -> Result<Vec<Library>> {
+    let mut libs = Vec::new();
+    let mut missing = Vec::new();
+    for n in &elf.needed {
+        let Ok(c) = CString::new(n.as_str()) else {
+            missing.push(format!("{n} (not a file name)"));
+            continue;
+        };
+        match Library::open(&c, libc::RTLD_LAZY | libc::RTLD_LOCAL, n) {
+            Ok(l) => libs.push(l),
+            Err(e) => {
+                let hint = if n.contains("libtorch") || n.contains("libc10") {
+                    " (a package compiled with aot_inductor.link_libtorch=True: compile with False)"
+                } else {
+                    ""
+                };
+                missing.push(format!("{}{hint}", e.msg));
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(libs)
+    } else {
+        err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!(
+                "the model needs libraries that cannot be loaded, so none of it was run: {}",
+                missing.join("; ")
+            ),
         )
-    };
-    if h.is_null() {
-        return err(
-            sys::TENSOR_ERR_INTERNAL,
-            format!("cannot make libtensor_aoti global: {}", dlerror()),
-        );
     }
-    // Keeps the count as it was (NOLOAD added one reference).
-    // SAFETY: h is the non-NULL handle dlopen just returned, closed once; the library
-    // stays loaded (it is this code, and the host holds its own reference).
-    unsafe { libc::dlclose(h) };
+}
+
+/// Checks the wrapper's constants table against the weights the `.so` carries
+/// (`_binary_constants_bin_start` .. `_end`, or, for `USE_MMAP_SELF`, the blob appended
+/// to the file whose size the start's header gives): every constant's view fits its data
+/// and all the data fits the blob.
+fn check_constants(elf: &Elf, bytes: &[u8], constants: &[wrapper::Constant]) -> Result<()> {
+    let bad = |m: String| err(sys::TENSOR_ERR_INVALID_ARGUMENT, m);
+    let mut total: u64 = 0;
+    for (i, c) in constants.iter().enumerate() {
+        let item = c
+            .dtype
+            .as_deref()
+            .and_then(util::dtype_code)
+            .map(|d| util::itemsize(d) as u64);
+        match item.and_then(|item| c.bytes_needed(item)) {
+            Some(need) if need <= c.data_size => {}
+            Some(need) => {
+                return bad(format!(
+                    "constant {i} ({}): its shape {:?}, stride {:?}, offset {} and dtype need {need} bytes, its data has {}",
+                    c.name, c.shape, c.stride, c.offset, c.data_size
+                ))
+            }
+            None => {
+                return bad(format!(
+                    "constant {i} ({}): shape {:?} / stride {:?} / dtype are invalid or overflow",
+                    c.name, c.shape, c.stride
+                ))
+            }
+        }
+        if !c.from_folded {
+            total = total.saturating_add(c.data_size);
+        }
+    }
+    if total == 0 {
+        return Ok(());
+    }
+    let (Some(start), Some(end)) = (
+        elf.defined("_binary_constants_bin_start"),
+        elf.defined("_binary_constants_bin_end"),
+    ) else {
+        return bad(format!(
+            "the constants table holds {total} bytes, the model .so defines no weights (_binary_constants_bin_start/_end)"
+        ));
+    };
+    let size = end.value.saturating_sub(start.value);
+    let off = elf
+        .file_range(start.value, size, "the weights blob")
+        .map_err(|b| Error {
+            status: sys::TENSOR_ERR_INVALID_ARGUMENT,
+            msg: b.msg,
+        })?;
+    let mut have = size;
+    if size == 16 && total > 16 {
+        // USE_MMAP_SELF: [weights size, magic] here, the weights at the file's end.
+        let w = u64::from_le_bytes(bytes[off..off + 8].try_into().unwrap_or_default());
+        let len = bytes.len() as u64;
+        if w > len || !(len - w).is_multiple_of(0x4000) {
+            return bad(format!(
+                "the weights appended to the model .so ({w} bytes by its header) do not fit its {len} bytes"
+            ));
+        }
+        have = w;
+    }
+    if total > have {
+        return bad(format!(
+            "the constants table holds {total} bytes of weights, the model .so carries {have}"
+        ));
+    }
     Ok(())
 }
 
-/// The model's own input checks (`AOTI_RUNTIME_CHECK_INPUTS`, read once per model `.so` at
-/// its first run): on unless the environment says otherwise. Set once, at the first load.
-fn enable_model_checks() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        if std::env::var_os("AOTI_RUNTIME_CHECK_INPUTS").is_none() {
-            // SAFETY: both are NUL-terminated strings. setenv must not race with another
-            // thread's getenv/setenv: this runs once (ONCE), inside the first
-            // tensor_aoti_load, during which tensor_aoti.h asks the host not to read or
-            // change the environment on other threads.
-            unsafe { libc::setenv(c"AOTI_RUNTIME_CHECK_INPUTS".as_ptr(), c"1".as_ptr(), 0) };
-        }
-    });
+/// Where a model's parts come from.
+struct Parts {
+    /// The wrapper source, or why there is none to use.
+    source: std::result::Result<String, String>,
+    metadata: Vec<(String, String)>,
+    extern_kernels: Option<String>,
 }
 
-/// The CPU model of a `.pt2`: (its `.so` bytes, its wrapper source if shipped).
-fn read_package(path: &str) -> Result<(Vec<u8>, Option<String>)> {
-    let io = |e: &dyn std::fmt::Display| error::Error {
+impl Parts {
+    fn meta(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn io_err(path: &str, e: impl std::fmt::Display) -> Error {
+    Error {
         status: sys::TENSOR_ERR_IO,
         msg: format!("'{path}': {e}"),
-    };
-    let f = std::fs::File::open(path).map_err(|e| io(&e))?;
-    let mut zip =
-        zip::ZipArchive::new(f).map_err(|e| io(&format!("not a .pt2 package (zip): {e}")))?;
-    let names: Vec<String> = zip.file_names().map(str::to_string).collect();
-    let mut sos: Vec<&String> = names
-        .iter()
-        .filter(|n| n.contains("/data/aotinductor/") && n.ends_with(".wrapper.so"))
-        .collect();
-    sos.sort();
-    // CPU models only: the metadata beside the .so says which device it was compiled for.
-    let mut chosen = None;
-    let mut seen = Vec::new();
-    for so in sos {
-        let meta = so.trim_end_matches(".so").to_string() + "_metadata.json";
-        let device = match zip.by_name(&meta) {
-            Ok(mut m) => {
-                let mut s = String::new();
-                m.read_to_string(&mut s).map_err(|e| io(&e))?;
-                if s.contains("\"AOTI_DEVICE_KEY\": \"cpu\"")
-                    || s.contains("\"AOTI_DEVICE_KEY\":\"cpu\"")
-                {
-                    "cpu".to_string()
-                } else {
-                    s
-                }
-            }
-            Err(_) => "cpu".to_string(), // no metadata: older packages were CPU or said so elsewhere
-        };
-        if device == "cpu" {
-            // Prefer the default model name, "model".
-            if chosen.is_none() || so.contains("/data/aotinductor/model/") {
-                chosen = Some(so.clone());
-            }
-        } else {
-            seen.push(format!("{so} ({device})"));
-        }
     }
-    let Some(so) = chosen else {
-        return err(
-            sys::TENSOR_ERR_INVALID_ARGUMENT,
-            format!("'{path}' holds no CPU model (<name>/data/aotinductor/<model>/*.wrapper.so); found: [{}]", seen.join(", ")),
-        );
-    };
-    let mut bytes = Vec::new();
-    {
-        let mut e = zip.by_name(&so).map_err(|e| io(&e))?;
-        if e.compression() != zip::CompressionMethod::Stored {
-            return err(
-                sys::TENSOR_ERR_IO,
-                format!(
-                    "'{path}': entry {so} is compressed ({:?}); torch stores them uncompressed",
-                    e.compression()
-                ),
-            );
-        }
-        e.read_to_end(&mut bytes).map_err(|e| io(&e))?;
-    }
-    let cpp = so.trim_end_matches(".so").to_string() + ".cpp";
-    let src = match zip.by_name(&cpp) {
-        Ok(mut e) => {
-            let mut s = String::new();
-            e.read_to_string(&mut s).ok().map(|_| s)
-        }
-        Err(_) => None,
-    };
-    Ok((bytes, src))
 }
 
-/// `dlopen` of `bytes`: written to a temporary file whose name no other load of this
-/// process uses (dlopen returns an already loaded library of the same name), opened, and
-/// unlinked at once.
-fn dlopen_bytes(bytes: &[u8], what: &str) -> Result<Library> {
-    use std::io::Write;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("tensor_aoti-{}-{n}.so", std::process::id()));
-    let io = |e: std::io::Error| error::Error {
-        status: sys::TENSOR_ERR_IO,
-        msg: format!("writing {what} to {}: {e}", path.display()),
+fn from_reader(path: &str, b: reader::Bad) -> Error {
+    let status = if b.io {
+        sys::TENSOR_ERR_IO
+    } else {
+        sys::TENSOR_ERR_INVALID_ARGUMENT
     };
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io)?;
-        if let Err(e) = f.write_all(bytes) {
-            let _ = std::fs::remove_file(&path);
-            return Err(io(e));
-        }
+    let msg = if b.msg.starts_with('\'') {
+        b.msg
+    } else {
+        format!("'{path}': {}", b.msg)
+    };
+    Error { status, msg }
+}
+
+/// Copies the model `.so` of `path` (a package or a bare `.so`) into `code` and returns
+/// what comes with it.
+fn copy_model(path: &str, code: &CodeFile) -> Result<Parts> {
+    let mut f = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+    let mut magic = [0u8; 4];
+    f.read_exact(&mut magic).map_err(|e| io_err(path, e))?;
+    let mut dst = code.file()?;
+    if magic == *b"\x7fELF" {
+        // A bare model .so: its wrapper source, metadata and extern kernels beside it.
+        let stem = path.strip_suffix(".so").unwrap_or(path);
+        let read = |p: String| -> Option<std::result::Result<String, String>> {
+            let meta = std::fs::metadata(&p).ok()?;
+            if meta.len() > package::MAX_TEXT {
+                return Some(Err(format!(
+                    "{p} is larger than {} bytes",
+                    package::MAX_TEXT
+                )));
+            }
+            Some(std::fs::read_to_string(&p).map_err(|e| format!("{p}: {e}")))
+        };
+        let source = read(format!("{stem}.cpp"))
+            .unwrap_or_else(|| Err(format!("no wrapper source {stem}.cpp beside the model .so")));
+        let metadata = match read(format!("{stem}_metadata.json")) {
+            None => Vec::new(),
+            Some(Ok(t)) => match reader::json::Json::parse(&t) {
+                Ok(reader::json::Json::Object(m)) => m
+                    .into_iter()
+                    .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))
+                    .collect(),
+                _ => {
+                    return err(
+                        sys::TENSOR_ERR_INVALID_ARGUMENT,
+                        format!("'{stem}_metadata.json' is not a JSON object"),
+                    )
+                }
+            },
+            Some(Err(e)) => return err(sys::TENSOR_ERR_IO, e),
+        };
+        let extern_kernels = read(format!("{stem}.json")).and_then(|r| r.ok());
+        use std::io::Seek;
+        f.rewind().map_err(|e| io_err(path, e))?;
+        std::io::copy(&mut f, &mut dst).map_err(|e| io_err(path, e))?;
+        return Ok(Parts {
+            source,
+            metadata,
+            extern_kernels,
+        });
     }
-    let c = CString::new(path.to_string_lossy().as_bytes()).unwrap();
-    let lib = Library::open(&c, what);
-    let _ = std::fs::remove_file(&path);
-    lib
+    let (mut zip, model) = package::open(f, path).map_err(|b| from_reader(path, b))?;
+    package::copy_so(&mut zip, &model, &mut dst).map_err(|b| from_reader(path, b))?;
+    Ok(Parts {
+        source: model.source.clone(),
+        metadata: model.metadata.clone(),
+        extern_kernels: model.extern_kernels.clone(),
+    })
 }
 
 impl Model {
     fn load(path: &str) -> Result<Model> {
-        promote_self()?;
-        enable_model_checks();
-        let mut magic = [0u8; 4];
-        std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .map_err(|e| error::Error {
-                status: sys::TENSOR_ERR_IO,
-                msg: format!("'{path}': {e}"),
-            })?;
-        let (lib, src) = if magic == *b"\x7fELF" {
-            let c = CString::new(path).unwrap();
-            let lib = Library::open(&c, &format!("'{path}'"))?;
-            // A model .so next to its wrapper source (an unpacked package) gets its specs.
-            let cpp = path.strip_suffix(".so").map(|p| format!("{p}.cpp"));
-            (lib, cpp.and_then(|c| std::fs::read_to_string(c).ok()))
-        } else {
-            let (bytes, src) = read_package(path)?;
-            (
-                dlopen_bytes(&bytes, &format!("the model of '{path}'"))?,
-                src,
-            )
+        self_handle()?;
+        let code = CodeFile::create()?;
+        let parts = copy_model(path, &code)?;
+        let constants = parts.source.as_ref().ok().map(|s| wrapper::constants(s));
+        let constants = match constants {
+            Some(Ok(c)) => Some(c),
+            Some(Err(b)) => {
+                return err(
+                    sys::TENSOR_ERR_INVALID_ARGUMENT,
+                    format!("'{path}': the wrapper source's {}", b.msg),
+                )
+            }
+            None => None,
         };
-        let missing = |name: &str| error::Error {
+        // Read, diagnose and rename the imports of the code before it is loaded.
+        let needed = code.edit(|bytes| {
+            let elf = Elf::parse(bytes).map_err(|b| from_reader(path, b))?;
+            let needed = needed_libraries(&elf).map_err(|e| Error {
+                msg: format!("'{path}': {}", e.msg),
+                ..e
+            })?;
+            diagnose(&elf, parts.extern_kernels.as_deref(), &needed).map_err(|e| Error {
+                msg: format!("'{path}': {}", e.msg),
+                ..e
+            })?;
+            if let Some(c) = &constants {
+                check_constants(&elf, bytes, c).map_err(|e| Error {
+                    msg: format!("'{path}': {}", e.msg),
+                    ..e
+                })?;
+            }
+            elf.rename_undefined(bytes, MODEL_PREFIX, SHIM_PREFIX)
+                .map_err(|b| from_reader(path, b))?;
+            Ok(needed)
+        })?;
+        code.seal();
+        let lib = Library::open(
+            code.path(),
+            libc::RTLD_NOW | libc::RTLD_LOCAL,
+            &format!("the model of '{path}'"),
+        )?;
+        drop(needed); // the model holds its own references now
+        let missing = |name: &str| Error {
             status: sys::TENSOR_ERR_INVALID_ARGUMENT,
             msg: format!("'{path}' is not an AOTInductor model: no {name}"),
         };
@@ -306,15 +558,18 @@ impl Model {
                 lib.function::<LastErrorFn>("AOTInductorGetLastError"),
             )
         };
+        let isa = parts.meta("AOTI_CPU_ISA").unwrap_or("");
         let mut m = Model {
             _lib: lib,
+            _code: code,
             container: ptr::null_mut(),
             run,
             delete,
             last_error,
             num_inputs: 0,
             num_outputs: 0,
-            specs: None,
+            specs: Err(String::new()),
+            cpu_isa: CString::new(isa.replace('\0', "")).unwrap_or_default(),
         };
         // SAFETY: create is the model's CreateWithDevice (interface.h's signature): an
         // out-parameter for the container, 1 model, the device string "cpu" and no cubin
@@ -342,7 +597,23 @@ impl Model {
                 ),
             );
         }
-        m.specs = src.and_then(|s| spec::parse(&s, m.num_inputs));
+        m.specs = match &parts.source {
+            Ok(src) => wrapper::parse(src, m.num_inputs)
+                .map_err(|b| format!("its wrapper source's input checks do not parse: {}", b.msg)),
+            Err(why) => Err(why.clone()),
+        };
+        if !error::quiet() {
+            if let Err(why) = &m.specs {
+                eprintln!(
+                    "libtensor_aoti: '{path}': no input checks ({why}): tensor_aoti_run refuses every run of this model"
+                );
+            }
+            if isa == "INVALID_VEC_ISA" {
+                eprintln!(
+                    "libtensor_aoti: '{path}' was compiled without vectorization (AOTI_CPU_ISA INVALID_VEC_ISA: Inductor's ISA probe failed where it was compiled), so its kernels are scalar code"
+                );
+            }
+        }
         Ok(m)
     }
 
@@ -368,7 +639,52 @@ impl Model {
         }
     }
 
-    fn run(&mut self, inputs: &[Handle], outputs: &mut [Handle]) -> Result<()> {
+    /// Checks the inputs (`spec::check`), and those the model writes: writable, and
+    /// sharing no memory with another input.
+    fn check_inputs(&self, ins: &[Tensor]) -> Result<()> {
+        let w = match &self.specs {
+            Ok(w) => w,
+            Err(why) => {
+                return err(
+                    sys::TENSOR_ERR_INVALID_ARGUMENT,
+                    format!(
+                        "the model's inputs cannot be checked ({why}), so it is not run: load it from a package (or a .so beside its wrapper .cpp) whose input checks libtensor_aoti reads"
+                    ),
+                )
+            }
+        };
+        spec::check(w, ins)?;
+        for (i, x) in w.inputs.iter().enumerate() {
+            if !x.mutated {
+                continue;
+            }
+            let t = ins[i];
+            // SAFETY: t is live (Tensor's invariant), so tensor_storage returns its live
+            // storage, borrowed for this call.
+            if unsafe { sys::storage_is_read_only(sys::tensor_storage(t.raw())) } {
+                return err(
+                    sys::TENSOR_ERR_READ_ONLY,
+                    format!("input {i} is read-only and the model writes it (an in-place op on that input)"),
+                );
+            }
+            let (lo, hi) = byte_range(t)?;
+            for (j, &u) in ins.iter().enumerate() {
+                if j == i {
+                    continue;
+                }
+                let (a, b) = byte_range(u)?;
+                if lo < b && a < hi {
+                    return err(
+                        sys::TENSOR_ERR_OVERLAP,
+                        format!("the model writes input {i}, and input {j} shares memory with it"),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&self, inputs: &[Handle], outputs: &mut [Handle]) -> Result<()> {
         if inputs.len() != self.num_inputs {
             return err(
                 sys::TENSOR_ERR_INVALID_ARGUMENT,
@@ -393,17 +709,15 @@ impl Model {
         for (i, &h) in inputs.iter().enumerate() {
             let t = util::handle(h, &format!("inputs[{i}]"))?;
             util::require_cpu(t, &format!("inputs[{i}]"))?;
-            if let Some(specs) = &self.specs {
-                spec::check(i, t, &specs[i])?;
-            }
             ins.push(t);
         }
+        self.check_inputs(&ins)?;
         // The container steals its inputs: give it private aliases (its own TensorImpl over
-        // the caller's storage), holding one more reference to each, so that whether or not
-        // a failure happened before the steal, exactly the references it did not release
-        // are dropped here.
+        // the caller's storage, sharing its version counter), holding one more reference
+        // to each, so that whether or not a failure happened before the steal, exactly the
+        // references it did not release are dropped here.
         let mut aliases = Vec::with_capacity(ins.len());
-        for t in ins {
+        for t in &ins {
             aliases.push(t.alias()?);
         }
         let mut passed: Vec<Handle> = aliases
@@ -415,7 +729,7 @@ impl Model {
         // SAFETY: run is the model's ContainerRun (interface.h's signature), on the live
         // container: `passed` holds num_inputs live handles, each one reference the container
         // takes over ("steals"), `got` num_outputs writable slots; no stream, no proxy
-        // executor (both NULL: a CPU model without custom ops needs neither).
+        // executor (both NULL: a model that needs one is refused at load).
         let rc = unsafe {
             (self.run)(
                 self.container,
@@ -451,11 +765,29 @@ impl Model {
                 format!("the model returned no tensor for output {i}"),
             );
         }
+        // An input the model wrote has a new version, as after an in-place op.
+        if let Ok(w) = &self.specs {
+            for (x, t) in w.inputs.iter().zip(&ins) {
+                if x.mutated {
+                    // SAFETY: t is live (Tensor's invariant).
+                    unsafe { sys::tensor_bump_version(t.raw()) };
+                }
+            }
+        }
         for (o, g) in outputs.iter_mut().zip(got) {
             *o = g.map_or(ptr::null_mut(), Owned::into_raw);
         }
         Ok(())
     }
+}
+
+/// The bytes `[lo, hi)` a tensor's elements occupy.
+fn byte_range(t: Tensor) -> Result<(usize, usize)> {
+    let n = util::extent(t.sizes(), t.strides(), t.dtype())?;
+    let item = util::itemsize(t.dtype()) as i64;
+    let lo = t.data_ptr() as usize;
+    let len = n.checked_mul(item).unwrap_or(i64::MAX) as usize;
+    Ok((lo, lo.saturating_add(len)))
 }
 
 impl Drop for Model {
@@ -465,27 +797,30 @@ impl Drop for Model {
             // container create made, deleted once, here, before `lib` is closed.
             unsafe { (self.delete)(self.container) };
         }
-        // `lib` is closed next (a field). (A model with thread-local destructors pending
-        // stays mapped until those threads exit: glibc holds it.)
+        // `lib` is closed next (a field), then the code file. (A model with thread-local
+        // destructors pending stays mapped until those threads exit: glibc holds it.)
     }
 }
 
-/// Opaque handle: one loaded AOTInductor model (its container and library).
+/// Opaque handle: one loaded AOTInductor model, and the lock that makes one call at a time
+/// use it.
 #[allow(non_camel_case_types)]
-pub struct tensor_aoti_model_t(Model);
+pub struct tensor_aoti_model_t {
+    model: Model,
+    lock: Mutex<()>,
+}
 
 /// A model handle argument (NULL as None).
-fn model<'a>(m: *const tensor_aoti_model_t) -> Option<&'a Model> {
+fn model<'a>(m: *const tensor_aoti_model_t) -> Option<&'a tensor_aoti_model_t> {
     // SAFETY: a non-NULL model handle argument is one tensor_aoti_load returned and not
-    // yet released, live for the call, and used by one call at a time (tensor_aoti.h's
-    // contract), so no `&mut` to it (tensor_aoti_run's) exists while this one is read.
-    unsafe { m.as_ref() }.map(|m| &m.0)
+    // yet released (tensor_aoti.h's contract), live for the call; it is only read through
+    // shared references (the run's mutable state is behind its lock).
+    unsafe { m.as_ref() }
 }
 
 /// Loads a `.pt2` package (its CPU model) or a model `.so` compiled by AOTInductor, in
-/// `*out` (owned; `tensor_aoti_release` it). Errors: NULL_POINTER, IO (unreadable file,
-/// not a zip, dlopen failed, e.g. an unresolved symbol), INVALID_ARGUMENT (no CPU model in
-/// the package, not an AOTInductor model, its container could not be created).
+/// `*out` (owned; `tensor_aoti_release` it). See include/tensor_aoti.h for what is checked
+/// before the model's code runs.
 #[no_mangle]
 pub extern "C" fn tensor_aoti_load(
     path: *const c_char,
@@ -500,12 +835,15 @@ pub extern "C" fn tensor_aoti_load(
         // NUL-terminated string live for the call.
         let p = unsafe { CStr::from_ptr(path) }
             .to_str()
-            .map_err(|_| error::Error {
+            .map_err(|_| Error {
                 status: sys::TENSOR_ERR_INVALID_ARGUMENT,
                 msg: "path is not UTF-8".into(),
             })?;
-        let m = Model::load(p)?;
-        *o = Box::into_raw(Box::new(tensor_aoti_model_t(m)));
+        let model = Model::load(p)?;
+        *o = Box::into_raw(Box::new(tensor_aoti_model_t {
+            model,
+            lock: Mutex::new(()),
+        }));
         Ok(())
     })
 }
@@ -513,23 +851,34 @@ pub extern "C" fn tensor_aoti_load(
 /// Number of inputs the model takes (flattened in pytree order); 0 for NULL.
 #[no_mangle]
 pub extern "C" fn tensor_aoti_num_inputs(m: *const tensor_aoti_model_t) -> usize {
-    host_value(0, || model(m).map_or(0, |m| m.num_inputs))
+    host_value(0, || model(m).map_or(0, |m| m.model.num_inputs))
 }
 
 /// Number of outputs the model returns; 0 for NULL.
 #[no_mangle]
 pub extern "C" fn tensor_aoti_num_outputs(m: *const tensor_aoti_model_t) -> usize {
-    host_value(0, || model(m).map_or(0, |m| m.num_outputs))
+    host_value(0, || model(m).map_or(0, |m| m.model.num_outputs))
 }
 
-/// Runs the model. `inputs` are borrowed (the model sees aliases of them and may read
-/// them, never resize them); on success `outputs[0..n_outputs]` receive owned tensors
-/// (release each). Each input is checked first against what the model was compiled for:
-/// the count, CPU, and (for a `.pt2`, from its wrapper source) dtype, rank, static sizes,
-/// dynamic-size bounds and strides; the model's own checks run as well. On failure
-/// `outputs` are left untouched. Errors: NULL_POINTER, INVALID_ARGUMENT (wrong counts, or
-/// the model failed: the message carries its text and the shim's reason), DEVICE, DTYPE,
-/// SHAPE (sizes or strides the model was not compiled for).
+/// The package metadata's `AOTI_CPU_ISA` (e.g. "AVX2", "INVALID_VEC_ISA"); "" when unknown
+/// or for NULL. Borrowed: valid while the model is.
+#[no_mangle]
+pub extern "C" fn tensor_aoti_cpu_isa(m: *const tensor_aoti_model_t) -> *const c_char {
+    host_value(c"".as_ptr(), || {
+        model(m).map_or(c"".as_ptr(), |m| m.model.cpu_isa.as_ptr())
+    })
+}
+
+/// Whether runs of the model check their inputs (and so run at all): false when the
+/// package gave nothing to check them against, and for NULL.
+#[no_mangle]
+pub extern "C" fn tensor_aoti_checks_inputs(m: *const tensor_aoti_model_t) -> bool {
+    host_value(false, || model(m).is_some_and(|m| m.model.specs.is_ok()))
+}
+
+/// Runs the model. `inputs` are borrowed; on success `outputs[0..n_outputs]` receive owned
+/// tensors (release each). A second call on the same model waits for the first. See
+/// include/tensor_aoti.h for the checks and errors.
 #[no_mangle]
 pub extern "C" fn tensor_aoti_run(
     m: *mut tensor_aoti_model_t,
@@ -539,9 +888,9 @@ pub extern "C" fn tensor_aoti_run(
     n_outputs: usize,
 ) -> sys::tensor_status_t {
     host(fn_name!(), || {
-        if m.is_null() {
+        let Some(m) = model(m) else {
             return err(sys::TENSOR_ERR_NULL_POINTER, "model is NULL");
-        }
+        };
         if inputs.is_null() && n_inputs > 0 {
             return err(
                 sys::TENSOR_ERR_NULL_POINTER,
@@ -568,20 +917,24 @@ pub extern "C" fn tensor_aoti_run(
             // it has n_outputs writable slots for the call, apart from inputs.
             unsafe { std::slice::from_raw_parts_mut(outputs, n_outputs) }
         };
-        // SAFETY: m is non-NULL (checked above): a model tensor_aoti_load returned, not yet
-        // released, and used by one call at a time (tensor_aoti.h's contract), so this is
-        // the only reference to it during the call.
-        unsafe { &mut *m }.0.run(ins, outs)
+        let guard = m.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let r = m.model.run(ins, outs);
+        drop(guard);
+        r
     })
 }
 
-/// Releases a model (its container, weights and workspace). NULL is a no-op.
+/// Releases a model (its container, weights and workspace), after a run another thread
+/// has going on it returns. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn tensor_aoti_release(m: *mut tensor_aoti_model_t) {
     host_value((), || {
-        if !m.is_null() {
+        if let Some(r) = model(m) {
+            // Wait for a running call (it holds the lock until it stops using the model).
+            drop(r.lock.lock().unwrap_or_else(|e| e.into_inner()));
             // SAFETY: m is the Box tensor_aoti_load made (into_raw), which the caller gives
-            // up here (tensor_aoti.h: release once, no use after).
+            // up here (tensor_aoti.h: release once, no call started after it); the running
+            // call, if any, has released the lock and no longer uses it.
             drop(unsafe { Box::from_raw(m) });
         }
     })

@@ -1,137 +1,36 @@
-//! What each input of a model was compiled for, read from the generated wrapper source that
-//! a `.pt2` package ships beside the model `.so` (`<hash>.wrapper.cpp`): its
-//! `check_input_<i>` functions state the dtype, each static size and stride, and the bounds
-//! of each dynamic size. (The model's own copies of these checks run only when
-//! `AOTI_RUNTIME_CHECK_INPUTS` is set, and they index sizes without checking the rank.)
+//! Checks a run's inputs against what the model was compiled for, as the wrapper source
+//! states it (`reader::wrapper`): per input the dtype, the rank, each static size, the
+//! bounds of each dynamic size and each stride; then the sizes shared between inputs (the
+//! symbols `run_impl` binds, evaluated from the inputs in its order, and each input's
+//! asserted sizes and strides in those symbols). Every size is read only after the rank
+//! is known to cover it.
 
 use crate::error::{err, Result};
+use crate::reader::wrapper::{Binding, Expr, Input, Wrapper};
 use crate::sys;
 use crate::util::{self, Tensor};
 
-#[derive(Debug, Default, Clone)]
-pub struct InputSpec {
-    pub dtype: Option<i32>,
-    pub ndim: usize,
-    /// Per dim: the static size, or None (dynamic).
-    pub sizes: Vec<Option<i64>>,
-    pub min: Vec<Option<i64>>,
-    pub max: Vec<Option<i64>>,
-    pub strides: Vec<Option<i64>>,
+fn shape_text(x: &Input) -> String {
+    x.sizes
+        .iter()
+        .map(|e| match e.as_int() {
+            Some(v) => v.to_string(),
+            None => e.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn dtype_code(name: &str) -> Option<i32> {
-    Some(match name {
-        "uint8" => 0,
-        "int8" => 1,
-        "int16" => 2,
-        "int32" => 3,
-        "int64" => 4,
-        "float16" => 5,
-        "float32" => 6,
-        "float64" => 7,
-        "complex64" => 9,
-        "complex128" => 10,
-        "bool" => 11,
-        "bfloat16" => 15,
-        "uint16" => 27,
-        "uint32" => 28,
-        "uint64" => 29,
-        _ => return None,
-    })
-}
-
-/// `<int> != NAME_size[K]` style operands: the integer literal, if the text is one.
-fn int(s: &str) -> Option<i64> {
-    s.trim().trim_end_matches('L').parse().ok()
-}
-
-/// `NAME_<what>[K]` in `s` (the variable holding input `i`): K.
-fn index_of(s: &str, prefix: &str) -> Option<usize> {
-    let rest = s.trim().strip_prefix(prefix)?;
-    rest.strip_suffix(']')?.parse().ok()
-}
-
-/// The specs of inputs 0..n from a wrapper source, or None when it has no check functions
-/// for them (then only the count, device and the model's own checks apply).
-pub fn parse(src: &str, n: usize) -> Option<Vec<InputSpec>> {
-    let mut specs = Vec::with_capacity(n);
-    for i in 0..n {
-        let head = format!("static void check_input_{i}(");
-        let start = src.find(&head)?;
-        let body = &src[start + head.len()..];
-        let end = body.find("AOTI_NOINLINE static").unwrap_or(body.len());
-        let body = &body[..end];
-        let marker = format!(" = ConstantHandle(input_handles[{i}]);");
-        let line = body.lines().find(|l| l.contains(&marker))?;
-        let name = line
-            .trim()
-            .strip_prefix("ConstantHandle ")?
-            .split(' ')
-            .next()?;
-        let size_p = format!("{name}_size[");
-        let stride_p = format!("{name}_stride[");
-        let mut spec = InputSpec::default();
-        let set = |v: &mut Vec<Option<i64>>, k: usize, x: i64| {
-            if v.len() <= k {
-                v.resize(k + 1, None);
-            }
-            v[k] = Some(x);
-        };
-        let mut ndim = 0usize;
-        for l in body.lines() {
-            let l = l.trim();
-            if let Some(rest) = l.strip_prefix(&format!(
-                "int32_t {name}_expected_dtype = aoti_torch_dtype_"
-            )) {
-                spec.dtype = rest.strip_suffix("();").and_then(dtype_code);
-                continue;
-            }
-            let Some(cond) = l.strip_prefix("if (").and_then(|c| c.strip_suffix(") {")) else {
-                continue;
-            };
-            if let Some((a, b)) = cond.split_once(" != ") {
-                if let (Some(x), Some(k)) = (int(a), index_of(b, &size_p)) {
-                    set(&mut spec.sizes, k, x);
-                    ndim = ndim.max(k + 1);
-                } else if let (Some(x), Some(k)) = (int(a), index_of(b, &stride_p)) {
-                    set(&mut spec.strides, k, x);
-                    ndim = ndim.max(k + 1);
-                }
-            } else if let Some((a, b)) = cond.split_once(" < ") {
-                if let (Some(k), Some(x)) = (index_of(a, &size_p), int(b)) {
-                    set(&mut spec.min, k, x);
-                    ndim = ndim.max(k + 1);
-                }
-            } else if let Some((a, b)) = cond.split_once(" > ") {
-                if let (Some(k), Some(x)) = (index_of(a, &size_p), int(b)) {
-                    set(&mut spec.max, k, x);
-                    ndim = ndim.max(k + 1);
-                }
-            }
-        }
-        // A 0-dim input has no size checks; a dim whose size and stride are both
-        // symbolic has no literal check either, but the dims are checked in order, so a
-        // later literal still gives the rank. (A trailing fully symbolic dim would be
-        // missed: the model's own checks then still hold the stride.)
-        spec.ndim = ndim;
-        for v in [
-            &mut spec.sizes,
-            &mut spec.min,
-            &mut spec.max,
-            &mut spec.strides,
-        ] {
-            v.resize(ndim, None);
-        }
-        specs.push(spec);
-    }
-    Some(specs)
-}
-
-/// Checks input `i` against its spec: dtype, rank, each static size, dynamic bounds, and
-/// each static stride of a dim of size > 1.
-pub fn check(i: usize, t: Tensor, spec: &InputSpec) -> Result<()> {
+/// Input `i` alone: dtype, rank, static sizes, bounds, the strides `check_input` fixes.
+fn check_one(i: usize, t: Tensor, x: &Input) -> Result<()> {
     let dtype = t.dtype();
-    if let Some(want) = spec.dtype {
+    if let Some(name) = &x.dtype {
+        let Some(want) = util::dtype_code(name) else {
+            return err(
+                sys::TENSOR_ERR_DTYPE,
+                format!("input {i}: the model was compiled for dtype {name}, which libtensor does not have"),
+            );
+        };
         if want != dtype {
             return err(
                 sys::TENSOR_ERR_DTYPE,
@@ -144,45 +43,39 @@ pub fn check(i: usize, t: Tensor, spec: &InputSpec) -> Result<()> {
         }
     }
     let (sizes, strides) = (t.sizes(), t.strides());
-    if sizes.len() != spec.ndim {
+    if sizes.len() != x.ndim {
         return err(
             sys::TENSOR_ERR_SHAPE,
             format!(
                 "input {i} has {} dims (sizes {sizes:?}), the model was compiled for {} dims",
                 sizes.len(),
-                spec.ndim
+                x.ndim
             ),
         );
     }
-    let want = |k: usize| match spec.sizes[k] {
-        Some(s) => s.to_string(),
-        None => "dynamic".to_string(),
-    };
-    let shape: Vec<String> = (0..spec.ndim).map(want).collect();
-    for k in 0..spec.ndim {
-        let bad = spec.sizes[k].is_some_and(|s| s != sizes[k])
-            || spec.min[k].is_some_and(|m| sizes[k] < m)
-            || spec.max[k].is_some_and(|m| sizes[k] > m);
+    for k in 0..x.ndim {
+        let fixed = x.sizes[k].as_int();
+        let bad = fixed.is_some_and(|s| s != sizes[k])
+            || x.min[k].is_some_and(|m| sizes[k] < m)
+            || x.max[k].is_some_and(|m| sizes[k] > m);
         if bad {
-            let bounds = match (spec.min[k], spec.max[k]) {
+            let bounds = match (x.min[k], x.max[k]) {
                 (Some(a), Some(b)) => format!(" in [{a}, {b}]"),
                 (Some(a), None) => format!(" >= {a}"),
                 (None, Some(b)) => format!(" <= {b}"),
                 _ => String::new(),
             };
+            let want = fixed.map_or("dynamic".to_string(), |v| v.to_string());
             return err(
                 sys::TENSOR_ERR_SHAPE,
                 format!(
-                    "input {i} has sizes {sizes:?}: size {} at dim {k} does not fit the compiled shape [{}] (dim {k}: {}{bounds})",
+                    "input {i} has sizes {sizes:?}: size {} at dim {k} does not fit the compiled shape [{}] (dim {k}: {want}{bounds})",
                     sizes[k],
-                    shape.join(", "),
-                    want(k)
+                    shape_text(x),
                 ),
             );
         }
-    }
-    for k in 0..spec.ndim {
-        if let Some(s) = spec.strides[k] {
+        if let Some(s) = x.fixed_strides[k] {
             if s != strides[k] {
                 return err(
                     sys::TENSOR_ERR_SHAPE,
@@ -194,4 +87,62 @@ pub fn check(i: usize, t: Tensor, spec: &InputSpec) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Checks every input (`ins[i]` for `w.inputs[i]`).
+pub fn check(w: &Wrapper, ins: &[Tensor]) -> Result<()> {
+    for (i, (t, x)) in ins.iter().zip(&w.inputs).enumerate() {
+        check_one(i, *t, x)?;
+    }
+    // The symbols, in the wrapper's order; the ranks are checked, so every dim exists.
+    let mut env: Vec<(&str, i64)> = Vec::with_capacity(w.symbols.len());
+    for (name, b) in &w.symbols {
+        let v = match b {
+            Binding::Size { input, dim } => ins[*input].sizes().get(*dim).copied(),
+            Binding::Stride { input, dim } => ins[*input].strides().get(*dim).copied(),
+            Binding::Expr(e) => e.eval(&|s| lookup(&env, s)),
+        };
+        let Some(v) = v else {
+            return err(
+                sys::TENSOR_ERR_SHAPE,
+                format!("the model's size {name} cannot be computed from these inputs"),
+            );
+        };
+        env.push((name, v));
+    }
+    let value = |e: &Expr| e.eval(&|s| lookup(&env, s));
+    for (i, (t, x)) in ins.iter().zip(&w.inputs).enumerate() {
+        let (sizes, strides) = (t.sizes(), t.strides());
+        for k in 0..x.ndim {
+            let want = value(&x.sizes[k]);
+            if want != Some(sizes[k]) {
+                return err(
+                    sys::TENSOR_ERR_SHAPE,
+                    format!(
+                        "input {i} has sizes {sizes:?}: the model needs size {} = {} at dim {k} (its sizes [{}] relate the inputs' dims)",
+                        x.sizes[k],
+                        want.map_or("?".to_string(), |v| v.to_string()),
+                        shape_text(x)
+                    ),
+                );
+            }
+            if let Some(e) = &x.strides[k] {
+                let want = value(e);
+                if sizes[k] > 1 && want != Some(strides[k]) {
+                    return err(
+                        sys::TENSOR_ERR_SHAPE,
+                        format!(
+                            "input {i} has strides {strides:?}: the model needs stride {e} = {} at dim {k} (make it contiguous in the compiled memory format first)",
+                            want.map_or("?".to_string(), |v| v.to_string())
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn lookup(env: &[(&str, i64)], s: &str) -> Option<i64> {
+    env.iter().rev().find(|(n, _)| *n == s).map(|&(_, v)| v)
 }

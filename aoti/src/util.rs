@@ -118,6 +118,20 @@ pub fn dtype_name(d: i32) -> String {
         .unwrap_or_else(|| format!("dtype {d}"))
 }
 
+/// The libtensor dtype code of a `torch.<name>` (`"float32"`), as libtensor names its dtypes
+/// (`tensor_dtype_name`, equal to torch's); None for a name libtensor has no dtype of.
+pub fn dtype_code(name: &str) -> Option<i32> {
+    static NAMES: std::sync::OnceLock<Vec<(String, i32)>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        // c10's ScalarType is an int8: every code is below 128.
+        (0..i8::MAX as i32)
+            .filter(|&c| itemsize(c) > 0)
+            .map(|c| (dtype_name(c), c))
+            .collect()
+    });
+    names.iter().find(|(n, _)| n == name).map(|&(_, c)| c)
+}
+
 /// An element type whose values a kernel reads and writes through typed slices: its
 /// libtensor dtype code, every bit pattern of its size is a valid value, and conversions
 /// through float64 as C++'s `static_cast` (float to integer truncates toward zero; out of

@@ -105,7 +105,7 @@ fn compile_c(src: &Path, out: &Path, lib: &Path, cpp: bool) {
         .arg("-L")
         .arg(lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-ltensor_aoti", "-ltensor", "-lm"]);
+        .args(["-ltensor_aoti", "-ltensor", "-lm", "-lpthread"]);
     run(&mut cmd);
 }
 
@@ -164,6 +164,39 @@ fn aoti_models_kernels_and_exports() {
     assert!(!syms
         .lines()
         .any(|l| l.contains(" UND tensor_") && !l.contains("@TENSOR_0")));
+    // The shim is exported under the private prefix only: no aoti_* name, and every aoti_*
+    // function the library defines (hidden, in its symbol table) has its ltai_* alias.
+    let exported: Vec<&str> = syms
+        .lines()
+        .filter(|l| !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().nth(7))
+        .map(|n| n.split('@').next().unwrap())
+        .collect();
+    assert!(
+        !exported.iter().any(|n| n.starts_with("aoti_")),
+        "libtensor_aoti exports aoti_* names: {:?}",
+        exported
+            .iter()
+            .filter(|n| n.starts_with("aoti_"))
+            .collect::<Vec<_>>()
+    );
+    let all = run(Command::new("readelf")
+        .arg("-sW")
+        .arg(lib.join("libtensor_aoti.so")));
+    let defined: Vec<&str> = all
+        .lines()
+        .filter(|l| l.contains(" FUNC ") && !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().nth(7))
+        .filter(|n| n.starts_with("aoti_"))
+        .collect();
+    assert!(defined.len() > 100, "{} aoti_* functions", defined.len());
+    for n in &defined {
+        let alias = format!("ltai_{}", &n[5..]);
+        assert!(
+            exported.contains(&alias.as_str()),
+            "{n} has no exported alias {alias} (build.rs shim_names missed it)"
+        );
+    }
     let core = run(Command::new("readelf")
         .arg("--dyn-syms")
         .arg("-W")
@@ -227,7 +260,33 @@ fn aoti_models_kernels_and_exports() {
         !needed.contains("libtorch") && !needed.contains("libc10"),
         "{needed}"
     );
-    let out = run(host_cmd(&host).arg(&models).env("TENSOR_AOTI_QUIET", "1"));
+    // Every model, with a private TMPDIR the loads must leave empty (and the names an older
+    // loader used pre-created there by the host); then with a TMPDIR that does not exist.
+    let tmp = profile_dir().join("aoti-tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = run(host_cmd(&host)
+        .arg(&models)
+        .env("TENSOR_AOTI_QUIET", "1")
+        .env("TMPDIR", &tmp)
+        .env("TENSOR_AOTI_TEST_TMPDIR", &tmp));
+    print!("{out}");
+    assert!(out.contains(" 0 failed"), "{out}");
+    // (Not under valgrind, which needs a TMPDIR of its own.)
+    let out = run(Command::new(&host)
+        .arg(&models)
+        .arg("pointwise")
+        .arg("mmap_self")
+        .env("TENSOR_AOTI_QUIET", "1")
+        .env("TMPDIR", tmp.join("does-not-exist")));
+    assert!(out.contains(" 0 failed"), "{out}");
+
+    // Packages refused before their code runs: ops this build lacks, freezing=True,
+    // libtorch's proxy executor, link_libtorch=True.
+    let out = run(host_cmd(&host)
+        .arg("--refuse")
+        .arg(&models)
+        .env("TENSOR_AOTI_QUIET", "1"));
     print!("{out}");
     assert!(out.contains(" 0 failed"), "{out}");
 
@@ -249,7 +308,64 @@ fn aoti_models_kernels_and_exports() {
             .arg(root().join("docs/aoti.md")))
     );
 
-    // A bare model .so: the model's own checks, its error text, no leak.
+    // Broken and hostile packages (tests/make_hostile.py), refused with a status naming the
+    // entry; those that load check their inputs or refuse every run.
+    let hostile = profile_dir().join("aoti-hostile");
+    let _ = std::fs::remove_dir_all(&hostile);
+    print!(
+        "{}",
+        run(Command::new(&py)
+            .arg(here.join("tests/make_hostile.py"))
+            .arg(&models)
+            .arg(&hostile))
+    );
+    let out = run(host_cmd(&host)
+        .arg("--hostile")
+        .arg(&hostile)
+        .env("TENSOR_AOTI_QUIET", "1"));
+    print!("{out}");
+    assert!(out.contains(" 0 failed"), "{out}");
+    for (case, checked) in [
+        ("unchecked_no_cpp", "unchecked"),
+        ("unchecked_bad_checks", "unchecked"),
+        ("checked_deflated_cpp", "checked"),
+    ] {
+        let out = run(host_cmd(&host)
+            .arg("--bare")
+            .arg(hostile.join(format!("{case}.pt2")))
+            .arg(checked)
+            .env("AOTI_RUNTIME_CHECK_INPUTS", "0")
+            .env("TENSOR_AOTI_QUIET", "1"));
+        assert!(out.contains(" 0 failed"), "{case}: {out}");
+    }
+    // The note for a package compiled without vectorization (and for one whose inputs
+    // cannot be checked); none with TENSOR_AOTI_QUIET=1.
+    let novec = hostile.join("novec.pt2");
+    let out = run(host_cmd(&host)
+        .arg("--load")
+        .arg(&novec)
+        .env_remove("TENSOR_AOTI_QUIET"));
+    assert!(
+        out.contains("cpu_isa=INVALID_VEC_ISA checks_inputs=1")
+            && out.contains("compiled without vectorization"),
+        "{out}"
+    );
+    let out = run(host_cmd(&host)
+        .arg("--load")
+        .arg(hostile.join("unchecked_no_cpp.pt2"))
+        .env_remove("TENSOR_AOTI_QUIET"));
+    assert!(
+        out.contains("checks_inputs=0") && out.contains("no input checks"),
+        "{out}"
+    );
+    let out = run(host_cmd(&host)
+        .arg("--load")
+        .arg(&novec)
+        .env("TENSOR_AOTI_QUIET", "1"));
+    assert!(!out.contains("libtensor_aoti:"), "{out}");
+
+    // A bare model .so: without its wrapper source it checks nothing and runs nothing
+    // (whatever AOTI_RUNTIME_CHECK_INPUTS says); with it beside, the package's checks.
     let so = lib.join("pointwise.so");
     run(Command::new(&py).arg("-c").arg(
         "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nn = [x for x in z.namelist() if x.endswith('.wrapper.so')][0]\nopen(sys.argv[2], 'wb').write(z.read(n))",
@@ -257,6 +373,19 @@ fn aoti_models_kernels_and_exports() {
     let out = run(host_cmd(&host)
         .arg("--bare")
         .arg(&so)
+        .arg("unchecked")
+        .env("AOTI_RUNTIME_CHECK_INPUTS", "0")
+        .env("TENSOR_AOTI_QUIET", "1"));
+    print!("{out}");
+    assert!(out.contains(" 0 failed"), "{out}");
+    run(Command::new(&py).arg("-c").arg(
+        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nn = [x for x in z.namelist() if x.endswith('.wrapper.cpp')][0]\nopen(sys.argv[2], 'wb').write(z.read(n))",
+    ).arg(models.join("pointwise.pt2")).arg(lib.join("pointwise.cpp")));
+    let out = run(host_cmd(&host)
+        .arg("--bare")
+        .arg(&so)
+        .arg("checked")
+        .env("AOTI_RUNTIME_CHECK_INPUTS", "0")
         .env("TENSOR_AOTI_QUIET", "1"));
     print!("{out}");
     assert!(out.contains(" 0 failed"), "{out}");
@@ -271,6 +400,63 @@ fn aoti_models_kernels_and_exports() {
             .arg(models.join("mlp.in0.npy"))
             .arg(models.join("mlp.out0.npy")))
     );
+
+    // libtorch and libtensor_aoti in one process (tests/coexist.cpp, built against the
+    // wheel's headers and libraries): one of our packages through libtensor_aoti and one
+    // compiled for libtorch through AOTIModelPackageLoader, in either order.
+    let torch_dir = PathBuf::from(
+        run(Command::new(&py)
+            .arg("-c")
+            .arg("import os, torch; print(os.path.dirname(torch.__file__))"))
+        .trim(),
+    );
+    let coexist = lib.join("coexist");
+    let mut cxx = cc::Build::new()
+        .cargo_metadata(false)
+        .cpp(true)
+        .target(env!("TENSOR_AOTI_TARGET"))
+        .host(env!("TENSOR_AOTI_TARGET"))
+        .opt_level(1)
+        .get_compiler()
+        .to_command();
+    cxx.args(["-std=c++20", "-w", "-I"])
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(torch_dir.join("include"))
+        .arg("-I")
+        .arg(torch_dir.join("include/torch/csrc/api/include"))
+        .arg(here.join("tests/coexist.cpp"))
+        .arg("-o")
+        .arg(&coexist)
+        .arg("-L")
+        .arg(&lib)
+        .args(["-ltensor_aoti", "-ltensor", "-L"])
+        .arg(torch_dir.join("lib"))
+        // libtorch.so itself loaded: the libtorch package needs it by name.
+        .args([
+            "-Wl,--no-as-needed",
+            "-ltorch",
+            "-ltorch_cpu",
+            "-lc10",
+            "-Wl,--as-needed",
+        ])
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", torch_dir.join("lib").display()));
+    run(&mut cxx);
+    for order in ["ours-first", "torch-first"] {
+        let m = |f: &str| models.join(f);
+        let out = run(Command::new(&coexist)
+            .arg(m("mlp.pt2"))
+            .arg(m("mlp.in0.npy"))
+            .arg(m("mlp.out0.npy"))
+            .arg(m("refuse_libtorch.pt2"))
+            .arg(m("refuse_libtorch.in0.npy"))
+            .arg(m("refuse_libtorch.out0.npy"))
+            .arg(order)
+            .env("TENSOR_AOTI_QUIET", "1"));
+        print!("{out}");
+        assert!(out.contains(" 0 failed"), "{out}");
+    }
 
     // The example (examples_c/aoti_run.c) on the classifier examples_c/aoti_model.py defines.
     let example = lib.join("aoti_run");

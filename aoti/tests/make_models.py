@@ -9,7 +9,13 @@ Usage: python make_models.py OUT_DIR [--zoo ZOO_DIR] [name ...]
 Writes OUT_DIR/<name>.pt2, <name>.in<i>.npy, <name>.out<i>.npy and, for a model run at
 other shapes than traced, <name>.run<k>.in<i>.npy / .out<i>.npy; OUT_DIR/manifest.txt lists
 "name n_inputs n_outputs n_runs layout" per line (layout "cl": the inputs are channels-last;
-the .npy files are always C order).
+the .npy files are always C order). A model that writes an input (in-place) saves its inputs
+before the eager run and the written input after it as <name>.mutated<i>.npy.
+
+Packages the loader must refuse (ops it lacks, freezing=True, libtorch's proxy executor,
+link_libtorch=True) are compiled too: OUT_DIR/refuse.txt lists "name|text|text..." per
+line, the texts the refusal message must contain (their inputs and eager outputs are saved
+too: tests/coexist.cpp runs refuse_libtorch with libtorch).
 """
 
 import fcntl
@@ -188,6 +194,64 @@ class Sampler(nn.Module):
                 kv + torch.median(logits), ki, buckets)
 
 
+class Mutate(nn.Module):
+    """Writes its first input (x += y) and returns a function of it."""
+
+    def forward(self, x, y):
+        x.add_(y)
+        return x * 2
+
+
+class CholeskyInverse(nn.Module):
+    """A fallback op libtensor_aoti does not implement (linear algebra)."""
+
+    def forward(self, x):
+        return torch.cholesky_inverse(x)
+
+
+class ConvLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(F.relu(self.conv(x)).mean(dim=(2, 3)))
+
+
+class Nms(nn.Module):
+    def forward(self, boxes, scores):
+        import torchvision
+
+        return torchvision.ops.nms(boxes, scores, 0.5)
+
+
+class Multinomial(nn.Module):
+    def forward(self, p):
+        return torch.multinomial(p, 2)
+
+
+def refused():
+    """name -> (module, example inputs, options, texts the load's refusal must contain)."""
+    g = torch.Generator().manual_seed(1)
+    boxes = torch.rand(10, 4, generator=g)
+    boxes[:, 2:] += boxes[:, :2]
+    return {
+        "refuse_missing": (CholeskyInverse(), (torch.eye(4) * 2,), {},
+                           ["aoti_torch_cpu_cholesky_inverse (aten.cholesky_inverse)"]),
+        "refuse_freezing": (ConvLinear().eval(), (torch.randn(1, 3, 8, 8, generator=g),),
+                            {"freezing": True},
+                            ["freezing=True", "mkldnn._convolution_pointwise"]),
+        "refuse_nms": (Nms(), (boxes, torch.rand(10, generator=g)), {},
+                       ["proxy executor", "torchvision::nms"]),
+        "refuse_multinomial": (Multinomial(), (torch.rand(2, 5, generator=g),), {},
+                               ["proxy executor", "aten::multinomial"]),
+        "refuse_libtorch": (Mlp(), (torch.randn(8, 32, generator=g),),
+                            {"aot_inductor.link_libtorch": True},
+                            ["libtorch", "link_libtorch"]),
+    }
+
+
 def example_model():
     """examples_c/aoti_model.py's classifier (compiled here too, so CI compiles once)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples_c"))
@@ -245,6 +309,9 @@ def models():
             [],
             {},
         ),
+        # Weights appended to the .so and mmap'ed by the model from its own file.
+        "mmap_self": (Mlp(), (r(8, 32),), None, [], {"aot_inductor.force_mmap_weights": True}),
+        "mutate": (Mutate(), (r(4, 16), r(4, 16)), None, [], {}),
     }
 
 
@@ -292,6 +359,7 @@ def cached(base):
             t0 = time.time()
             torch.manual_seed(0)
             compile_all(fresh, models(), [])
+            compile_refused(fresh, [])
             compile_all(os.path.join(fresh, "zoo"), zoo_models(), [])
             shutil.rmtree(done, ignore_errors=True)
             os.rename(fresh, done)
@@ -323,6 +391,7 @@ def main():
     out, wanted = args[0], args[1:]
     torch.manual_seed(0)
     compile_all(out, models(), wanted)
+    compile_refused(out, wanted)
     if zoo_dir:
         compile_all(zoo_dir, zoo_models(), wanted)
 
@@ -338,10 +407,14 @@ def compile_all(out, table, wanted):
         with torch.no_grad():
             path = tensor_aoti_compile.compile(mod, args, os.path.join(out, f"{name}.pt2"),
                                                dynamic_shapes=dyn, isa=ISA, **opts)
+            save(out, f"{name}.in", args)
+            before = [a.clone() for a in args]
             outs = mod(*args)
             outs = outs if isinstance(outs, tuple) else (outs,)
-            save(out, f"{name}.in", args)
             save(out, f"{name}.out", outs)
+            for i, (a, b) in enumerate(zip(args, before)):
+                if not torch.equal(a, b):
+                    np.save(os.path.join(out, f"{name}.mutated{i}.npy"), a.contiguous().numpy())
             for k, run_args in enumerate(runs):
                 o = mod(*run_args)
                 o = o if isinstance(o, tuple) else (o,)
@@ -352,6 +425,26 @@ def compile_all(out, table, wanted):
         print(f"compiled {name} -> {path} in {time.time() - t0:.1f}s", flush=True)
     with open(os.path.join(out, "manifest.txt"), "w") as f:
         f.write("\n".join(manifest) + "\n")
+
+
+def compile_refused(out, wanted):
+    """The packages libtensor_aoti must refuse at load (refused()), into `out`, with
+    refuse.txt: "name|text|text..." per line, the texts the refusal must contain."""
+    lines = []
+    for name, (mod, args, opts, texts) in refused().items():
+        if wanted and name not in wanted:
+            continue
+        t0 = time.time()
+        with torch.no_grad():
+            tensor_aoti_compile.compile(mod, args, os.path.join(out, f"{name}.pt2"), isa=ISA,
+                                        **opts)
+            save(out, f"{name}.in", args)
+            o = mod(*args)
+            save(out, f"{name}.out", o if isinstance(o, tuple) else (o,))
+        lines.append("|".join([name] + texts))
+        print(f"compiled {name} (to be refused) in {time.time() - t0:.1f}s", flush=True)
+    with open(os.path.join(out, "refuse.txt"), "w") as f:
+        f.write("".join(l + "\n" for l in lines))
 
 
 if __name__ == "__main__":

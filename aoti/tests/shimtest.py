@@ -15,7 +15,23 @@ import sys
 import torch
 
 LIB = sys.argv[1]
-aoti = C.CDLL(os.path.join(LIB, "libtensor_aoti.so"))  # RTLD_LOCAL: our symbols via this handle
+
+
+class _Shim:
+    """libtensor_aoti's shim by the names models import: `aoti.aoti_torch_x` is the exported
+    `ltai_torch_x` (libtensor_aoti exports no `aoti_*` name; its loader renames a model's
+    imports the same way). Other attributes are the library's own."""
+
+    def __init__(self, lib):
+        self._lib = lib
+
+    def __getattr__(self, name):
+        if name.startswith("aoti_"):
+            name = "ltai_" + name[len("aoti_"):]
+        return getattr(self._lib, name)
+
+
+aoti = _Shim(C.CDLL(os.path.join(LIB, "libtensor_aoti.so")))  # RTLD_LOCAL: through this handle
 lt = C.CDLL(os.path.join(LIB, "libtensor.so.0"))
 torch_lib = C.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
 

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     tensor::aoti::Model model(argv[1]);
     tensor::aoti::Model moved = std::move(model);
     if (model.get() != nullptr || moved.num_inputs() != 1 || moved.num_outputs() != 1) failed++;
+    if (!moved.checks_inputs() || std::strcmp(moved.cpu_isa(), tensor_aoti_cpu_isa(moved.get())) != 0) failed++;
     tensor::Tensor x = tensor::Tensor::load_npy(argv[2]);
     tensor::Tensor want = tensor::Tensor::load_npy(argv[3]);
     std::vector<tensor::Tensor> out = moved.run({x});

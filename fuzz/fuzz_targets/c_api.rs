@@ -1138,7 +1138,17 @@ fn inspect_op(w: &mut World, i: &mut Input) {
     let _ = tensor_is_contiguous(t, tensor_memory_format_t(i.pick(&[0, 1, 2, 3, 9])));
     let _ = tensor_is_non_overlapping_and_dense(t);
     let _ = tensor_suggest_memory_format(t);
-    let _ = tensor_version(t);
+    let v = tensor_version(t);
+    let s = tensor_bump_version(t);
+    check_status("tensor_bump_version", s);
+    let read_only = storage_is_read_only(tensor_storage(t));
+    if (s == TENSOR_OK) == read_only || tensor_version(t) != v + u64::from(s == TENSOR_OK) {
+        fail(format!(
+            "tensor_bump_version: {}, read-only {read_only}, version {v} -> {}",
+            status_name(s),
+            tensor_version(t)
+        ));
+    }
     let _ = storage_is_resizable(tensor_storage(t));
     if let Some(u) = w.tensor(i) {
         if tensor_shares_storage(t, u) != (tensor_storage(t) == tensor_storage(u)) {

@@ -447,6 +447,20 @@ pub extern "C" fn tensor_version(t: *const tensor_t) -> u64 {
     guard(fn_name!(), || tensor_opt(t).map_or(0, |t| t.version()))
 }
 
+/// Adds one to `t`'s version counter, as an in-place write does: for code that writes a
+/// tensor's memory directly (e.g. a compiled model writing an input through its data
+/// pointer), so that views and autograd-style users see the change. Errors: NULL_POINTER,
+/// READ_ONLY (the storage refuses writes: nothing is bumped).
+#[no_mangle]
+pub extern "C" fn tensor_bump_version(t: *mut tensor_t) -> tensor_status_t {
+    call(fn_name!(), || {
+        let t = tensor_arg(t, "t")?;
+        t.storage().check_writable()?;
+        t.bump_version();
+        Ok(())
+    })
+}
+
 /// Storage offset in elements of `t[index]` (`n` must equal ndim; negative indices wrap)
 /// in `*out`. Errors: NULL_POINTER, INVALID_ARGUMENT, INDEX.
 #[no_mangle]

@@ -11,7 +11,7 @@ use super::{
     is_float, is_integral, isnan, lanes, not_implemented, optional, AtenTensorHandle, LaneOut,
 };
 use crate::dispatch;
-use crate::error::{err, shim, Result};
+use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, out, Bool, Element, Owned, Tensor};
 use half::{bf16, f16};
@@ -307,7 +307,7 @@ pub extern "C" fn aoti_torch_cpu_cumsum(
     dtype: *mut i32,
     ret0: *mut AtenTensorHandle,
 ) -> i32 {
-    cum_shim("aoti_torch_cpu_cumsum", self_, dim, dtype, ret0, Kind::Sum)
+    cum_shim(fn_name!(), self_, dim, dtype, ret0, Kind::Sum)
 }
 
 #[no_mangle]
@@ -317,14 +317,7 @@ pub extern "C" fn aoti_torch_cpu_cumprod(
     dtype: *mut i32,
     ret0: *mut AtenTensorHandle,
 ) -> i32 {
-    cum_shim(
-        "aoti_torch_cpu_cumprod",
-        self_,
-        dim,
-        dtype,
-        ret0,
-        Kind::Prod,
-    )
+    cum_shim(fn_name!(), self_, dim, dtype, ret0, Kind::Prod)
 }
 
 #[no_mangle]
@@ -334,7 +327,7 @@ pub extern "C" fn aoti_torch_cpu_logcumsumexp(
     ret0: *mut AtenTensorHandle,
 ) -> i32 {
     cum_shim(
-        "aoti_torch_cpu_logcumsumexp",
+        fn_name!(),
         self_,
         dim,
         std::ptr::null(),
@@ -369,7 +362,7 @@ pub extern "C" fn aoti_torch_cpu_cummax(
     ret0: *mut AtenTensorHandle,
     ret1: *mut AtenTensorHandle,
 ) -> i32 {
-    extreme_shim("aoti_torch_cpu_cummax", self_, dim, ret0, ret1, Kind::Max)
+    extreme_shim(fn_name!(), self_, dim, ret0, ret1, Kind::Max)
 }
 
 #[no_mangle]
@@ -379,5 +372,5 @@ pub extern "C" fn aoti_torch_cpu_cummin(
     ret0: *mut AtenTensorHandle,
     ret1: *mut AtenTensorHandle,
 ) -> i32 {
-    extreme_shim("aoti_torch_cpu_cummin", self_, dim, ret0, ret1, Kind::Min)
+    extreme_shim(fn_name!(), self_, dim, ret0, ret1, Kind::Min)
 }
