@@ -75,11 +75,12 @@ class Side:
         self.name = name
         self.t_spawn = time.monotonic()
         self.p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True, bufsize=1)
+                                  stderr=subprocess.PIPE, text=True, bufsize=1)
         line = self.p.stdout.readline().split()
         if not line or line[0] != "ready":
             self.p.kill()
-            raise RuntimeError(f"{name}: {' '.join(argv)} did not start")
+            why = self.p.stderr.read().strip().splitlines()
+            raise RuntimeError(f"{name} did not start", why[-1] if why else "no message")
         self.cold_ms = (float(line[1]) - self.t_spawn) * 1e3
         self.times = []
 
@@ -94,6 +95,21 @@ class Side:
     def finish(self):
         self.rss_mb = self.ask("q") / 1024
         self.p.wait()
+
+
+_GAUGE = {}
+
+
+def gauge_ns(lib):
+    """The host's noise gauge now: ns of a malloc(160)/free pair, from a C host kept for it
+    (bench_run's "g", no model loaded: it is only asked "g")."""
+    if lib not in _GAUGE:
+        _GAUGE[lib] = subprocess.Popen([os.path.join(lib, "bench_run"), "-"], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True, bufsize=1)
+    p = _GAUGE[lib]
+    p.stdin.write("g\n")
+    p.stdin.flush()
+    return float(p.stdout.readline())
 
 
 def closeness(got_prefix, ref_prefix, n):
@@ -142,32 +158,36 @@ def bench_model(lib, models, name, threads, rounds, tmp):
         "frozen": [os.path.join(lib, "bench_libtorch"), frozen] + ins,
         "eager": [sys.executable, "-c", EAGER, os.path.join(HERE, "..", "tests"), name] + ins,
     }
-    sides = {}
+    sides, failed = {}, {}
     try:
         # One at a time: a cold load is timed with no other host starting beside it.
         for s in SIDES:
             env = dict(base, BENCH_SAVE=os.path.join(tmp, f"{name}.{s}.out"))
-            sides[s] = Side(s, argvs[s], env)
+            try:
+                sides[s] = Side(s, argvs[s], env)
+            except RuntimeError as e:
+                failed[s] = e.args[1] if len(e.args) > 1 else str(e)
+        up = [s for s in SIDES if s in sides]
         close = {s: closeness(os.path.join(tmp, f"{name}.{s}.out"),
-                              os.path.join(models, f"{name}.out"), nout) for s in SIDES}
-        for s in SIDES:  # warm-up
+                              os.path.join(models, f"{name}.out"), nout) for s in up}
+        for s in up:  # warm-up
             sides[s].ask("r")
         gauge = []
         for r in range(rounds):
-            order = SIDES[r % 4:] + SIDES[:r % 4]
+            order = up[r % len(up):] + up[:r % len(up)]
             for s in order:
                 sides[s].times.append(sides[s].ask("r") / 1e3)
-            gauge.append(sides["ours"].ask("g"))
-        for s in SIDES:
+            gauge.append(gauge_ns(lib))
+        for s in up:
             sides[s].finish()
     finally:
         for s in sides.values():
             if s.p.poll() is None:
                 s.p.kill()
-    med = {s: statistics.median(sides[s].times) for s in SIDES}
+    med = {s: statistics.median(sides[s].times) for s in up}
     return dict(model=name, threads=threads, rounds=rounds, median_us=med,
-                cold_ms={s: sides[s].cold_ms for s in SIDES},
-                rss_mb={s: sides[s].rss_mb for s in SIDES}, close=close,
+                cold_ms={s: sides[s].cold_ms for s in up},
+                rss_mb={s: sides[s].rss_mb for s in up}, close=close, failed=failed,
                 gauge_ns=statistics.median(gauge), load=os.getloadavg()[0])
 
 
@@ -182,6 +202,16 @@ def table(rows):
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         m, c, rss, cl = r["median_us"], r["cold_ms"], r["rss_mb"], r["close"]
+        if r["failed"]:
+            for s, why in r["failed"].items():
+                m[s] = c[s] = rss[s] = cl[s] = float("nan")
+            print(f"| {r['model']} | {r['threads']} | "
+                  + "; ".join(f"{s} fails: {why}" for s, why in r["failed"].items())
+                  + f" | {fmt_ms(m['libtorch'])} | {fmt_ms(m['frozen'])} | {fmt_ms(m['eager'])} | "
+                  f"- | - | - / {c['libtorch']:.0f} / {c['frozen']:.0f} | "
+                  f"- / {rss['libtorch']:.0f} / {rss['frozen']:.0f} | - | "
+                  f"{r['gauge_ns']:.1f} | {r['load']:.1f} |")
+            continue
         print(f"| {r['model']} | {r['threads']} | {fmt_ms(m['ours'])} | {fmt_ms(m['libtorch'])} | "
               f"{fmt_ms(m['frozen'])} | {fmt_ms(m['eager'])} | "
               f"{m['ours'] / m['libtorch']:.2f}x | {m['ours'] / m['frozen']:.2f}x | "

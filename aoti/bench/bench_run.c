@@ -5,7 +5,8 @@
  * stdin runs once and prints the run's nanoseconds, and for "q" prints the process's peak
  * RSS in kB and exits. BENCH_SAVE=PREFIX writes the first run's outputs to PREFIX<i>.npy.
  * Same protocol as bench_libtorch.cpp, plus "g": the host's noise gauge, the nanoseconds of
- * one malloc(160)/free pair (BENCHMARKS.md), the mean of 100000. */
+ * one malloc(160)/free pair (BENCHMARKS.md), the mean of 100000. `bench_run -` loads no
+ * model and answers only "g" (and "q"). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,13 @@ int main(int argc, char **argv) {
   const char *prefix = getenv("BENCH_SAVE");
   char cmd[16];
   if (argc < 2 || nin > 16) return 2;
+  if (strcmp(argv[1], "-") == 0) {
+    while (fgets(cmd, sizeof cmd, stdin) && cmd[0] == 'g') {
+      printf("%.2f\n", malloc_pair_ns());
+      fflush(stdout);
+    }
+    return 0;
+  }
   t0 = now();
   if (tensor_aoti_load(argv[1], &m) != TENSOR_OK) {
     fprintf(stderr, "bench_run: %s\n", tensor_aoti_last_error());

@@ -15,7 +15,7 @@ PyTorch, under valgrind in CI.
 as make_models.py's own models(). `size="tiny"` (CI's): small configs and inputs; `size=
 "bench"` (aoti/bench/, BENCHMARKS.md): the same code at the architectures' real sizes
 (224 x 224 images and 1000 classes; BERT-base at sequence 128; a GPT-2-small step over a
-16-token prefix), for BENCH_MODELS only, so that CI's zoo run checks the code the benchmark
+16-token prefix, with the sampling and without: gpt2_step, the last position's logits), for BENCH_MODELS only, so that CI's zoo run checks the code the benchmark
 models are built from.
 """
 
@@ -58,6 +58,17 @@ class SampleNext(nn.Module):
         return token, logits
 
 
+class LastLogits(nn.Module):
+    """One decoder step of a causal LM without the sampling: the last position's logits."""
+
+    def __init__(self, lm):
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, ids):
+        return self.lm(input_ids=ids).logits[:, -1, :]
+
+
 class LstmClassifier(nn.Module):
     def __init__(self):
         super().__init__()
@@ -97,7 +108,7 @@ def calibrated(model, example, batches=2):
 
 
 # The zoo models aoti/bench/ times at size "bench".
-BENCH_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "bert", "gpt2_sample")
+BENCH_MODELS = ("resnet18", "mobilenet_v2", "efficientnet_b0", "bert", "gpt2_step", "gpt2_sample")
 
 # size -> image side, classes, BERT sequence, GPT-2 prefix, vocabulary and the BERT / GPT-2
 # config fields (vocab None and no fields: the transformers defaults, BERT-base and GPT-2
@@ -138,11 +149,17 @@ def models(size="tiny", names=None):
         mask[0, z["seq"] * 3 // 4:] = 0
         return Bert(BertModel(cfg)).eval(), (ids, mask), None, [], {}
 
-    def lm_step(model_cls, cfg):
+    def lm_step(model_cls, cfg, sample=True):
         g = torch.Generator().manual_seed(0)
         ids = torch.randint(0, cfg.vocab_size, (1, z["prefix"]), generator=g)
         u = torch.rand(1, 1, generator=g)
-        return SampleNext(model_cls(cfg).eval()).eval(), (ids, u), None, [], {}
+        lm = model_cls(cfg).eval()
+        if not sample:
+            return LastLogits(lm).eval(), (ids,), None, [], {}
+        return SampleNext(lm).eval(), (ids, u), None, [], {}
+
+    def gpt2_config():
+        return GPT2Config(**z["gpt2"], bos_token_id=0, eos_token_id=0, **voc)
 
     class Seg(nn.Module):
         def __init__(self, m):
@@ -168,8 +185,8 @@ def models(size="tiny", names=None):
         "efficientnet_b0": lambda: cnn(tv.efficientnet_b0),
         "lraspp": seg,
         "bert": bert,
-        "gpt2_sample": lambda: lm_step(GPT2LMHeadModel, GPT2Config(
-            **z["gpt2"], bos_token_id=0, eos_token_id=0, **voc)),
+        "gpt2_sample": lambda: lm_step(GPT2LMHeadModel, gpt2_config()),
+        "gpt2_step": lambda: lm_step(GPT2LMHeadModel, gpt2_config(), sample=False),
         "llama_sample": lambda: lm_step(LlamaForCausalLM, LlamaConfig(
             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
             intermediate_size=64, max_position_embeddings=64, bos_token_id=0, eos_token_id=0,

@@ -240,6 +240,43 @@ conv_float! {
     f64, axpy_f64, axpy_f64_avx512, axpy_f64_avx2, fma_f64, fma_f64_avx512, fma_f64_avx2;
 }
 
+thread_local! {
+    /// The im2col buffer of this thread's convolutions, kept between calls (a model calls
+    /// the same shapes every run: no allocation, no page faults, no zeroing per call).
+    static SCRATCH: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `f` over `n` elements of `T` (float32 / float64) of this thread's scratch buffer. The
+/// contents are whatever the last call left: `f` writes every element before reading it.
+/// A nested call (none today) gets a fresh buffer.
+fn with_scratch<T: ConvFloat, R>(n: usize, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+    let words = n
+        .checked_mul(std::mem::size_of::<T>())
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or(crate::error::Error {
+            status: sys::TENSOR_ERR_OVERFLOW,
+            msg: format!("im2col buffer of {n} elements overflows"),
+        })?
+        .div_ceil(8);
+    SCRATCH.with(|cell| {
+        let mut own = Vec::new();
+        let mut guard = cell.try_borrow_mut();
+        let v = match guard.as_mut() {
+            Ok(v) => &mut **v,
+            Err(_) => &mut own,
+        };
+        if v.len() < words {
+            v.resize(words, 0);
+        }
+        // SAFETY: v holds at least words * 8 >= n * size_of::<T>() initialised bytes, 8-byte
+        // aligned (a Vec<u64>), and T is f32 or f64 (ConvFloat), for which every bit
+        // pattern is a value and whose alignment is at most 8; the slice borrows v
+        // mutably for f's call only.
+        let buf = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<T>(), n) };
+        Ok(f(buf))
+    })
+}
+
 /// A pointer the tasks of one kernel call share, each writing its own disjoint elements.
 #[derive(Clone, Copy)]
 struct Shared<T>(*mut T);
@@ -274,7 +311,6 @@ fn conv_f<T: ConvFloat>(
     dilation: &[i64],
     groups: i64,
 ) -> Result<()> {
-    let item = std::mem::size_of::<T>();
     let (xs, xst) = (x.sizes().to_vec(), x.strides().to_vec());
     let (os, ost) = (o.get().sizes().to_vec(), o.get().strides().to_vec());
     let ws = w.sizes().to_vec();
@@ -364,10 +400,47 @@ fn conv_f<T: ConvFloat>(
     }
     // col: [kk, p] contiguous, in T (unused by a pointwise convolution).
     let n_col = if pointwise { 0 } else { kk * p };
-    if n_col.checked_mul(item).is_none() {
-        return err(sys::TENSOR_ERR_OVERFLOW, "im2col buffer size overflows");
-    }
-    let mut col = vec![T::default(); n_col];
+    with_scratch::<T, _>(n_col, |col| {
+        gemm_nchw(
+            &geo,
+            xv,
+            wv,
+            ov,
+            &ost,
+            col,
+            pointwise,
+            cin_g,
+            cout_g,
+            groups,
+            b.is_some(),
+        )
+    })?;
+    Ok(())
+}
+
+/// The GEMMs of `conv_f` (NCHW or other layouts): per image and group, out (+)= W_g @ col,
+/// col the im2col matrix of the input (filled here into `col`) or, for a pointwise
+/// convolution, the input itself.
+#[allow(clippy::too_many_arguments)]
+fn gemm_nchw<T: ConvFloat>(
+    geo: &Geometry,
+    xv: &[T],
+    wv: &[T],
+    ov: &mut [T],
+    ost: &[i64],
+    col: &mut [T],
+    pointwise: bool,
+    cin_g: usize,
+    cout_g: usize,
+    groups: i64,
+    acc: bool,
+) {
+    let (xs, xst) = (geo.xs, geo.xst);
+    let nd = xs.len();
+    let kvol: usize = geo.ksz.iter().product();
+    let p: usize = geo.osp.iter().product();
+    let kk = cin_g * kvol;
+    let pstride = ost[nd - 1] as usize;
     let optr = ov.as_mut_ptr();
     for n in 0..xs[0] as usize {
         for g in 0..groups as usize {
@@ -380,7 +453,7 @@ fn conv_f<T: ConvFloat>(
                     cs: xst[nd - 1] as isize,
                 }
             } else {
-                im2col(&geo, xv, base, cin_g, kvol, p, &mut col);
+                im2col(geo, xv, base, cin_g, kvol, p, col);
                 Mat {
                     ptr: col.as_mut_ptr().cast(),
                     rs: p as isize,
@@ -400,7 +473,6 @@ fn conv_f<T: ConvFloat>(
                 rs: kk as isize,
                 cs: 1,
             };
-            let acc = b.is_some();
             // SAFETY: T is float32/64, and the views are inside their buffers: dst is output
             // channels [g*cout_g, (g+1)*cout_g) of batch n over its p spatial positions (one
             // stride, pstride: o is dense) in ov, the output's aligned elements, which only
@@ -408,8 +480,8 @@ fn conv_f<T: ConvFloat>(
             // (ws[0] = groups*cout_g rows of kk); rhs is col (kk x p), or for a pointwise
             // convolution input channels [g*cin_g, (g+1)*cin_g) of image n over its p
             // positions, whose spatial dims flatten to the one stride xst[nd-1] (checked
-            // above), inside xv (the input's extent); dst overlaps neither (o is a fresh
-            // allocation, col a Vec of this call).
+            // in conv_f), inside xv (the input's extent); dst overlaps neither (o is a fresh
+            // allocation, col this thread's scratch buffer).
             unsafe {
                 gemm_any(
                     T::DTYPE,
@@ -426,7 +498,6 @@ fn conv_f<T: ConvFloat>(
             };
         }
     }
-    Ok(())
 }
 
 /// The im2col matrix of one image and group (input offset `base`): `cin_g * kvol` rows of
@@ -563,20 +634,39 @@ fn conv2d_nhwc<T: ConvFloat>(
     cout_g: usize,
     groups: usize,
 ) -> Result<()> {
+    let cout = os[1] as usize;
+    let p = g.osp[0] * g.osp[1];
+    let kk = g.ksz[0] * g.ksz[1] * cin_g;
+    let Some(n_col) = p.checked_mul(kk) else {
+        return err(sys::TENSOR_ERR_OVERFLOW, "im2col buffer size overflows");
+    };
+    with_scratch::<T, _>(n_col, |col| {
+        gemm_nhwc(g, xv, wv, bv, ov, ost, col, cin_g, cout_g, groups, cout)
+    })
+}
+
+/// The GEMMs of `conv2d_nhwc`, with `col` its im2col buffer (p * kk elements).
+#[allow(clippy::too_many_arguments)]
+fn gemm_nhwc<T: ConvFloat>(
+    g: &Geometry,
+    xv: &[T],
+    wv: &[T],
+    bv: Option<&[T]>,
+    ov: &mut [T],
+    ost: &[i64],
+    col: &mut [T],
+    cin_g: usize,
+    cout_g: usize,
+    groups: usize,
+    cout: usize,
+) {
     let (oh_n, ow_n) = (g.osp[0], g.osp[1]);
     let (kh_n, kw_n) = (g.ksz[0], g.ksz[1]);
     let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
     let cin = g.xs[1] as usize;
-    let cout = os[1] as usize;
     let p = oh_n * ow_n;
     let kk = kh_n * kw_n * cin_g;
-    let n_col = p
-        .checked_mul(kk)
-        .filter(|v| v.checked_mul(std::mem::size_of::<T>()).is_some());
-    let Some(n_col) = n_col else {
-        return err(sys::TENSOR_ERR_OVERFLOW, "im2col buffer size overflows");
-    };
-    let mut col = vec![T::default(); n_col];
+    let n_col = col.len();
     let optr = ov.as_mut_ptr();
     for n in 0..g.xs[0] as usize {
         let obase = n * ost[0] as usize;
@@ -642,7 +732,7 @@ fn conv2d_nhwc<T: ConvFloat>(
             // SAFETY: T is float32/64; dst is output channels [gi*cout_g, (gi+1)*cout_g) of
             // image n over its p positions (channels-last, standard strides: checked by
             // nhwc, so position q is at obase + q * cout) inside ov, which only this call
-            // uses; lhs is col (p x kk, this call's Vec); rhs is the transposed rows of
+            // uses; lhs is col (p x kk, this thread's scratch buffer); rhs is the transposed rows of
             // group gi of the channels-last weight wv (cout rows of kk, in (kh, kw, ci)
             // order), inside it; dst overlaps neither.
             unsafe {
@@ -661,7 +751,6 @@ fn conv2d_nhwc<T: ConvFloat>(
             };
         }
     }
-    Ok(())
 }
 
 /// A depthwise 2-D convolution (one input and one output channel per group) over
