@@ -30,6 +30,7 @@ FAMILIES = {
     "lraspp": "segmentation",
     "bert": "encoders (BERT)",
     "gpt2_sample": "decoders + sampling (GPT-2, Llama)",
+    "gpt2_step": "decoders + sampling (GPT-2, Llama)",
     "llama_sample": "decoders + sampling (GPT-2, Llama)",
     "lstm": "recurrent (LSTM)",
 }
