@@ -1,65 +1,253 @@
-"""Benchmark: each test model through libtensor_aoti (a C process, bench_run.c) and through
-libtorch (torch._inductor.aoti_load_package in a Python process), single-threaded
-(OMP_NUM_THREADS=1, torch.set_num_threads(1)), same .pt2, same inputs, median of N runs
-after warm-up; load time and peak RSS of each process. The libtorch side runs the same
-link_libtorch=False package: libtorch_cpu is loaded RTLD_GLOBAL first so that the model
-binds to libtorch's shim.
+"""The AOTI benchmark (BENCHMARKS.md, "AOTInductor models"): each benchmark model
+(aoti/bench/make_models.py: zoo.py at size "bench") on the same inputs through
 
-Usage: python bench.py LIBDIR MODELDIR [N]   (LIBDIR: libtensor.so.0, libtensor_aoti.so and
-the compiled bench_run; MODELDIR: made by tests/make_models.py)
+- ours:    libtensor_aoti from a C host (bench_run.c), the freezing=False package;
+- libtorch: the same package through torch::inductor::AOTIModelPackageLoader from a C++
+           host (bench_libtorch.cpp: the wheel's headers and libraries, no Python);
+- frozen:  the freezing=True package (oneDNN-packed weights) through the same C++ host;
+- eager:   the PyTorch module under torch.inference_mode() (Python, a reference);
+
+at each thread count (OMP_NUM_THREADS for every process, torch.set_num_threads in the eager
+one). The four processes of a model stay up side by side and are driven in interleaved
+rounds of one run each (the order rotating each round), so that a change of the host's
+load falls on every side alike; a round also takes the host's noise gauge (a malloc(160)/
+free pair, in the C host). Reports medians, the ratios of ours to libtorch and to frozen,
+the cold load (process start to first output: spawn to the first run's result), the peak RSS
+of each process, the first outputs' largest difference from eager PyTorch (relative to the
+output's largest magnitude; tokens: equal or not), the machine's load average, and the
+bytes of shared libraries each host loads beyond the system's.
+
+Usage: python bench.py LIBDIR MODELDIR [--rounds N] [--threads 1,2] [--models a,b] [--json F]
+(LIBDIR: bench_run, bench_libtorch, libtensor.so.0, libtensor_aoti.so; MODELDIR: made by
+make_models.py). Prints markdown tables.
 """
 
+import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
-LIB, MODELS = sys.argv[1], sys.argv[2]
-N = int(sys.argv[3]) if len(sys.argv) > 3 else 200
-ENV = dict(os.environ, OMP_NUM_THREADS="1", TENSOR_AOTI_QUIET="1")
+import numpy as np
 
-TORCH_SIDE = r"""
-import ctypes, os, sys, time
-t_start = time.perf_counter()
-import torch, numpy as np
-ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"), mode=ctypes.RTLD_GLOBAL)
-torch.set_num_threads(1)
-pt2, n, cl = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-xs = [torch.from_numpy(np.load(p)) for p in sys.argv[4:]]
-if cl:
-    xs = [x.contiguous(memory_format=torch.channels_last) for x in xs]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+EAGER = r"""
+import os, sys, time
+import numpy as np
+import torch
+sys.path.insert(0, sys.argv[1])
+import zoo
+torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+name, ins, prefix = sys.argv[2], sys.argv[3:], os.environ.get("BENCH_SAVE")
+mod = zoo.models("bench", [name])[name][0]
+xs = [torch.from_numpy(np.load(p)) for p in ins]
 t0 = time.perf_counter()
-m = torch._inductor.aoti_load_package(pt2)
-load = time.perf_counter() - t0
-times = []
-with torch.no_grad():
-    for k in range(n + 3):
-        t0 = time.perf_counter()
-        m(*xs)
-        if k >= 3:
-            times.append(time.perf_counter() - t0)
-times.sort()
-rss = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]
-print(f"{load * 1e3:.3f} {times[n // 2] * 1e6:.3f} {rss}")
+with torch.inference_mode():
+    outs = mod(*xs)
+    first = time.monotonic()
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    if prefix:
+        for i, o in enumerate(outs):
+            np.save(f"{prefix}{i}.npy", o.contiguous().numpy())
+    print(f"ready {first:.6f} {(time.perf_counter() - t0) * 1e3:.3f}", flush=True)
+    for line in sys.stdin:
+        if line.strip() == "r":
+            t0 = time.perf_counter_ns()
+            mod(*xs)
+            print(time.perf_counter_ns() - t0, flush=True)
+        else:
+            rss = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]
+            print(rss, flush=True)
+            break
 """
+
+SIDES = ("ours", "libtorch", "frozen", "eager")
+
+
+class Side:
+    """One host process under the line protocol of bench_run.c / bench_libtorch.cpp."""
+
+    def __init__(self, name, argv, env):
+        self.name = name
+        self.t_spawn = time.monotonic()
+        self.p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, bufsize=1)
+        line = self.p.stdout.readline().split()
+        if not line or line[0] != "ready":
+            self.p.kill()
+            why = self.p.stderr.read().strip().splitlines()
+            raise RuntimeError(f"{name} did not start", why[-1] if why else "no message")
+        self.cold_ms = (float(line[1]) - self.t_spawn) * 1e3
+        self.times = []
+
+    def ask(self, cmd):
+        self.p.stdin.write(cmd + "\n")
+        self.p.stdin.flush()
+        out = self.p.stdout.readline()
+        if not out:
+            raise RuntimeError(f"{self.name}: the host exited")
+        return float(out)
+
+    def finish(self):
+        self.rss_mb = self.ask("q") / 1024
+        self.p.wait()
+
+
+_GAUGE = {}
+
+
+def gauge_ns(lib):
+    """The host's noise gauge now: ns of a malloc(160)/free pair, from a C host kept for it
+    (bench_run's "g", no model loaded: it is only asked "g")."""
+    if lib not in _GAUGE:
+        _GAUGE[lib] = subprocess.Popen([os.path.join(lib, "bench_run"), "-"], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True, bufsize=1)
+    p = _GAUGE[lib]
+    p.stdin.write("g\n")
+    p.stdin.flush()
+    return float(p.stdout.readline())
+
+
+def closeness(got_prefix, ref_prefix, n):
+    """The largest |got - eager| / max |eager| over the outputs (integer outputs: 0 when
+    equal, inf when not)."""
+    worst = 0.0
+    for i in range(n):
+        got, ref = np.load(f"{got_prefix}{i}.npy"), np.load(f"{ref_prefix}{i}.npy")
+        if got.shape != ref.shape:
+            return float("inf")
+        if ref.dtype.kind in "iub":
+            worst = max(worst, 0.0 if np.array_equal(got, ref) else float("inf"))
+        else:
+            scale = float(np.abs(ref).max()) or 1.0
+            worst = max(worst, float(np.abs(got.astype(np.float64) - ref).max()) / scale)
+    return worst
+
+
+def installed_bytes(binary):
+    """Bytes of the shared libraries `binary` loads from outside the system's directories
+    (ldd), i.e. what a deployment of that side ships."""
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    total, seen = 0, set()
+    for line in out.splitlines():
+        if "=>" not in line:
+            continue
+        path = line.split("=>")[1].split("(")[0].strip()
+        real = os.path.realpath(path)
+        if not path or real in seen or real.startswith(("/lib/", "/usr/lib/", "/lib64/")):
+            continue
+        seen.add(real)
+        total += os.path.getsize(real)
+    return total
+
+
+def bench_model(lib, models, name, threads, rounds, tmp):
+    nin = len([f for f in os.listdir(models) if f.startswith(f"{name}.in")])
+    nout = len([f for f in os.listdir(models) if f.startswith(f"{name}.out")])
+    ins = [os.path.join(models, f"{name}.in{i}.npy") for i in range(nin)]
+    pt2 = os.path.join(models, f"{name}.pt2")
+    frozen = os.path.join(models, f"{name}.frozen.pt2")
+    base = dict(os.environ, OMP_NUM_THREADS=str(threads), TENSOR_AOTI_QUIET="1")
+    argvs = {
+        "ours": [os.path.join(lib, "bench_run"), pt2] + ins,
+        "libtorch": [os.path.join(lib, "bench_libtorch"), pt2] + ins,
+        "frozen": [os.path.join(lib, "bench_libtorch"), frozen] + ins,
+        "eager": [sys.executable, "-c", EAGER, os.path.join(HERE, "..", "tests"), name] + ins,
+    }
+    sides, failed = {}, {}
+    try:
+        # One at a time: a cold load is timed with no other host starting beside it.
+        for s in SIDES:
+            env = dict(base, BENCH_SAVE=os.path.join(tmp, f"{name}.{s}.out"))
+            try:
+                sides[s] = Side(s, argvs[s], env)
+            except RuntimeError as e:
+                failed[s] = e.args[1] if len(e.args) > 1 else str(e)
+        up = [s for s in SIDES if s in sides]
+        close = {s: closeness(os.path.join(tmp, f"{name}.{s}.out"),
+                              os.path.join(models, f"{name}.out"), nout) for s in up}
+        for s in up:  # warm-up
+            sides[s].ask("r")
+        gauge = []
+        for r in range(rounds):
+            order = up[r % len(up):] + up[:r % len(up)]
+            for s in order:
+                sides[s].times.append(sides[s].ask("r") / 1e3)
+            gauge.append(gauge_ns(lib))
+        for s in up:
+            sides[s].finish()
+    finally:
+        for s in sides.values():
+            if s.p.poll() is None:
+                s.p.kill()
+    med = {s: statistics.median(sides[s].times) for s in up}
+    return dict(model=name, threads=threads, rounds=rounds, median_us=med,
+                cold_ms={s: sides[s].cold_ms for s in up},
+                rss_mb={s: sides[s].rss_mb for s in up}, close=close, failed=failed,
+                gauge_ns=statistics.median(gauge), load=os.getloadavg()[0])
+
+
+def fmt_ms(us):
+    return f"{us / 1e3:.2f}"
+
+
+def table(rows):
+    print("| model | threads | ours ms | libtorch ms | frozen ms | eager ms | ours / libtorch "
+          "| ours / frozen | cold load ms ours / libtorch / frozen | peak RSS MB ours / libtorch "
+          "/ frozen | max rel. diff vs eager ours / libtorch / frozen | malloc pair ns | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        m, c, rss, cl = r["median_us"], r["cold_ms"], r["rss_mb"], r["close"]
+        if r["failed"]:
+            for s, why in r["failed"].items():
+                m[s] = c[s] = rss[s] = cl[s] = float("nan")
+            print(f"| {r['model']} | {r['threads']} | "
+                  + "; ".join(f"{s} fails: {why}" for s, why in r["failed"].items())
+                  + f" | {fmt_ms(m['libtorch'])} | {fmt_ms(m['frozen'])} | {fmt_ms(m['eager'])} | "
+                  f"- | - | - / {c['libtorch']:.0f} / {c['frozen']:.0f} | "
+                  f"- / {rss['libtorch']:.0f} / {rss['frozen']:.0f} | - | "
+                  f"{r['gauge_ns']:.1f} | {r['load']:.1f} |")
+            continue
+        print(f"| {r['model']} | {r['threads']} | {fmt_ms(m['ours'])} | {fmt_ms(m['libtorch'])} | "
+              f"{fmt_ms(m['frozen'])} | {fmt_ms(m['eager'])} | "
+              f"{m['ours'] / m['libtorch']:.2f}x | {m['ours'] / m['frozen']:.2f}x | "
+              f"{c['ours']:.0f} / {c['libtorch']:.0f} / {c['frozen']:.0f} | "
+              f"{rss['ours']:.0f} / {rss['libtorch']:.0f} / {rss['frozen']:.0f} | "
+              f"{cl['ours']:.1e} / {cl['libtorch']:.1e} / {cl['frozen']:.1e} | "
+              f"{r['gauge_ns']:.1f} | {r['load']:.1f} |")
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("lib")
+    ap.add_argument("models")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--models", dest="names", default=None)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+    import zoo
+
+    names = a.names.split(",") if a.names else list(zoo.BENCH_MODELS)
     rows = []
-    for line in open(os.path.join(MODELS, "manifest.txt")):
-        name, nin, _nout, _runs, layout = line.split()
-        pt2 = os.path.join(MODELS, f"{name}.pt2")
-        ins = [os.path.join(MODELS, f"{name}.in{i}.npy") for i in range(int(nin))]
-        cl = "1" if layout == "cl" else "0"
-        ours = subprocess.run([os.path.join(LIB, "bench_run"), pt2, str(N), cl] + ins,
-                              env=ENV, capture_output=True, text=True, check=True).stdout.split()
-        theirs = subprocess.run([sys.executable, "-c", TORCH_SIDE, pt2, str(N), cl] + ins,
-                                env=ENV, capture_output=True, text=True, check=True).stdout.split()
-        o, t = [float(x) for x in ours], [float(x) for x in theirs]
-        rows.append((name, o, t))
-    print("| model | run µs libtensor_aoti | run µs libtorch | run ratio | load ms ours / libtorch | peak RSS MB ours / libtorch |")
-    print("|---|---|---|---|---|---|")
-    for name, o, t in rows:
-        print(f"| {name} | {o[1]:.1f} | {t[1]:.1f} | {o[1] / t[1]:.2f}x | {o[0]:.1f} / {t[0]:.1f} | {o[2] / 1024:.1f} / {t[2] / 1024:.1f} |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for t in [int(x) for x in a.threads.split(",")]:
+            for name in names:
+                rows.append(bench_model(a.lib, a.models, name, t, a.rounds, tmp))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    table(rows)
+    ours = installed_bytes(os.path.join(a.lib, "bench_run"))
+    theirs = installed_bytes(os.path.join(a.lib, "bench_libtorch"))
+    print(f"\nShared libraries beyond the system's: libtensor_aoti's host {ours / 1e6:.1f} MB, "
+          f"libtorch's host {theirs / 1e6:.1f} MB ({ours / theirs:.4f}x).")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,12 @@
-/* Times one model through libtensor_aoti: load time, the median of N runs (after 3 warm-up
- * runs) on the saved inputs, and the process's peak RSS. Prints one line:
- * "load_ms run_us rss_kb". Usage: bench_run MODEL.pt2 N CL INPUT.npy...  (CL: 1 when the
- * inputs are channels-last) */
+/* The libtensor_aoti side of the AOTI benchmark (aoti/bench/bench.py), a C host:
+ *   bench_run MODEL.pt2 INPUT.npy...      (threads: OMP_NUM_THREADS)
+ * loads the model and the inputs, runs once and prints "ready T_FIRST LOAD_MS" (T_FIRST: the
+ * CLOCK_MONOTONIC seconds at which the first output was there); then for each line "r" on
+ * stdin runs once and prints the run's nanoseconds, and for "q" prints the process's peak
+ * RSS in kB and exits. BENCH_SAVE=PREFIX writes the first run's outputs to PREFIX<i>.npy.
+ * Same protocol as bench_libtorch.cpp, plus "g": the host's noise gauge, the nanoseconds of
+ * one malloc(160)/free pair (BENCHMARKS.md), the mean of 100000. `bench_run -` loads no
+ * model and answers only "g" (and "q"). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +22,6 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static long rss_kb(void) {
   char line[256];
   long kb = -1;
@@ -32,45 +32,86 @@ static long rss_kb(void) {
   return kb;
 }
 
+static void *volatile sink;
+
+static double malloc_pair_ns(void) {
+  int k;
+  double t0 = now();
+  for (k = 0; k < 100000; k++) {
+    sink = malloc(160);
+    free(sink);
+  }
+  return (now() - t0) * 1e9 / 100000;
+}
+
+static int run(tensor_aoti_model_t *m, tensor_t **in, size_t nin, tensor_t **out, size_t nout) {
+  if (tensor_aoti_run(m, in, nin, out, nout) != TENSOR_OK) {
+    fprintf(stderr, "bench_run: %s\n", tensor_aoti_last_error());
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   tensor_aoti_model_t *m = NULL;
   tensor_t *in[16], *out[16];
-  int n, nin = argc - 4, i, k, cl;
-  double t0, load, *times;
-  if (argc < 4 || nin > 16) return 2;
-  n = atoi(argv[2]);
-  cl = atoi(argv[3]);
+  size_t nin = (size_t)argc - 2, nout, i;
+  double t0, load, first;
+  const char *prefix = getenv("BENCH_SAVE");
+  char cmd[16];
+  if (argc < 2 || nin > 16) return 2;
+  if (strcmp(argv[1], "-") == 0) {
+    while (fgets(cmd, sizeof cmd, stdin) && cmd[0] == 'g') {
+      printf("%.2f\n", malloc_pair_ns());
+      fflush(stdout);
+    }
+    return 0;
+  }
   t0 = now();
   if (tensor_aoti_load(argv[1], &m) != TENSOR_OK) {
-    fprintf(stderr, "%s\n", tensor_aoti_last_error());
+    fprintf(stderr, "bench_run: %s\n", tensor_aoti_last_error());
     return 1;
   }
   load = now() - t0;
-  for (i = 0; i < nin; i++) {
-    tensor_t *t = NULL;
-    if (tensor_load_npy(argv[4 + i], TENSOR_MAP_PRIVATE, &t) != TENSOR_OK) return 1;
-    if (cl) {
-      tensor_contiguous(t, TENSOR_CHANNELS_LAST, &in[i]);
-      tensor_release(t);
-    } else {
-      in[i] = t;
-    }
-  }
-  times = malloc(sizeof(double) * (size_t)n);
-  for (k = -3; k < n; k++) {
-    size_t j, nout = tensor_aoti_num_outputs(m);
-    t0 = now();
-    if (tensor_aoti_run(m, in, (size_t)nin, out, nout) != TENSOR_OK) {
-      fprintf(stderr, "%s\n", tensor_aoti_last_error());
+  nout = tensor_aoti_num_outputs(m);
+  if (nout > 16) return 2;
+  for (i = 0; i < nin; i++)
+    if (tensor_load_npy(argv[2 + i], TENSOR_MAP_PRIVATE, &in[i]) != TENSOR_OK) {
+      fprintf(stderr, "bench_run: %s\n", tensor_last_error());
       return 1;
     }
-    if (k >= 0) times[k] = now() - t0;
-    for (j = 0; j < nout; j++) tensor_release(out[j]);
+  if (run(m, in, nin, out, nout)) return 1;
+  first = now();
+  for (i = 0; i < nout; i++) {
+    if (prefix) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s%zu.npy", prefix, i);
+      if (tensor_save_npy(path, out[i]) != TENSOR_OK) {
+        fprintf(stderr, "bench_run: %s\n", tensor_last_error());
+        return 1;
+      }
+    }
+    tensor_release(out[i]);
   }
-  qsort(times, (size_t)n, sizeof(double), cmp);
-  printf("%.3f %.3f %ld\n", load * 1e3, times[n / 2] * 1e6, rss_kb());
+  printf("ready %.6f %.3f\n", first, load * 1e3);
+  fflush(stdout);
+  while (fgets(cmd, sizeof cmd, stdin)) {
+    if (cmd[0] == 'r') {
+      double dt;
+      t0 = now();
+      if (run(m, in, nin, out, nout)) return 1;
+      dt = now() - t0;
+      for (i = 0; i < nout; i++) tensor_release(out[i]);
+      printf("%.0f\n", dt * 1e9);
+    } else if (cmd[0] == 'g') {
+      printf("%.2f\n", malloc_pair_ns());
+    } else {
+      printf("%ld\n", rss_kb());
+      break;
+    }
+    fflush(stdout);
+  }
   for (i = 0; i < nin; i++) tensor_release(in[i]);
   tensor_aoti_release(m);
-  free(times);
   return 0;
 }

@@ -220,20 +220,9 @@ def fmt_tensor(shape, g, sp):
     return t
 
 
-for trial in range(60):
-    sp = [1, 2, 2, 3][trial % 4]
-    groups = g.choice([1, 1, 2])
-    cin = groups * g.randint(1, 3)
-    cout = groups * g.randint(1, 3)
-    ksz = [g.randint(1, 3) for _ in range(sp)]
-    stride = [g.randint(1, 2) for _ in range(sp)]
-    pad = [g.randint(0, 1) for _ in range(sp)]
-    dil = [g.randint(1, 2) for _ in range(sp)]
-    spatial = [g.randint(max(4, d * (k - 1) + 1), 9) for k, d in zip(ksz, dil)]
-    batch = g.randint(1, 3)
-    x = fmt_tensor([batch, cin] + spatial, g, sp)
-    w = fmt_tensor([cout, cin // groups] + ksz, g, sp)
-    b = torch.randn(cout) if g.random() < 0.6 else None
+def check_conv(x, w, b, stride, pad, dil, groups):
+    """Our convolution of (x, w, b) against ATen's: values and output strides."""
+    sp = x.dim() - 2
     want = torch.ops.aten.convolution(x, w, b, stride, pad, dil, False, [0] * sp, groups)
     hx, hw = wrap(x), wrap(w)
     hb = H(wrap(b).value) if b is not None else None
@@ -251,6 +240,55 @@ for trial in range(60):
         detail = f"rc {rc}"
     check(ok, f"convolution x {list(x.shape)} {x.stride()} w {list(w.shape)} {w.stride()} stride {stride} pad {pad} dil {dil} groups {groups}: {detail}")
     for h_ in (hx, hw) + ((hb,) if hb is not None else ()):
+        lt.tensor_release(h_)
+
+
+for trial in range(60):
+    sp = [1, 2, 2, 3][trial % 4]
+    groups = g.choice([1, 1, 2])
+    cin = groups * g.randint(1, 3)
+    cout = groups * g.randint(1, 3)
+    ksz = [g.randint(1, 3) for _ in range(sp)]
+    stride = [g.randint(1, 2) for _ in range(sp)]
+    pad = [g.randint(0, 1) for _ in range(sp)]
+    dil = [g.randint(1, 2) for _ in range(sp)]
+    spatial = [g.randint(max(4, d * (k - 1) + 1), 9) for k, d in zip(ksz, dil)]
+    batch = g.randint(1, 3)
+    x = fmt_tensor([batch, cin] + spatial, g, sp)
+    w = fmt_tensor([cout, cin // groups] + ksz, g, sp)
+    b = torch.randn(cout) if g.random() < 0.6 else None
+    check_conv(x, w, b, stride, pad, dil, groups)
+
+
+# The shapes of real models, big enough to be split over the OpenMP threads (two): depthwise
+# 3 x 3 / 5 x 5 at stride 1 and 2 (the direct kernel, MobileNet / EfficientNet), with a
+# channel multiplier; pointwise 1 x 1 (the GEMM on the input), NCHW and channels-last;
+# a 7 x 7 stride-2 stem and a 3 x 3 (im2col).
+torch.set_num_threads(2)
+for (cin, cout, hw, k, s_, p_, d_, groups, cl) in [
+        (32, 32, 28, 3, 1, 1, 1, 32, False), (24, 24, 29, 3, 2, 1, 1, 24, False),
+        (40, 40, 15, 5, 2, 2, 1, 40, True), (16, 32, 20, 3, 1, 2, 2, 16, False),
+        (64, 96, 14, 1, 1, 0, 1, 1, False), (64, 96, 14, 1, 1, 0, 1, 1, True),
+        (48, 48, 14, 1, 1, 0, 1, 2, False), (3, 64, 56, 7, 2, 3, 1, 1, False),
+        (32, 48, 16, 3, 1, 1, 1, 1, True), (32, 32, 28, 3, 1, 1, 1, 32, True),
+        (16, 32, 20, 3, 1, 2, 2, 16, True), (8, 12, 10, 3, 2, 1, 1, 2, True)]:
+    x = torch.randn(2, cin, hw, hw)
+    w = torch.randn(cout, cin // groups, k, k)
+    if cl:
+        x = x.contiguous(memory_format=torch.channels_last)
+    check_conv(x, w, torch.randn(cout), [s_, s_], [p_, p_], [d_, d_], groups)
+    check_conv(x, w, None, [s_, s_], [p_, p_], [d_, d_], groups)
+
+# Linear layers of a transformer (the weight transposed, as Inductor passes it), split over
+# the threads by columns (n >= m) and by rows (m > n).
+for (m, k, n) in [(16, 768, 2304), (128, 768, 768), (1, 768, 3072), (512, 64, 48)]:
+    a, w, bias = torch.randn(m, k), torch.randn(n, k).t(), torch.randn(n)
+    out = torch.empty(m, n)
+    ha, hw, ho, hb = wrap(a), wrap(w), wrap(out), wrap(bias)
+    rc = aoti.aoti_torch_cpu_addmm_out(ho, hb, ha, hw, 1.0, 1.0)
+    want = torch.addmm(bias, a, w)
+    check(rc == 0 and close(out, want, 1e-4), f"addmm_out {m}x{k} @ {k}x{n}: rc {rc}")
+    for h_ in (ha, hw, ho, hb):
         lt.tensor_release(h_)
 
 for trial in range(30):

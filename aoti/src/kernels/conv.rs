@@ -1,7 +1,10 @@
 //! Convolution (`convolution`: 1-, 2-, 3-D, groups, stride, padding, dilation; not
-//! transposed): im2col + gemm, output strides as ATen's.
+//! transposed), output strides as ATen's: a direct kernel for 2-D depthwise convolutions,
+//! a GEMM on the input for pointwise (1 x 1) ones, im2col + GEMM for the rest; on the
+//! model's OpenMP threads.
 
 use super::gemm::{gemm_any, Mat};
+use super::parallel;
 use super::{
     as_f32, contiguous, expect_sizes, same_dtype, spatial_param, AtenTensorHandle, BF16, F16, F32,
 };
@@ -184,10 +187,137 @@ pub extern "C" fn aoti_torch_cpu_convolution(
     })
 }
 
-/// im2col + gemm, per batch element and group, in `T` (the dtype of every tensor here).
-/// `o` is the output, just allocated (`empty`) and dense (contiguous or channels-last), so
-/// its flattened spatial index has one stride (its last dim's).
-fn conv_f<T: Element>(
+/// The element types the convolution computes in (float32; float64), with the one inner
+/// loop the direct kernels share, `acc[i] += w * x[i]`, compiled for the widest vector ISA
+/// this CPU has (checked once per call through std's cached feature detection).
+pub(super) trait ConvFloat:
+    Element + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self>
+{
+    fn axpy(acc: &mut [Self], w: Self, x: &[Self]);
+    /// `acc[i] += w[i] * x[i]`.
+    fn fma(acc: &mut [Self], w: &[Self], x: &[Self]);
+}
+
+/// `$name` for each ISA: the body compiled with AVX-512F, with AVX2 + FMA, and plain,
+/// picked at run time.
+macro_rules! multiversion {
+    ($name:ident, $v512:ident, $v2:ident, ($($arg:ident: $ty:ty),*), $body:block) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        fn $v512($($arg: $ty),*) $body
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        fn $v2($($arg: $ty),*) $body
+        fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has AVX-512F (checked just above), all the
+                    // function's target features ask.
+                    return unsafe { $v512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                    return unsafe { $v2($($arg),*) };
+                }
+            }
+            $body
+        }
+    };
+}
+
+macro_rules! conv_float {
+    ($($t:ty, $axpy:ident, $axpy512:ident, $axpy2:ident, $fma:ident, $fma512:ident, $fma2:ident;)*) => {$(
+        multiversion!($axpy, $axpy512, $axpy2, (acc: &mut [$t], w: $t, x: &[$t]), {
+            for (a, &v) in acc.iter_mut().zip(x) {
+                *a += w * v;
+            }
+        });
+        multiversion!($fma, $fma512, $fma2, (acc: &mut [$t], w: &[$t], x: &[$t]), {
+            for ((a, &u), &v) in acc.iter_mut().zip(w).zip(x) {
+                *a += u * v;
+            }
+        });
+        impl ConvFloat for $t {
+            fn axpy(acc: &mut [$t], w: $t, x: &[$t]) {
+                $axpy(acc, w, x)
+            }
+            fn fma(acc: &mut [$t], w: &[$t], x: &[$t]) {
+                $fma(acc, w, x)
+            }
+        }
+    )*};
+}
+
+conv_float! {
+    f32, axpy_f32, axpy_f32_avx512, axpy_f32_avx2, fma_f32, fma_f32_avx512, fma_f32_avx2;
+    f64, axpy_f64, axpy_f64_avx512, axpy_f64_avx2, fma_f64, fma_f64_avx512, fma_f64_avx2;
+}
+
+thread_local! {
+    /// The im2col buffer of this thread's convolutions, kept between calls (a model calls
+    /// the same shapes every run: no allocation, no page faults, no zeroing per call).
+    static SCRATCH: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `f` over `n` elements of `T` (float32 / float64) of this thread's scratch buffer. The
+/// contents are whatever the last call left: `f` writes every element before reading it.
+/// A nested call (none today) gets a fresh buffer.
+fn with_scratch<T: ConvFloat, R>(n: usize, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+    let words = n
+        .checked_mul(std::mem::size_of::<T>())
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or(crate::error::Error {
+            status: sys::TENSOR_ERR_OVERFLOW,
+            msg: format!("im2col buffer of {n} elements overflows"),
+        })?
+        .div_ceil(8);
+    SCRATCH.with(|cell| {
+        let mut own = Vec::new();
+        let mut guard = cell.try_borrow_mut();
+        let v = match guard.as_mut() {
+            Ok(v) => &mut **v,
+            Err(_) => &mut own,
+        };
+        if v.len() < words {
+            v.resize(words, 0);
+        }
+        // SAFETY: v holds at least words * 8 >= n * size_of::<T>() initialised bytes, 8-byte
+        // aligned (a Vec<u64>), and T is f32 or f64 (ConvFloat), for which every bit
+        // pattern is a value and whose alignment is at most 8; the slice borrows v
+        // mutably for f's call only.
+        let buf = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<T>(), n) };
+        Ok(f(buf))
+    })
+}
+
+/// A pointer the tasks of one kernel call share, each writing its own disjoint elements.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: used only to hand a kernel's output to its own tasks, which write disjoint
+// elements (each use says which) and finish before the kernel returns.
+unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as for Send.
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// The pointer (a method, so that a closure captures the Sync wrapper, not the field).
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// The convolution in `T` (the dtype of every tensor here), into `o`, the output just
+/// allocated (`empty`) and dense (contiguous or channels-last), so that its flattened
+/// spatial index has one stride (its last dim's). Three ways, by shape:
+/// - 2-D depthwise (one input channel per group): a direct kernel, each (image, output
+///   channel) plane a task on the model's OpenMP threads;
+/// - 1 x 1 kernel, stride 1, no padding, over an input whose spatial dims flatten to one
+///   stride: one GEMM per image and group straight on the input (no im2col copy);
+/// - else im2col (its rows filled in parallel) + one GEMM per image and group.
+fn conv_f<T: ConvFloat>(
     o: &mut Owned,
     x: Tensor,
     w: Tensor,
@@ -197,11 +327,9 @@ fn conv_f<T: Element>(
     dilation: &[i64],
     groups: i64,
 ) -> Result<()> {
-    let item = std::mem::size_of::<T>();
     let (xs, xst) = (x.sizes().to_vec(), x.strides().to_vec());
     let (os, ost) = (o.get().sizes().to_vec(), o.get().strides().to_vec());
-    let wc = contiguous(w)?;
-    let ws = wc.get().sizes().to_vec();
+    let ws = w.sizes().to_vec();
     let cin_g = ws[1] as usize;
     let cout_g = (ws[0] / groups) as usize;
     let ksz: Vec<usize> = ws[2..].iter().map(|&k| k as usize).collect();
@@ -212,33 +340,19 @@ fn conv_f<T: Element>(
     if p == 0 || os[0] == 0 || os[1] == 0 {
         return Ok(());
     }
-    // col: [kk, p] contiguous, in T.
-    let n_col = kk
-        .checked_mul(p)
-        .filter(|v| v.checked_mul(item).is_some())
-        .ok_or(crate::error::Error {
-            status: sys::TENSOR_ERR_OVERFLOW,
-            msg: "im2col buffer size overflows".into(),
-        })?;
-    let mut col = vec![T::default(); n_col];
-    // Every element the input's layout reaches, and the weight's (contiguous: in order).
+    // Every element the input's layout reaches.
     let xv = x.values::<T>()?;
-    let wv = wc.get().values::<T>()?;
+    let bc = match b {
+        Some(b) => Some(contiguous(b)?),
+        None => None,
+    };
+    let bv = match &bc {
+        Some(bc) => Some(bc.get().values::<T>()?),
+        None => None,
+    };
     // SAFETY: o is the output the caller has just allocated with `empty`: its storage is
     // reachable from nothing but o, and nothing else runs on it during this call.
     let ov = unsafe { o.values_mut::<T>() }?;
-    let pstride = ost[xs.len() - 1] as usize; // the last spatial dim's stride
-                                              // The bias first: the products are then accumulated onto it.
-    if let Some(b) = b {
-        let bc = contiguous(b)?;
-        let bv = bc.get().values::<T>()?;
-        for n in 0..os[0] as usize {
-            for (c, &v) in bv.iter().enumerate().take(os[1] as usize) {
-                let base = n * ost[0] as usize + c * ost[1] as usize;
-                fill_run(ov, base, pstride, p, v);
-            }
-        }
-    }
     let geo = Geometry {
         xs: &xs,
         xst: &xst,
@@ -248,16 +362,120 @@ fn conv_f<T: Element>(
         padding,
         dilation,
     };
+    let nd = xs.len();
+    let pointwise = kvol == 1
+        && stride.iter().all(|&s| s == 1)
+        && padding.iter().all(|&q| q == 0)
+        && (2..nd - 1).all(|d| xst[d] == xs[d + 1] * xst[d + 1]);
+    if nd == 4 && !pointwise && nhwc(&xs, &xst) && nhwc(&os, &ost) {
+        // Channels-last input and output (Inductor's layout for the convolutions of a CNN):
+        // the weight in (kh, kw, ci) order, i.e. channels-last too.
+        let wl = if w.is_contiguous(sys::TENSOR_CHANNELS_LAST) && nhwc(&ws, w.strides()) {
+            None
+        } else {
+            Some(w.contiguous(sys::TENSOR_CHANNELS_LAST)?)
+        };
+        let wv = match &wl {
+            Some(wl) => wl.get().values::<T>()?,
+            None => w.values::<T>()?,
+        };
+        if cin_g == 1 && cout_g == 1 {
+            depthwise2d_nhwc(&geo, xv, wv, bv, ov, &ost);
+        } else {
+            conv2d_nhwc(
+                &geo,
+                xv,
+                wv,
+                bv,
+                ov,
+                &os,
+                &ost,
+                cin_g,
+                cout_g,
+                groups as usize,
+            )?;
+        }
+        return Ok(());
+    }
+    // The weight contiguous: [cout, cin_g * kvol] in (ci, kh, kw) order.
+    let wc = contiguous(w)?;
+    let wv = wc.get().values::<T>()?;
+    if cin_g == 1 && nd == 4 {
+        depthwise2d(&geo, xv, wv, bv, ov, &ost, cout_g);
+        return Ok(());
+    }
+    let pstride = ost[xs.len() - 1] as usize; // the last spatial dim's stride
+                                              // The bias first: the products are then accumulated onto it.
+    if let Some(bv) = bv {
+        for n in 0..os[0] as usize {
+            for (c, &v) in bv.iter().enumerate().take(os[1] as usize) {
+                let base = n * ost[0] as usize + c * ost[1] as usize;
+                fill_run(ov, base, pstride, p, v);
+            }
+        }
+    }
+    // col: [kk, p] contiguous, in T (unused by a pointwise convolution).
+    let n_col = if pointwise { 0 } else { kk * p };
+    with_scratch::<T, _>(n_col, |col| {
+        gemm_nchw(
+            &geo,
+            xv,
+            wv,
+            ov,
+            &ost,
+            col,
+            pointwise,
+            cin_g,
+            cout_g,
+            groups,
+            b.is_some(),
+        )
+    })?;
+    Ok(())
+}
+
+/// The GEMMs of `conv_f` (NCHW or other layouts): per image and group, out (+)= W_g @ col,
+/// col the im2col matrix of the input (filled here into `col`) or, for a pointwise
+/// convolution, the input itself.
+#[allow(clippy::too_many_arguments)]
+fn gemm_nchw<T: ConvFloat>(
+    geo: &Geometry,
+    xv: &[T],
+    wv: &[T],
+    ov: &mut [T],
+    ost: &[i64],
+    col: &mut [T],
+    pointwise: bool,
+    cin_g: usize,
+    cout_g: usize,
+    groups: i64,
+    acc: bool,
+) {
+    let (xs, xst) = (geo.xs, geo.xst);
+    let nd = xs.len();
+    let kvol: usize = geo.ksz.iter().product();
+    let p: usize = geo.osp.iter().product();
+    let kk = cin_g * kvol;
+    let pstride = ost[nd - 1] as usize;
     let optr = ov.as_mut_ptr();
     for n in 0..xs[0] as usize {
         for g in 0..groups as usize {
-            for ci in 0..cin_g {
-                let base = n * xst[0] as usize + (g * cin_g + ci) * xst[1] as usize;
-                for kf in 0..kvol {
-                    let row = (ci * kvol + kf) * p;
-                    im2col_row(&geo, xv, base, kf, &mut col[row..row + p]);
+            let base = n * xst[0] as usize + g * cin_g * xst[1] as usize;
+            let rhs = if pointwise {
+                // x[n, g*cin_g + ci, spatial] is element (ci, spatial) of a cin_g x p matrix.
+                Mat {
+                    ptr: xv.as_ptr().wrapping_add(base).cast_mut().cast(),
+                    rs: xst[1] as isize,
+                    cs: xst[nd - 1] as isize,
                 }
-            }
+            } else {
+                im2col(geo, xv, base, cin_g, kvol, p, col);
+                Mat {
+                    ptr: col.as_mut_ptr().cast(),
+                    rs: p as isize,
+                    cs: 1,
+                }
+            };
             // out[n, g*cout_g .. , :] (+)= W_g [cout_g, kk] @ col [kk, p]
             let dst = Mat {
                 ptr: optr
@@ -271,18 +489,15 @@ fn conv_f<T: Element>(
                 rs: kk as isize,
                 cs: 1,
             };
-            let rhs = Mat {
-                ptr: col.as_mut_ptr().cast(),
-                rs: p as isize,
-                cs: 1,
-            };
-            let acc = b.is_some();
             // SAFETY: T is float32/64, and the views are inside their buffers: dst is output
             // channels [g*cout_g, (g+1)*cout_g) of batch n over its p spatial positions (one
             // stride, pstride: o is dense) in ov, the output's aligned elements, which only
             // this call uses; lhs is group g's cout_g x kk rows of the contiguous weight wv
-            // (ws[0] = groups*cout_g rows of kk); rhs is col, kk x p; dst overlaps neither
-            // (o is a fresh allocation, col a Vec of this call).
+            // (ws[0] = groups*cout_g rows of kk); rhs is col (kk x p), or for a pointwise
+            // convolution input channels [g*cin_g, (g+1)*cin_g) of image n over its p
+            // positions, whose spatial dims flatten to the one stride xst[nd-1] (checked
+            // in conv_f), inside xv (the input's extent); dst overlaps neither (o is a fresh
+            // allocation, col this thread's scratch buffer).
             unsafe {
                 gemm_any(
                     T::DTYPE,
@@ -299,7 +514,108 @@ fn conv_f<T: Element>(
             };
         }
     }
-    Ok(())
+}
+
+/// The im2col matrix of one image and group (input offset `base`): `cin_g * kvol` rows of
+/// `p`, into `col`, the rows shared among the model's OpenMP threads.
+fn im2col<T: ConvFloat>(
+    geo: &Geometry,
+    xv: &[T],
+    base: usize,
+    cin_g: usize,
+    kvol: usize,
+    p: usize,
+    col: &mut [T],
+) {
+    let rows = cin_g * kvol;
+    let parts = parallel::threads().min(rows * p / 16384).max(1);
+    let dst = Shared(col.as_mut_ptr());
+    let xst1 = geo.xst[1] as usize;
+    parallel::run(parts, &|i| {
+        for r in parallel::chunk(rows, parts, 1, i) {
+            let (ci, kf) = (r / kvol, r % kvol);
+            // SAFETY: row r of col (p elements from r * p, inside col's rows * p), written
+            // only by the task whose chunk holds r; col outlives the parallel run.
+            let row = unsafe { std::slice::from_raw_parts_mut(dst.get().add(r * p), p) };
+            im2col_row(geo, xv, base + ci * xst1, kf, row);
+        }
+    });
+}
+
+/// A 2-D convolution whose groups each have one input channel (depthwise, `cout_g` output
+/// channels per group), computed directly: per output row, the sum over the kernel taps of
+/// the weight times a (strided) run of an input row, from the bias. `ov` is the dense
+/// output of strides `ost`; one task per (image, output channel) plane.
+fn depthwise2d<T: ConvFloat>(
+    g: &Geometry,
+    xv: &[T],
+    wv: &[T],
+    bv: Option<&[T]>,
+    ov: &mut [T],
+    ost: &[i64],
+    cout_g: usize,
+) {
+    let (oh_n, ow_n) = (g.osp[0], g.osp[1]);
+    let (kh_n, kw_n) = (g.ksz[0], g.ksz[1]);
+    let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
+    let (sh, sw) = (g.stride[0], g.stride[1] as usize);
+    let (ph, pw) = (g.padding[0], g.padding[1]);
+    let (dh, dw) = (g.dilation[0], g.dilation[1]);
+    let xst: Vec<usize> = g.xst.iter().map(|&s| s as usize).collect();
+    let ost: Vec<usize> = ost.iter().map(|&s| s as usize).collect();
+    let channels = cout_g * g.xs[1] as usize;
+    let planes = g.xs[0] as usize * channels;
+    let out = Shared(ov.as_mut_ptr());
+    let out_len = ov.len();
+    let parts = parallel::threads().min(planes).max(1);
+    parallel::run(parts, &|part| {
+        let mut acc = vec![T::default(); ow_n];
+        let mut gathered = vec![T::default(); ow_n];
+        for plane in parallel::chunk(planes, parts, 1, part) {
+            let (n, oc) = (plane / channels, plane % channels);
+            let xbase = n * xst[0] + (oc / cout_g) * xst[1];
+            let obase = n * ost[0] + oc * ost[1];
+            let bias = bv.map_or(T::default(), |b| b[oc]);
+            let wk = &wv[oc * kh_n * kw_n..(oc + 1) * kh_n * kw_n];
+            for oh in 0..oh_n {
+                acc.fill(bias);
+                for kh in 0..kh_n {
+                    let ih = oh as i64 * sh - ph + kh as i64 * dh;
+                    if ih < 0 || ih >= ih_n {
+                        continue;
+                    }
+                    let xrow = xbase + ih as usize * xst[2];
+                    for kw in 0..kw_n {
+                        // Output columns whose input column ow * sw + k0 is inside the row.
+                        let k0 = kw as i64 * dw - pw;
+                        let (lo, hi) = inside_run(k0, sw, iw_n, ow_n);
+                        if lo >= hi {
+                            continue;
+                        }
+                        let first = xrow + (lo as i64 * sw as i64 + k0) as usize * xst[3];
+                        let wt = wk[kh * kw_n + kw];
+                        if sw == 1 && xst[3] == 1 {
+                            T::axpy(&mut acc[lo..hi], wt, &xv[first..first + (hi - lo)]);
+                        } else {
+                            let step = sw * xst[3];
+                            for (j, v) in gathered[..hi - lo].iter_mut().enumerate() {
+                                *v = xv[first + j * step];
+                            }
+                            T::axpy(&mut acc[lo..hi], wt, &gathered[..hi - lo]);
+                        }
+                    }
+                }
+                let orow = obase + oh * ost[2];
+                for (ow, &v) in acc.iter().enumerate() {
+                    let at = orow + ow * ost[3];
+                    assert!(at < out_len);
+                    // SAFETY: at is inside ov (asserted), in the plane (n, oc) of the dense
+                    // output, which only this task writes; ov outlives the parallel run.
+                    unsafe { *out.get().add(at) = v };
+                }
+            }
+        }
+    });
 }
 
 /// `v` at `n` positions `base + i * stride` of `o`.
@@ -307,6 +623,230 @@ fn fill_run<T: Copy>(o: &mut [T], base: usize, stride: usize, n: usize, v: T) {
     for i in 0..n {
         o[base + i * stride] = v;
     }
+}
+
+/// Whether a 4-D layout is dense channels-last with the standard strides (those of every
+/// dim of size > 1 checked): element (n, c, h, w) at `n * strides[0] + (h * W + w) * C + c`.
+fn nhwc(sizes: &[i64], strides: &[i64]) -> bool {
+    let (c, w) = (sizes[1], sizes[3]);
+    let want = [strides[0], 1, w * c, c];
+    (1..4).all(|d| sizes[d] <= 1 || strides[d] == want[d])
+}
+
+/// A 2-D convolution over channels-last input and output with channels-last weight `wv`
+/// ([cout][kh][kw][cin_g]): per image and group, im2col into `col` [p][kh][kw][cin_g] (runs
+/// of cin_g contiguous channels; output rows filled in parallel), then
+/// out[p, group's channels] (+)= col [p, K] @ W_g^T [K, cout_g].
+#[allow(clippy::too_many_arguments)]
+fn conv2d_nhwc<T: ConvFloat>(
+    g: &Geometry,
+    xv: &[T],
+    wv: &[T],
+    bv: Option<&[T]>,
+    ov: &mut [T],
+    os: &[i64],
+    ost: &[i64],
+    cin_g: usize,
+    cout_g: usize,
+    groups: usize,
+) -> Result<()> {
+    let cout = os[1] as usize;
+    let p = g.osp[0] * g.osp[1];
+    let kk = g.ksz[0] * g.ksz[1] * cin_g;
+    let Some(n_col) = p.checked_mul(kk) else {
+        return err(sys::TENSOR_ERR_OVERFLOW, "im2col buffer size overflows");
+    };
+    with_scratch::<T, _>(n_col, |col| {
+        gemm_nhwc(g, xv, wv, bv, ov, ost, col, cin_g, cout_g, groups, cout)
+    })
+}
+
+/// The GEMMs of `conv2d_nhwc`, with `col` its im2col buffer (p * kk elements).
+#[allow(clippy::too_many_arguments)]
+fn gemm_nhwc<T: ConvFloat>(
+    g: &Geometry,
+    xv: &[T],
+    wv: &[T],
+    bv: Option<&[T]>,
+    ov: &mut [T],
+    ost: &[i64],
+    col: &mut [T],
+    cin_g: usize,
+    cout_g: usize,
+    groups: usize,
+    cout: usize,
+) {
+    let (oh_n, ow_n) = (g.osp[0], g.osp[1]);
+    let (kh_n, kw_n) = (g.ksz[0], g.ksz[1]);
+    let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
+    let cin = g.xs[1] as usize;
+    let p = oh_n * ow_n;
+    let kk = kh_n * kw_n * cin_g;
+    let n_col = col.len();
+    let optr = ov.as_mut_ptr();
+    for n in 0..g.xs[0] as usize {
+        let obase = n * ost[0] as usize;
+        if let Some(bv) = bv {
+            for q in 0..p {
+                ov[obase + q * cout..obase + (q + 1) * cout].copy_from_slice(&bv[..cout]);
+            }
+        }
+        for gi in 0..groups {
+            let xbase = n * g.xst[0] as usize + gi * cin_g;
+            let dst = Shared(col.as_mut_ptr());
+            let parts = parallel::threads().min(n_col / 16384).max(1);
+            parallel::run(parts, &|part| {
+                for oh in parallel::chunk(oh_n, parts, 1, part) {
+                    // SAFETY: output row oh's ow_n * kk elements of col (inside its p * kk),
+                    // written only by the task whose chunk holds oh; col outlives the run.
+                    let rowbuf = unsafe {
+                        std::slice::from_raw_parts_mut(dst.get().add(oh * ow_n * kk), ow_n * kk)
+                    };
+                    for kh in 0..kh_n {
+                        let ih = oh as i64 * g.stride[0] - g.padding[0] + kh as i64 * g.dilation[0];
+                        let row_in = ih >= 0 && ih < ih_n;
+                        for kw in 0..kw_n {
+                            let k0 = kw as i64 * g.dilation[1] - g.padding[1];
+                            let s = g.stride[1] as usize;
+                            let (lo, hi) = if row_in {
+                                inside_run(k0, s, iw_n, ow_n)
+                            } else {
+                                (0, 0)
+                            };
+                            let at = (kh * kw_n + kw) * cin_g;
+                            for ow in 0..ow_n {
+                                let d = &mut rowbuf[ow * kk + at..ow * kk + at + cin_g];
+                                if ow < lo || ow >= hi {
+                                    d.fill(T::default());
+                                } else {
+                                    let iw = (ow * s) as i64 + k0;
+                                    let src =
+                                        xbase + (ih as usize * iw_n as usize + iw as usize) * cin;
+                                    d.copy_from_slice(&xv[src..src + cin_g]);
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+            let dst = Mat {
+                ptr: optr.wrapping_add(obase + gi * cout_g).cast(),
+                rs: cout as isize,
+                cs: 1,
+            };
+            let lhs = Mat {
+                ptr: col.as_mut_ptr().cast(),
+                rs: kk as isize,
+                cs: 1,
+            };
+            let rhs = Mat {
+                ptr: wv.as_ptr().wrapping_add(gi * cout_g * kk).cast_mut().cast(),
+                rs: 1,
+                cs: kk as isize,
+            };
+            let acc = bv.is_some();
+            // SAFETY: T is float32/64; dst is output channels [gi*cout_g, (gi+1)*cout_g) of
+            // image n over its p positions (channels-last, standard strides: checked by
+            // nhwc, so position q is at obase + q * cout) inside ov, which only this call
+            // uses; lhs is col (p x kk, this thread's scratch buffer); rhs is the transposed rows of
+            // group gi of the channels-last weight wv (cout rows of kk, in (kh, kw, ci)
+            // order), inside it; dst overlaps neither.
+            unsafe {
+                gemm_any(
+                    T::DTYPE,
+                    p,
+                    cout_g,
+                    kk,
+                    dst,
+                    acc,
+                    lhs,
+                    rhs,
+                    if acc { 1.0 } else { 0.0 },
+                    1.0,
+                )
+            };
+        }
+    }
+}
+
+/// A depthwise 2-D convolution (one input and one output channel per group) over
+/// channels-last input and output: each output pixel's C channels are the bias plus, per
+/// kernel tap inside the input, the tap's C weights times the input pixel's C channels
+/// (contiguous runs: vectorized over channels). Output rows are tasks.
+fn depthwise2d_nhwc<T: ConvFloat>(
+    g: &Geometry,
+    xv: &[T],
+    wv: &[T],
+    bv: Option<&[T]>,
+    ov: &mut [T],
+    ost: &[i64],
+) {
+    let (oh_n, ow_n) = (g.osp[0], g.osp[1]);
+    let (kh_n, kw_n) = (g.ksz[0], g.ksz[1]);
+    let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
+    let c = g.xs[1] as usize;
+    let taps = kh_n * kw_n;
+    // The weight as [tap][c] (it is [c][tap] in memory).
+    let mut wt = vec![T::default(); taps * c];
+    for ch in 0..c {
+        for t in 0..taps {
+            wt[t * c + ch] = wv[ch * taps + t];
+        }
+    }
+    let rows = g.xs[0] as usize * oh_n;
+    let out = Shared(ov.as_mut_ptr());
+    let out_len = ov.len();
+    let parts = parallel::threads().min(rows * ow_n * c / 8192).max(1);
+    parallel::run(parts, &|part| {
+        for row in parallel::chunk(rows, parts, 1, part) {
+            let (n, oh) = (row / oh_n, row % oh_n);
+            let xbase = n * g.xst[0] as usize;
+            let obase = n * ost[0] as usize + oh * ow_n * c;
+            assert!(obase + ow_n * c <= out_len);
+            // SAFETY: output row (n, oh): ow_n * c elements from obase (channels-last,
+            // standard strides), inside ov (asserted), written only by this task; ov
+            // outlives the parallel run.
+            let orow = unsafe { std::slice::from_raw_parts_mut(out.get().add(obase), ow_n * c) };
+            for ow in 0..ow_n {
+                let acc = &mut orow[ow * c..(ow + 1) * c];
+                match bv {
+                    Some(b) => acc.copy_from_slice(&b[..c]),
+                    None => acc.fill(T::default()),
+                }
+                for kh in 0..kh_n {
+                    let ih = oh as i64 * g.stride[0] - g.padding[0] + kh as i64 * g.dilation[0];
+                    if ih < 0 || ih >= ih_n {
+                        continue;
+                    }
+                    for kw in 0..kw_n {
+                        let iw = ow as i64 * g.stride[1] - g.padding[1] + kw as i64 * g.dilation[1];
+                        if iw < 0 || iw >= iw_n {
+                            continue;
+                        }
+                        let src = xbase + (ih as usize * iw_n as usize + iw as usize) * c;
+                        let t = kh * kw_n + kw;
+                        T::fma(acc, &wt[t * c..(t + 1) * c], &xv[src..src + c]);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// The output positions `lo..hi` (of `0..out_n`) whose input position `o * stride + k0`
+/// falls inside `0..in_n` (lo == hi when none does).
+fn inside_run(k0: i64, stride: usize, in_n: i64, out_n: usize) -> (usize, usize) {
+    let lo = if k0 < 0 {
+        ((-k0) as usize).div_ceil(stride).min(out_n)
+    } else {
+        0
+    };
+    let hi = if k0 >= in_n {
+        lo
+    } else {
+        (((in_n - 1 - k0) as usize) / stride + 1).clamp(lo, out_n)
+    };
+    (lo, hi)
 }
 
 /// The shape of one convolution, for im2col.
@@ -358,14 +898,24 @@ fn im2col_row<T: Copy + Default>(g: &Geometry, x: &[T], base: usize, kf: usize, 
         }
         let run = &mut dst[at..at + ow_n];
         if inside {
+            // The output columns whose input column ow * s_l + k0 is inside the row: zeros
+            // on either side, the input's (strided) run between.
             let k0 = kidx[last] * d_l - p_l;
-            for (ow, r) in run.iter_mut().enumerate() {
-                let i = ow as i64 * s_l + k0;
-                *r = if i < 0 || i >= in_l {
-                    T::default()
+            let s = s_l as usize;
+            let (lo, hi) = inside_run(k0, s, in_l, ow_n);
+            run[..lo].fill(T::default());
+            run[hi..].fill(T::default());
+            if lo < hi {
+                let first = off + (lo as i64 * s_l + k0) as usize * st_l;
+                let step = s * st_l;
+                if step == 1 {
+                    run[lo..hi].copy_from_slice(&x[first..first + (hi - lo)]);
                 } else {
-                    x[off + i as usize * st_l]
-                };
+                    let src = &x[first..=first + (hi - lo - 1) * step];
+                    for (r, v) in run[lo..hi].iter_mut().zip(src.iter().step_by(step)) {
+                        *r = *v;
+                    }
+                }
             }
         } else {
             run.fill(T::default());

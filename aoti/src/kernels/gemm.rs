@@ -1,6 +1,8 @@
 //! The one GEMM primitive every kernel calls (`gemm` crate): strided matrix views and
-//! `dst = alpha * dst + beta * lhs @ rhs` in float32, float64 or float16.
+//! `dst = alpha * dst + beta * lhs @ rhs` in float32, float64 or float16, on the model's
+//! OpenMP threads (`parallel`) when the product is big enough to pay for them.
 
+use super::parallel;
 use crate::sys;
 use crate::util::Tensor;
 
@@ -12,8 +14,91 @@ pub struct Mat {
     pub cs: isize,
 }
 
+// SAFETY: a Mat is an address and two strides; what may be read or written through it, and
+// by which threads, is the contract of the unsafe function it is passed to (gemm_any: each
+// thread writes its own block of dst).
+unsafe impl Send for Mat {}
+// SAFETY: as for Send: sharing the view shares no access by itself.
+unsafe impl Sync for Mat {}
+
+/// Multiply-adds per thread below which a product stays on one thread (a part must outweigh
+/// waking the team, a few microseconds).
+const PAR_MIN_MACS: usize = 1 << 17;
+
 /// `dst = alpha * dst (if read_dst) + beta * lhs @ rhs` for an m x k by k x n product, in
-/// `dtype` (float32, float64, float16).
+/// `dtype` (float32, float64, float16). Big products are cut into blocks of columns (or of
+/// rows, when m is the longer side) run on the model's OpenMP threads (`parallel::run`);
+/// each block is the same `gemm_serial` call the whole product would make, over its part.
+/// Called inside a parallel region (a kernel's own task), it runs on the calling thread.
+///
+/// # Safety
+///
+/// As `gemm_serial`.
+pub unsafe fn gemm_any(
+    dtype: i32,
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: Mat,
+    read_dst: bool,
+    lhs: Mat,
+    rhs: Mat,
+    alpha: f64,
+    beta: f64,
+) {
+    let macs = m.saturating_mul(n).saturating_mul(k);
+    let parts = parallel::threads().min(macs / PAR_MIN_MACS).max(1);
+    if parts == 1 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { gemm_serial(dtype, m, n, k, dst, read_dst, lhs, rhs, alpha, beta) };
+        return;
+    }
+    let item = crate::util::itemsize(dtype) as isize;
+    let by_cols = n >= m;
+    let len = if by_cols { n } else { m };
+    parallel::run(parts, &|i| {
+        let r = parallel::chunk(len, parts, 16, i);
+        if r.is_empty() {
+            return;
+        }
+        let s = r.start as isize * item;
+        // SAFETY: block i is rows (or columns) r of dst, and the matching rows of lhs (or
+        // columns of rhs): sub-views of the caller's views, so inside what its contract
+        // makes valid; the blocks of dst are disjoint, so each thread writes elements no
+        // other thread of this call touches, and lhs / rhs are only read.
+        unsafe {
+            if by_cols {
+                gemm_serial(
+                    dtype,
+                    m,
+                    r.len(),
+                    k,
+                    offset(dst, s * dst.cs),
+                    read_dst,
+                    lhs,
+                    offset(rhs, s * rhs.cs),
+                    alpha,
+                    beta,
+                )
+            } else {
+                gemm_serial(
+                    dtype,
+                    r.len(),
+                    n,
+                    k,
+                    offset(dst, s * dst.rs),
+                    read_dst,
+                    offset(lhs, s * lhs.rs),
+                    rhs,
+                    alpha,
+                    beta,
+                )
+            }
+        }
+    });
+}
+
+/// `gemm_any` on the calling thread.
 ///
 /// # Safety
 ///
@@ -21,7 +106,7 @@ pub struct Mat {
 /// its m x k, k x n or m x n shape, an aligned element of that dtype inside live memory:
 /// readable for `lhs`, `rhs` (and `dst` when `read_dst`), writable for `dst`, with `dst`
 /// overlapping neither `lhs` nor `rhs`, and nothing else using `dst` during the call.
-pub unsafe fn gemm_any(
+pub unsafe fn gemm_serial(
     dtype: i32,
     m: usize,
     n: usize,

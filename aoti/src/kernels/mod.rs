@@ -3,8 +3,9 @@
 //! job:
 //!
 //! - `gemm`: the one GEMM primitive (the `gemm` crate) the others call;
+//! - `parallel`: the kernels' threads (the model's OpenMP team);
 //! - `matmul`: `mm_out`, `addmm_out`, `bmm_out`, `baddbmm_out`;
-//! - `conv`: `convolution` (im2col + gemm);
+//! - `conv`: `convolution` (direct depthwise, pointwise GEMM, im2col + GEMM);
 //! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`;
 //! - `pool`: `max_pool2d_with_indices`, `max_pool3d_with_indices`, `adaptive_max_pool2d`,
 //!   `adaptive_max_pool3d`, `_adaptive_avg_pool2d`, `_adaptive_avg_pool3d`, `avg_pool2d`,
@@ -38,6 +39,7 @@ mod index;
 mod int8mm;
 mod matmul;
 mod order;
+mod parallel;
 mod pool;
 mod rnn;
 mod scan;
