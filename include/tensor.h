@@ -30,15 +30,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#ifdef __cplusplus
 struct DLManagedTensorVersioned;
 struct DLManagedTensor;
 struct DLPackExchangeAPI;
-#else
-struct DLManagedTensorVersioned;
-struct DLManagedTensor;
-struct DLPackExchangeAPI;
-#endif
 
 /** libtensor version of this header (Cargo.toml); tensor_version_string() is the
  * loaded library's. */
