@@ -4,7 +4,7 @@
  * byte-for-byte reproducibly whatever the input order, carried over by a re-save, and
  * every refusal: unknown mode, duplicate / NULL / non-UTF-8 keys and values, a metadata
  * value that is not a string, a key or value with a NUL byte, a misaligned tensor mapped
- * shared. */
+ * shared, a header over the format's size limit. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -287,12 +287,59 @@ static void test_refusals(void) {
   unlink(out);
 }
 
+/* ---- 4. a header the format's readers refuse is never written ------------------------ */
+
+/* The format's reference implementation (the safetensors crate, whose reader and writer the
+ * Python package runs) refuses a header over 100,000,000 bytes. A save whose header would
+ * be longer (metadata, or tensor names) is refused before anything is written: the old
+ * file stays byte for byte, and no temporary file is left (main's rmdir finds the
+ * directory empty). */
+static void test_header_too_large(void) {
+  const size_t big = 100000001; /* one string alone is over the limit */
+  const char *k[1] = {"big"}, *v[1];
+  const char *names[1];
+  const tensor_t *ts[1];
+  tensor_t *t = NULL;
+  char out[128];
+  char *huge = malloc(big + 1);
+  size_t na, nb;
+  CHECK(huge != NULL);
+  if (!huge) return;
+  memset(huge, 'a', big);
+  huge[big] = '\0';
+  path_of(out, sizeof out, "kept.safetensors");
+  save_two(out, k, k, 1);
+  na = read_file(out, file_a, sizeof file_a);
+  CHECK(na > 0 && na < sizeof file_a);
+
+  v[0] = huge;
+  CHECK_STATUS(tensor_save_safetensors_metadata(out, NULL, NULL, 0, k, v, 1), TENSOR_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("tensor_save_safetensors_metadata");
+  CHECK_ERROR_HAS("kept.safetensors");
+  CHECK_ERROR_HAS("over 100000000");
+  nb = read_file(out, file_b, sizeof file_b);
+  CHECK(na == nb && memcmp(file_a, file_b, na) == 0);
+
+  CHECK_OK(tensor_arange(3, TENSOR_UINT8, &t));
+  names[0] = huge;
+  ts[0] = t;
+  CHECK_STATUS(tensor_save_safetensors(out, names, ts, 1), TENSOR_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("tensor_save_safetensors");
+  CHECK_ERROR_HAS("over 100000000");
+  nb = read_file(out, file_b, sizeof file_b);
+  CHECK(na == nb && memcmp(file_a, file_b, na) == 0);
+  tensor_release(t);
+  free(huge);
+  unlink(out);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/libtensor-stmodes-%ld", (long)getpid());
   if (mkdir(dir, 0700) != 0 && errno != EEXIST) return 1;
   test_metadata_round_trip();
   test_modes();
   test_refusals();
+  test_header_too_large();
   CHECK(rmdir(dir) == 0);
   CHECK(harness_memory_stats().live_storages == 0);
   return harness_finish("test_safetensors_modes");

@@ -30,15 +30,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#ifdef __cplusplus
 struct DLManagedTensorVersioned;
 struct DLManagedTensor;
 struct DLPackExchangeAPI;
-#else
-struct DLManagedTensorVersioned;
-struct DLManagedTensor;
-struct DLPackExchangeAPI;
-#endif
 
 /** libtensor version of this header (Cargo.toml); tensor_version_string() is the
  * loaded library's. */
@@ -1862,9 +1856,13 @@ const char *tensor_safetensors_metadata_value(const struct tensor_safetensors_t 
  * fsynced and renamed over the destination; a symbolic link's target is replaced, the
  * link kept; the old file's permission bits kept; anything but a regular file at `path`
  * refused with IO; concurrent saves and readers see whole files only. The file has no
- * `__metadata__`: this is tensor_save_safetensors_metadata with no pairs.
+ * `__metadata__`: this is tensor_save_safetensors_metadata with no pairs. The header (the
+ * JSON of the names, dtypes, shapes and offsets, padded to 8 bytes) may be at most
+ * 100,000,000 bytes, the most the format's readers (libtensor's and the Python package's)
+ * accept: a longer one is refused before anything is written, the old file kept.
  * Errors: NULL_POINTER (path, or names / tensors with n > 0, or one of their entries),
- * INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"), DTYPE
+ * INVALID_ARGUMENT (a name given twice, not UTF-8, or "__metadata__"; a header over
+ * 100,000,000 bytes), DTYPE
  * (complex128; a 0-dim float4_e2m1fn_x2, which has no last dim to count F4 values in),
  * DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for tensor_save_npy).
  */
@@ -1881,10 +1879,13 @@ tensor_status_t tensor_save_safetensors(const char *path,
  * of tensor_safetensors_metadata_key / _value. Keys and values are UTF-8 strings; the
  * keys must be distinct (any order: they are written sorted, so equal inputs give equal
  * files). `n_meta` 0 writes no `__metadata__` (keys and values may then be NULL), as
- * tensor_save_safetensors.
+ * tensor_save_safetensors. The pairs are part of the header, whose limit is
+ * tensor_save_safetensors': at most 100,000,000 bytes, else refused before anything is
+ * written (the old file kept).
  * Errors: NULL_POINTER (path; names / tensors with n > 0, keys / values with
  * n_meta > 0, or one of their entries), INVALID_ARGUMENT (a tensor name given twice, not
- * UTF-8, or "__metadata__"; a metadata key given twice; a key or value not UTF-8), DTYPE
+ * UTF-8, or "__metadata__"; a metadata key given twice; a key or value not UTF-8; a
+ * header over 100,000,000 bytes), DTYPE
  * (as tensor_save_safetensors), DEVICE, OUT_OF_BOUNDS, OVERFLOW, OUT_OF_MEMORY, IO (the causes listed for
  * tensor_save_npy).
  */

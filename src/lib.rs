@@ -17,14 +17,24 @@
 //! StorageImpl; it never copies data. Wrapped memory's deleter runs exactly once, when the
 //! storage's last strong reference dies.
 //!
-//! Module map: `refcount` (intrusive strong/weak counts), `dtype`, `device`, `allocator`
-//! (+ memory statistics), `snapshot` (opt-in live-storage report), `storage`, `shape` (pure shape arithmetic), `layout` (sizes,
-//! strides, the one validation `CheckedLayout`, cached flags), `tensor_impl` (TensorImpl and the Rust `Tensor` handle),
-//! `copy` (every op that moves element data, in four layers that import only downwards:
-//! the ops and their argument rules, the one write step, the strided-iteration engine with
-//! its dtype dispatch and threads, and the leaf kernels; see `copy/mod.rs`), `format`
-//! (repr), `files` (memory-mapped files, shared memory, .safetensors and .npy), `ffi` (the C
-//! boundary).
+//! Module map (`lib_lists_every_module` in `src/tests/` checks that each module is here):
+//!
+//! - `error`: status codes and the error type; `env`: the environment variables, read once;
+//!   `sanitizer`: is a memory checker watching?
+//! - `refcount`: intrusive strong/weak counts; `dtype`: element types (`float8`: the 8-bit
+//!   float formats); `device`: DLPack device codes; `allocator`: where storage bytes come
+//!   from, and the memory statistics.
+//! - `storage`: StorageImpl; `snapshot`: the opt-in live-storage report (the slot table of
+//!   tracked tensors, the registry, the report).
+//! - `shape`: pure shape arithmetic; `layout`: sizes and strides (the buffer, the layouts,
+//!   the one validation `CheckedLayout`, the cached flags); `tensor_impl`: TensorImpl and
+//!   the Rust `Tensor` handle; `view`: the view rules.
+//! - `copy`: every op that moves element data, in four layers that import only downwards
+//!   (the ops and their argument rules, the one write step, the strided-iteration engine
+//!   with its dtype dispatch and threads, and the leaf kernels; see `copy/mod.rs`); `format`:
+//!   repr; `dlpack`: DLPack export and import; `files`: memory-mapped files, shared memory,
+//!   .safetensors and .npy.
+//! - `ffi`: the C boundary.
 
 #![allow(non_camel_case_types)]
 // Every unsafe operation states why it is sound: `// SAFETY:` above each unsafe block and

@@ -387,6 +387,61 @@ impl super::OverMapping for SafetensorsFile {
     }
 }
 
+/// The longest header the format's reference implementation reads or writes: its
+/// `MAX_HEADER_SIZE` (safetensors 0.8, `src/tensor.rs`, not exported), against which its
+/// reader checks the 8-byte length at the start of a file (the padded header) and its
+/// writers, the Python package's among them, the header they would write.
+const MAX_HEADER_SIZE: usize = 100_000_000;
+
+/// The header [`save`] writes for `tensors` (the crate's `Metadata`, its entries validated)
+/// and the `meta` pairs (sorted by key, distinct): JSON padded with spaces to a multiple of
+/// 8 bytes. Errors: InvalidArgument (longer than [`MAX_HEADER_SIZE`], which no reader of
+/// the format would read), Io (serialization).
+fn encode_header(path: &Path, tensors: &Metadata, meta: &[(&str, &str)]) -> Result<Vec<u8>> {
+    let meta_json = |e: serde_json::Error| {
+        Error::from_fmt(
+            Status::Io,
+            format_args!(
+                "cannot serialize the safetensors header of '{}': {e}",
+                path.display()
+            ),
+        )
+    };
+    let mut header = serde_json::to_vec(tensors).map_err(meta_json)?;
+    if !meta.is_empty() {
+        // `{"__metadata__":{...sorted...}` then the tensors' entries: the crate's JSON
+        // object is `{` + its entries + `}`, and keeps its metadata in a hash map, whose
+        // order changes from run to run.
+        let sorted: std::collections::BTreeMap<&str, &str> = meta.iter().copied().collect();
+        let mut h = b"{\"__metadata__\":".to_vec();
+        h.extend_from_slice(&serde_json::to_vec(&sorted).map_err(meta_json)?);
+        if header.len() > 2 {
+            h.push(b',');
+        }
+        h.extend_from_slice(&header[1..]);
+        header = h;
+    }
+    let padded = header.len().div_ceil(8) * 8;
+    if padded > MAX_HEADER_SIZE {
+        return Err(header_too_large(path, padded, ""));
+    }
+    header.resize(padded, b' ');
+    Ok(header)
+}
+
+/// InvalidArgument: the header of `path` would be `size` bytes (`more`: "more than "), over
+/// [`MAX_HEADER_SIZE`].
+#[cold]
+fn header_too_large(path: &Path, size: usize, more: &str) -> Error {
+    Error::from_fmt(
+        Status::InvalidArgument,
+        format_args!(
+            "the safetensors header of '{}' would be {more}{size} bytes (tensor names, shapes and metadata), over {MAX_HEADER_SIZE}, the most the format's readers accept",
+            path.display()
+        ),
+    )
+}
+
 /// Maps `path` with `mode` and makes its tensors, indexed by name, and its metadata (see
 /// [`load_mapped`](super::load_mapped): `Shared` refuses a file with a misaligned tensor,
 /// which would be a copy).
@@ -400,10 +455,24 @@ pub fn load(path: &Path, mode: MapMode) -> Result<SafetensorsFile> {
 /// `__metadata__` (none: no `__metadata__`, as the reference writers do). The header is the
 /// crate's `Metadata` (validated by it) serialized as JSON, after `__metadata__` with its
 /// keys sorted (so a save is byte-for-byte reproducible); the data is streamed from the
-/// tensors into [`write_atomically`](super::write_atomically).
-/// Errors: InvalidArgument (duplicate or reserved name, duplicate metadata key), DType
+/// tensors into [`write_atomically`](super::write_atomically). Nothing is written when the
+/// header would be longer than [`MAX_HEADER_SIZE`] (the format's readers refuse it).
+/// Errors: InvalidArgument (duplicate or reserved name, duplicate metadata key, a header
+/// over [`MAX_HEADER_SIZE`]), DType
 /// (complex128), Device, OutOfBounds, Overflow, OutOfMemory, Io.
 pub fn save(path: &Path, named: &[(&str, &Tensor)], metadata: &[(&str, &str)]) -> Result<()> {
+    // The header holds every name, key and value (JSON escapes only lengthen them): refused
+    // here, before a tensor is copied or a byte serialized, when they alone are too long.
+    let strings = (named.iter().map(|(n, _)| n.len()))
+        .chain(
+            metadata
+                .iter()
+                .map(|(k, v)| k.len().saturating_add(v.len())),
+        )
+        .fold(0usize, usize::saturating_add);
+    if strings > MAX_HEADER_SIZE {
+        return Err(header_too_large(path, strings, "more than "));
+    }
     let mut items: Vec<(&str, Dtype, Tensor, usize, Vec<usize>)> = Vec::with_capacity(named.len());
     for &(name, t) in named {
         ensure!(
@@ -452,31 +521,8 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)], metadata: &[(&str, &str)]) -
             })?;
         infos.push((name.to_string(), info));
     }
-    let meta_json = |e: serde_json::Error| {
-        Error::from_fmt(
-            Status::Io,
-            format_args!(
-                "cannot serialize the safetensors header of '{}': {e}",
-                path.display()
-            ),
-        )
-    };
     let tensors = Metadata::new(None, infos).map_err(format_error)?;
-    let mut header = serde_json::to_vec(&tensors).map_err(meta_json)?;
-    if !meta.is_empty() {
-        // `{"__metadata__":{...sorted...}` then the tensors' entries: the crate's JSON
-        // object is `{` + its entries + `}`, and keeps its metadata in a hash map, whose
-        // order changes from run to run.
-        let sorted: std::collections::BTreeMap<&str, &str> = meta.iter().copied().collect();
-        let mut h = b"{\"__metadata__\":".to_vec();
-        h.extend_from_slice(&serde_json::to_vec(&sorted).map_err(meta_json)?);
-        if header.len() > 2 {
-            h.push(b',');
-        }
-        h.extend_from_slice(&header[1..]);
-        header = h;
-    }
-    header.resize(header.len().div_ceil(8) * 8, b' ');
+    let header = encode_header(path, &tensors, &meta)?;
     let mut parts: Vec<&[u8]> = Vec::with_capacity(items.len() + 2);
     let len = (header.len() as u64).to_le_bytes();
     parts.push(&len);
@@ -489,4 +535,84 @@ pub fn save(path: &Path, named: &[(&str, &Tensor)], metadata: &[(&str, &str)]) -
         }
     }
     super::write_atomically(path, &parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header size limit is the reference reader's: a header of exactly
+    /// [`MAX_HEADER_SIZE`] bytes is encoded and the crate reads it back; one more byte of
+    /// JSON pads it to 8 bytes more, which [`encode_header`] refuses (InvalidArgument,
+    /// naming the file and the sizes) and the crate's reader refuses too (`HeaderTooLarge`).
+    /// The value is mostly control characters, which JSON writes as 6-byte escapes: its
+    /// own bytes pass the early test of [`save`], the header it makes does not.
+    #[test]
+    fn header_limit_is_the_reference_readers() {
+        let path = Path::new("limit.safetensors");
+        let no_tensors = Metadata::new(None, Vec::new()).unwrap();
+        let json_len = |h: &[u8]| h.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+        let empty = encode_header(path, &no_tensors, &[("k", "")]).unwrap();
+        let room = MAX_HEADER_SIZE - json_len(&empty);
+        // `room` bytes of JSON: \u0001 escapes, then plain letters for the rest
+        let value = "\u{1}".repeat(room / 6) + &"a".repeat(room % 6);
+        let at = encode_header(path, &no_tensors, &[("k", &value)]).unwrap();
+        assert_eq!(
+            (at.len(), json_len(&at)),
+            (MAX_HEADER_SIZE, MAX_HEADER_SIZE)
+        );
+        let file = |h: &[u8]| [&(h.len() as u64).to_le_bytes()[..], h].concat();
+        let bytes = file(&at);
+        let (n, read) = SafeTensors::read_metadata(&bytes).expect("the reference reads it");
+        assert_eq!(n, MAX_HEADER_SIZE);
+        assert_eq!(read.metadata().as_ref().unwrap().get("k"), Some(&value));
+        drop((bytes, read));
+
+        let over = value + "a";
+        let e = encode_header(path, &no_tensors, &[("k", &over)]).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument);
+        let want = format!("would be {} bytes", MAX_HEADER_SIZE + 8);
+        let msg = e.text();
+        assert!(
+            msg.contains(&want) && msg.contains("limit.safetensors"),
+            "{msg}"
+        );
+        assert!(msg.contains(&format!("over {MAX_HEADER_SIZE}")), "{msg}");
+        drop(over);
+        let mut padded = at;
+        padded.extend_from_slice(b"        ");
+        assert!(matches!(
+            SafeTensors::read_metadata(&file(&padded)),
+            Err(SafeTensorError::HeaderTooLarge)
+        ));
+    }
+
+    /// Names and metadata longer than the limit by themselves are refused before anything
+    /// else: into a directory that does not exist, the refusal is InvalidArgument, not the
+    /// IO error a write would meet.
+    #[test]
+    fn save_refuses_long_strings_first() {
+        let t = Tensor::empty(&[1], DType::U8).unwrap();
+        let long = "n".repeat(MAX_HEADER_SIZE + 1);
+        let (a, b) = (
+            &long[..MAX_HEADER_SIZE / 2],
+            &long[..MAX_HEADER_SIZE / 2 + 1],
+        );
+        let path = Path::new("/nonexistent-libtensor-dir/x.safetensors");
+        // (names, pairs, their bytes: every name, key and value)
+        for (named, meta, bytes) in [
+            (vec![(long.as_str(), &t)], vec![], MAX_HEADER_SIZE + 1),
+            (
+                vec![("t", &t)],
+                vec![("k", long.as_str())],
+                MAX_HEADER_SIZE + 3,
+            ),
+            (vec![("t", &t)], vec![(a, b)], MAX_HEADER_SIZE + 2),
+        ] {
+            let e = save(path, &named, &meta).unwrap_err();
+            assert_eq!(e.status, Status::InvalidArgument, "{}", e.text());
+            let want = format!("would be more than {bytes} bytes");
+            assert!(e.text().contains(&want), "{}", e.text());
+        }
+    }
 }

@@ -208,11 +208,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Top-level module -> the other top-level modules its non-test code names.
-fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let lib = code_only(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
-    let modules: BTreeSet<String> = lib
+/// The top-level modules lib.rs declares (`pub mod x;`, `pub(crate) mod x;`).
+fn declared_modules() -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(src_dir().join("lib.rs")).unwrap();
+    let modules: BTreeSet<String> = code_only(&lib)
         .lines()
         .filter_map(|l| {
             let l = l.trim();
@@ -226,6 +225,17 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         modules.contains("refcount") && modules.contains("ffi"),
         "{modules:?}"
     );
+    modules
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Top-level module -> the other top-level modules its non-test code names.
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = src_dir();
+    let modules = declared_modules();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -313,6 +323,40 @@ fn module_graph_points_up() {
 }
 
 /// The reader itself: comments, strings and test items are not code; groups are split.
+/// The module map of lib.rs's doc names every module lib.rs declares (as `` `name` ``), and
+/// nothing that is not one.
+#[test]
+fn lib_lists_every_module() {
+    let lib = std::fs::read_to_string(src_dir().join("lib.rs")).unwrap();
+    let start = lib.find("//! Module map").expect("lib.rs has a module map");
+    let map: String = lib[start..]
+        .lines()
+        .take_while(|l| l.starts_with("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let declared = declared_modules();
+    let missing: Vec<&String> = declared
+        .iter()
+        .filter(|m| !map.contains(&format!("`{m}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "modules missing from lib.rs's module map: {missing:?}"
+    );
+    // Each list item opens with a module's name: those must be declared.
+    let listed: Vec<&str> = map
+        .split("- `")
+        .skip(1)
+        .chain(map.split("; `").skip(1))
+        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name))
+        .collect();
+    let unknown: Vec<&&str> = listed.iter().filter(|m| !declared.contains(**m)).collect();
+    assert!(
+        unknown.is_empty(),
+        "lib.rs's module map names no such module: {unknown:?}"
+    );
+}
+
 #[test]
 fn module_graph_reader() {
     let modules: BTreeSet<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
