@@ -217,11 +217,14 @@ fn diagnose(elf: &Elf, extern_json: Option<&str>, needed: &[Library]) -> Result<
         if n.as_bytes().starts_with(MODEL_PREFIX) {
             if n == "aoti_torch_proxy_executor_call_function" {
                 proxy = true;
-            } else if n == "aoti_torch_layout__mkldnn" || n.starts_with("aoti_torch_cpu_mkldnn") {
+            } else if n == "aoti_torch_layout__mkldnn" {
+                // oneDNN-layout tensors: only freezing=True packs weights so
                 freezing = true;
-                if !shim_has(me, n) {
-                    lacks.push(n.to_string());
-                }
+            } else if n.starts_with("aoti_torch_cpu_mkldnn") && !shim_has(me, n) {
+                // a oneDNN kernel we lack (mkldnn_rnn_layer, which unfrozen LSTMs call, is
+                // ours)
+                freezing = true;
+                lacks.push(n.to_string());
             } else if !shim_has(me, n) {
                 lacks.push(n.to_string());
             }
