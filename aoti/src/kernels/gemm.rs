@@ -25,6 +25,41 @@ unsafe impl Sync for Mat {}
 /// waking the team, a few microseconds).
 const PAR_MIN_MACS: usize = 1 << 17;
 
+/// The `gemm` crate measures the caches once, lazily, behind a lock: first reached by a
+/// whole team at once, the threads that lose the race park, and parking gives each a Rust
+/// thread handle that an OpenMP thread keeps for its life (valgrind: "possibly lost"). One
+/// small product on the calling thread first makes that measurement uncontended.
+fn warm_up() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Big enough for the crate's blocked path (the one that measures the caches).
+        const N: usize = 64;
+        let mut d = vec![0f32; N * N];
+        let a = vec![1f32; N * N];
+        let view = |p: *const f32| Mat {
+            ptr: p.cast_mut().cast(),
+            rs: N as isize,
+            cs: 1,
+        };
+        // SAFETY: three N x N row-major float32 matrices in Vecs of N * N elements each,
+        // live for the call; d is written, a is read (as both factors), d overlaps neither.
+        unsafe {
+            gemm_serial(
+                sys::TENSOR_FLOAT32,
+                N,
+                N,
+                N,
+                view(d.as_mut_ptr()),
+                false,
+                view(a.as_ptr()),
+                view(a.as_ptr()),
+                0.0,
+                1.0,
+            )
+        };
+    });
+}
+
 /// `dst = alpha * dst (if read_dst) + beta * lhs @ rhs` for an m x k by k x n product, in
 /// `dtype` (float32, float64, float16). Big products are cut into blocks of columns (or of
 /// rows, when m is the longer side) run on the model's OpenMP threads (`parallel::run`);
@@ -53,6 +88,7 @@ pub unsafe fn gemm_any(
         unsafe { gemm_serial(dtype, m, n, k, dst, read_dst, lhs, rhs, alpha, beta) };
         return;
     }
+    warm_up();
     let item = crate::util::itemsize(dtype) as isize;
     let by_cols = n >= m;
     let len = if by_cols { n } else { m };
