@@ -80,7 +80,7 @@ const char *tensor_aoti_cpu_isa(const tensor_aoti_model_t *m);
 
 /**
  * Whether tensor_aoti_run can check this model's inputs, i.e. whether it runs at all: the
- * checks come from the wrapper source (<hash>.wrapper.cpp) the package ships beside the
+ * checks come from the wrapper source (HASH.wrapper.cpp) the package ships beside the
  * model .so. False when it has none, or one whose checks do not parse: then every run is
  * refused (INVALID_ARGUMENT). False for NULL.
  */
