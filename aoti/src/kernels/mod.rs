@@ -21,10 +21,12 @@
 //! - `scan`: `cumsum`, `cumprod`, `cummax`, `cummin`, `logcumsumexp`;
 //! - `order`: libstdc++'s sort / nth_element / partial_sort and ATen's quickselect, step for
 //!   step, so that ties come out in ATen's order (used by `sort`);
-//! - `sort`: `sort`, `sort_stable`, `topk`, `kthvalue`, `median`, `mode`;
+//! - `sort`: `sort`, `sort_stable`, `topk`, `kthvalue`, `median`, `nanmedian`, `mode`;
 //! - `search`: `searchsorted_Tensor`, `searchsorted_Scalar`, `bucketize_Tensor`;
 //! - `index`: `nonzero`, `nonzero_static`, `index_Tensor`, `index_put` (and shim.h's
 //!   `index_put_out`);
+//! - `reduce_misc`: `index_reduce`, `segment_reduce`;
+//! - `masked`: `masked_select`, `masked_scatter`, `repeat_interleave_Tensor`;
 //! - `scatter`: `scatter_src_out`, `scatter_value_out`, `scatter_reduce_two_out` (and
 //!   shim.h's `scatter_out`, `scatter_reduce_out`);
 //! - `shape`: `cat`, `narrow`, `permute`, `reshape`, `squeeze_dim`, `slice_Tensor`,
@@ -43,15 +45,35 @@ mod fft;
 mod gemm;
 mod index;
 mod int8mm;
+mod masked;
 mod matmul;
 mod order;
 mod pool;
+mod reduce_misc;
 mod rnn;
 mod scan;
 mod scatter;
 mod search;
 mod shape;
 mod sort;
+
+/// [`crate::dispatch!`] over every dtype a kernel that only moves elements takes: the real
+/// ones and complex64 / complex128 (as [`complex::Complex`]).
+macro_rules! dispatch_all {
+    ($dtype:expr, $T:ident => $body:expr, _ => $other:expr) => {{
+        let code = $dtype;
+        if code == $crate::sys::TENSOR_COMPLEX64 {
+            type $T = $crate::kernels::complex::Complex<f32>;
+            $body
+        } else if code == $crate::sys::TENSOR_COMPLEX128 {
+            type $T = $crate::kernels::complex::Complex<f64>;
+            $body
+        } else {
+            $crate::dispatch!(code, $T => $body, _ => $other)
+        }
+    }};
+}
+use dispatch_all;
 
 use crate::error::{err, Result};
 use crate::sys::{self, tensor_t};

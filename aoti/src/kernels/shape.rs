@@ -9,7 +9,6 @@
 //! strides and offset: libtensor's view calls are PyTorch's); where ATen copies, a new
 //! tensor laid out as ATen's. Every dtype libtensor has (complex included), unless noted.
 
-use super::complex::as_real;
 use super::{check_scalar, optional, result_type, AtenTensorHandle, Operand, C128, C64};
 use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
@@ -570,21 +569,8 @@ fn edge_index(j: i64, size: i64, l: i64, reflect: bool) -> i64 {
 }
 
 /// `o[p] = t[maps[0][p0], maps[1][p1], ...]` for every position `p` of `o` (just
-/// allocated, `maps[d]` of `o`'s size `d`, each entry an index of `t`'s dim `d`). A complex
-/// tensor is read and written as its real view (a trailing dim of 2 mapped to itself).
+/// allocated, `maps[d]` of `o`'s size `d`, each entry an index of `t`'s dim `d`).
 fn gather(t: Tensor, mut o: Owned, maps: &[Vec<i64>]) -> Result<Owned> {
-    if matches!(t.dtype(), C64 | C128) {
-        let (src, mut dst) = (as_real(t)?, as_real(o.get())?);
-        let mut m = maps.to_vec();
-        m.push(vec![0, 1]);
-        gather_into(src.get(), &mut dst, &m)?;
-        return Ok(o);
-    }
-    gather_into(t, &mut o, maps)?;
-    Ok(o)
-}
-
-fn gather_into(t: Tensor, o: &mut Owned, maps: &[Vec<i64>]) -> Result<()> {
     // Each dim's input offsets, so a position's source is a sum of table entries.
     let tables: Vec<Vec<i64>> = maps
         .iter()
@@ -594,10 +580,10 @@ fn gather_into(t: Tensor, o: &mut Owned, maps: &[Vec<i64>]) -> Result<()> {
     let shape = o.get().sizes().to_vec();
     let ost = o.get().strides().to_vec();
     let nd = shape.len();
-    crate::dispatch!(t.dtype(), T => {
+    super::dispatch_all!(t.dtype(), T => {
         let src = t.values::<T>()?;
-        // SAFETY: o was just allocated by the caller (gather's contract) or is the real
-        // view of such a tensor, made here and not read while this slice lives.
+        // SAFETY: o was just allocated by the caller (gather's contract): nothing else
+        // reaches its storage.
         let dst = unsafe { o.values_mut::<T>() }?;
         let order = super::row_major(nd);
         let zeros = vec![0i64; nd];
@@ -605,8 +591,9 @@ fn gather_into(t: Tensor, o: &mut Owned, maps: &[Vec<i64>]) -> Result<()> {
             let from: i64 = coord.iter().zip(&tables).map(|(&c, tab)| tab[c as usize]).sum();
             dst[at as usize] = src[from as usize];
             Ok(())
-        })
-    }, _ => super::not_implemented("pad", t.dtype()))
+        })?
+    }, _ => return super::not_implemented("pad", t.dtype()));
+    Ok(o)
 }
 
 // ------------------------------------------------------------------------------------------
