@@ -10,6 +10,8 @@
 //! - `pool`: `max_pool2d_with_indices`, `max_pool3d_with_indices`, `adaptive_max_pool2d`,
 //!   `adaptive_max_pool3d`, `_adaptive_avg_pool2d`, `_adaptive_avg_pool3d`, `avg_pool2d`,
 //!   `avg_pool3d`;
+//! - `grid`: `grid_sampler_3d`;
+//! - `unpool`: `max_unpool2d`, `max_unpool3d`;
 //! - `embedding`: `_embedding_bag`, `_embedding_bag_forward_only`;
 //! - `rnn`: `mkldnn_rnn_layer` (one LSTM layer and direction, c/shim_cpu.h);
 //! - `int8mm`: `_weight_int8pack_mm`, `_int_mm_out`;
@@ -43,6 +45,7 @@ mod conv;
 mod embedding;
 mod fft;
 mod gemm;
+mod grid;
 mod index;
 mod int8mm;
 mod masked;
@@ -56,6 +59,7 @@ mod scatter;
 mod search;
 mod shape;
 mod sort;
+mod unpool;
 
 /// [`crate::dispatch!`] over every dtype a kernel that only moves elements takes: the real
 /// ones and complex64 / complex128 (as [`complex::Complex`]).
