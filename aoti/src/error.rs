@@ -73,7 +73,8 @@ pub fn c_string(p: *const std::ffi::c_char) -> Option<String> {
     // promises NUL-terminated and live until this copy: libtensor's messages and dtype
     // names (tensor.h), dlerror's and the model's AOTInductorGetLastError message (this
     // thread's, until its next call), this crate's own last error (a CString), and the
-    // C string arguments of the shim's diagnostics (shim.h: live for the call).
+    // C string arguments of the shim's diagnostics and fallback ops (shim.h,
+    // c_shim_cpu.h: live for the call).
     Some(
         unsafe { std::ffi::CStr::from_ptr(p) }
             .to_string_lossy()

@@ -70,10 +70,23 @@ pub fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
 /// `n` entries of a C array argument (ndim-like `n` in [0, 64]; NULL only when `n == 0`):
 /// an int list, or a list of (optional) tensor handles.
 pub fn array<'a, T>(p: *const T, n: i64, what: &str) -> Result<&'a [T]> {
-    if !(0..=64).contains(&n) {
+    array_up_to(p, n, 64, what)
+}
+
+/// The longest tensor list [`list`] takes (`cat`'s inputs, ...).
+pub const MAX_LIST: i64 = 1 << 20;
+
+/// `n` entries of a C list argument that is not ndim-like (`cat`'s tensors): `n` in
+/// [0, MAX_LIST]; NULL only when `n == 0`.
+pub fn list<'a, T>(p: *const T, n: i64, what: &str) -> Result<&'a [T]> {
+    array_up_to(p, n, MAX_LIST, what)
+}
+
+fn array_up_to<'a, T>(p: *const T, n: i64, max: i64, what: &str) -> Result<&'a [T]> {
+    if !(0..=max).contains(&n) {
         return err(
             sys::TENSOR_ERR_INVALID_ARGUMENT,
-            format!("{what}: length {n} is outside [0, 64]"),
+            format!("{what}: length {n} is outside [0, {max}]"),
         );
     }
     if n == 0 {
@@ -85,8 +98,9 @@ pub fn array<'a, T>(p: *const T, n: i64, what: &str) -> Result<&'a [T]> {
             format!("{what} is NULL with length {n}"),
         );
     }
-    // SAFETY: p is non-NULL and n in [1, 64] (checked above); the C contract gives a
-    // non-NULL array argument n readable entries for the call.
+    // SAFETY: p is non-NULL and n in [1, max] (checked above, max <= MAX_LIST, so the
+    // byte length fits an isize); the C contract gives a non-NULL array argument n
+    // readable entries for the call.
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
@@ -458,6 +472,69 @@ impl<'a> Tensor<'a> {
     pub fn to_dtype(self, dtype: i32) -> Result<Owned> {
         // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
         make(|o| unsafe { sys::tensor_to_dtype(self.raw(), dtype, o) })
+    }
+
+    /// `self.narrow(dim, start, length)` (a view; negative `dim` / `start` wrap).
+    pub fn narrow(self, dim: i64, start: i64, length: i64) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_narrow(self.raw(), dim, start, length, o) })
+    }
+
+    /// `self[..., start:end:step, ...]` along `dim` (a view; Python's clamping; `i64::MAX`
+    /// as `end` is "to the end").
+    pub fn slice(self, dim: i64, start: i64, end: i64, step: i64) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_slice(self.raw(), dim, start, end, step, o) })
+    }
+
+    /// `self.select(dim, index)` (a view without `dim`).
+    pub fn select(self, dim: i64, index: i64) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_select(self.raw(), dim, index, o) })
+    }
+
+    /// `self.permute(dims)` (a view).
+    pub fn permute(self, dims: &[i64]) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); dims has dims.len() entries;
+        // o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_permute(self.raw(), dims.as_ptr(), dims.len() as i64, o) })
+    }
+
+    /// `self.squeeze(dim)` (a view; an alias when that dim's size is not 1).
+    pub fn squeeze_dim(self, dim: i64) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_squeeze_dim(self.raw(), dim, o) })
+    }
+
+    /// `self.unsqueeze(dim)` (a view).
+    pub fn unsqueeze(self, dim: i64) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_unsqueeze(self.raw(), dim, o) })
+    }
+
+    /// `self.reshape(sizes)`: a view when one is possible, else a contiguous copy.
+    pub fn reshape(self, sizes: &[i64]) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); sizes has sizes.len() entries;
+        // o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_reshape(self.raw(), sizes.as_ptr(), sizes.len() as i64, o) })
+    }
+
+    /// `self.view(dtype)` (the same bytes as another dtype; c10's rules).
+    pub fn view_dtype(self, dtype: i32) -> Result<Owned> {
+        // SAFETY: self is a live handle (Tensor's invariant); o is make's out-parameter.
+        make(|o| unsafe { sys::tensor_view_dtype(self.raw(), dtype, o) })
+    }
+
+    /// `self.fill_(value)` (converted to the dtype, as libtensor converts).
+    pub fn fill_f64(self, value: f64) -> Result<()> {
+        // SAFETY: self is a live handle (Tensor's invariant).
+        check(unsafe { sys::tensor_fill_f64_(self.raw(), value) })
+    }
+
+    /// Whether self and `other` view the same storage.
+    pub fn shares_storage(self, other: Tensor) -> bool {
+        // SAFETY: self and other are live handles (Tensor's invariant).
+        unsafe { sys::tensor_shares_storage(self.raw(), other.raw()) }
     }
 
     /// A view of self's storage with these sizes, strides and (absolute) storage offset;

@@ -1,4 +1,4 @@
-"""sort, sort_stable, topk, kthvalue, mode, median of libtensor_aoti against ATen's
+"""sort, sort_stable, topk, kthvalue, mode, median, nanmedian of libtensor_aoti against ATen's
 (torch.ops.aten.*) in the same process: values and indices exactly, ties included (ATen's
 CPU kernels leave ties where libstdc++'s std::sort / nth_element / partial_sort and its own
 quickselect put them), NaN placement, output dtypes, sizes and strides, over random shapes
@@ -23,6 +23,7 @@ aoti.aoti_torch_cpu_topk.argtypes = [H, C.c_int64, C.c_int64, C.c_int32, C.c_int
 aoti.aoti_torch_cpu_kthvalue.argtypes = [H, C.c_int64, C.c_int64, C.c_int32, HP, HP]
 aoti.aoti_torch_cpu_mode.argtypes = [H, C.c_int64, C.c_int32, HP, HP]
 aoti.aoti_torch_cpu_median.argtypes = [H, HP]
+aoti.aoti_torch_cpu_nanmedian.argtypes = [H, HP]
 
 
 def call(fn, nout, *args):
@@ -71,6 +72,7 @@ for dtype, x, dim in cases(g, 500):
         against(f"mode {what} keepdim {keep}", lambda: call(aoti.aoti_torch_cpu_mode, 2, hx, dim, keep),
                 lambda: A.mode(x, dim, bool(keep)))
     against(f"median {what}", lambda: call(aoti.aoti_torch_cpu_median, 1, hx), lambda: A.median(x))
+    against(f"nanmedian {what}", lambda: call(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
     shimtest.lt.tensor_release(hx)
 
 # Long lanes: introsort's heap sort fallback and recursion, topk's partial_sort path
@@ -97,6 +99,7 @@ for dtype in (torch.float32, torch.int64, torch.float16, torch.bfloat16, torch.i
                     lambda: A.kthvalue(x, k, 1, False))
         against(f"mode {what}", lambda: call(aoti.aoti_torch_cpu_mode, 2, hx, 1, 0), lambda: A.mode(x, 1, False))
         against(f"median {what}", lambda: call(aoti.aoti_torch_cpu_median, 1, hx), lambda: A.median(x))
+        against(f"nanmedian {what}", lambda: call(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
         shimtest.lt.tensor_release(hx)
 
 # A sampling head's shapes: logits [batch, vocab] with -inf masking (ties at -inf).
@@ -117,5 +120,12 @@ x = torch.ones(3)
 hx = shimtest.wrap(x)
 shimtest.check(aoti.aoti_torch_cpu_topk(hx, 1, 0, 1, 1, None, C.byref(H())) == 1, "topk with a NULL output must fail")
 shimtest.lt.tensor_release(hx)
+
+# nanmedian of all-NaN and mostly-NaN tensors.
+for x in (torch.full((5,), float("nan")), torch.tensor([float("nan"), 2.0, float("nan"), 1.0]),
+          torch.tensor([float("nan")], dtype=torch.float16), torch.tensor([3.0, float("nan")]).double()):
+    hx = shimtest.wrap(x)
+    against(f"nanmedian {x.tolist()}", lambda: call(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
+    shimtest.lt.tensor_release(hx)
 
 shimtest.summary("ops_sort")

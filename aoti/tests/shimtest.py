@@ -200,13 +200,17 @@ def relayout(t, g):
 
 def same(got, want, tol=0.0):
     """'' when `got` has `want`'s dtype, sizes, strides and values (NaN where it has NaN; for
-    floats within `tol` relative when tol > 0), else what differs."""
+    floats and complex within `tol` relative when tol > 0), else what differs."""
     if got.dtype != want.dtype:
         return f"dtype {got.dtype} vs ATen {want.dtype}"
     if got.shape != want.shape:
         return f"sizes {list(got.shape)} vs ATen {list(want.shape)}"
     if got.stride() != want.stride():
         return f"strides {got.stride()} vs ATen {want.stride()}"
+    if got.dtype.is_complex:  # as (real, imaginary) pairs, NaN where ATen has NaN
+        dense = torch.contiguous_format
+        return same(torch.view_as_real(got.clone(memory_format=dense)),
+                    torch.view_as_real(want.clone(memory_format=dense)), tol)
     if got.dtype.is_floating_point:
         a, b = got.double(), want.double()
         if not torch.equal(torch.isnan(a), torch.isnan(b)):

@@ -3,13 +3,10 @@
 //! of a complex tensor (its magnitude, real of the component dtype, laid out like the input
 //! as a unary op's output is; Inductor computes `abs` of real tensors itself).
 
-use super::{for_each_offset, AtenTensorHandle, F32, F64};
+use super::{for_each_offset, AtenTensorHandle, C128, C64, F32, F64};
 use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, out, Element, Owned, Tensor};
-
-pub const C64: i32 = sys::TENSOR_COMPLEX64;
-pub const C128: i32 = sys::TENSOR_COMPLEX128;
 
 /// The dtype of a complex dtype's real and imaginary parts.
 pub fn value_dtype(cdtype: i32) -> i32 {
@@ -170,4 +167,55 @@ fn magnitudes<T: Element>(o: &mut Owned, src: Tensor, cst: &[i64]) -> Result<()>
         ov[at] = T::from_f64(sv[from].to_f64().hypot(sv[from + 1].to_f64()));
     });
     Ok(())
+}
+
+/// A complex element (c10's `complex<T>`: real part, then imaginary part), so that kernels
+/// read complex64 / complex128 tensors through typed slices with their own strides. As an
+/// `Element` its float64 conversions are C++'s: to a real takes the real part, from a real
+/// gives a zero imaginary part.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+pub struct Complex<T> {
+    pub re: T,
+    pub im: T,
+}
+
+/// Complex values compare by their real parts (an order only for `Element`'s bound;
+/// complex kernels do not sort).
+impl<T: PartialOrd> PartialOrd for Complex<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        self.re.partial_cmp(&other.re)
+    }
+}
+
+macro_rules! complex_element {
+    ($($t:ty = $code:ident;)*) => {$(
+        impl Element for Complex<$t> {
+            const DTYPE: i32 = $code;
+            fn to_f64(self) -> f64 {
+                self.re as f64
+            }
+            fn from_f64(v: f64) -> Self {
+                Complex { re: v as $t, im: 0.0 }
+            }
+        }
+
+        impl Complex<$t> {
+            /// c10's `complex * complex`: `(ac - bd, ad + bc)`, no fused multiply-add.
+            pub fn mul(self, o: Self) -> Self {
+                Complex {
+                    re: self.re * o.re - self.im * o.im,
+                    im: self.re * o.im + self.im * o.re,
+                }
+            }
+
+            pub fn add(self, o: Self) -> Self {
+                Complex { re: self.re + o.re, im: self.im + o.im }
+            }
+        }
+    )*};
+}
+complex_element! {
+    f32 = C64;
+    f64 = C128;
 }

@@ -17,8 +17,9 @@
 
 use std::ops::{Add, Mul, Sub};
 
-use super::complex::{as_real, complex_of, value_dtype, C128, C64};
+use super::complex::{as_real, complex_of, value_dtype};
 use super::{contiguous, for_each_offset, AtenTensorHandle, F32, F64};
+use super::{C128, C64};
 use crate::error::{err, fn_name, shim, Error, Result};
 use crate::sys;
 use crate::util::{self, handle, out, Element, Owned, Tensor};

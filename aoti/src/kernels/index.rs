@@ -14,8 +14,8 @@
 //!   ATen's masked-fill path for one mask and a one-element value.
 
 use super::{
-    contiguous, for_each_position, iterator_output_strides, iterator_perm, not_implemented,
-    row_major, Arith, AtenTensorHandle,
+    broadcast, contiguous, for_each_position, iterator_output_strides, iterator_perm,
+    not_implemented, row_major, Arith, AtenTensorHandle,
 };
 use crate::dispatch;
 use crate::error::{err, fn_name, shim, Result};
@@ -155,24 +155,6 @@ impl Info {
         st[self.before..self.before + inner.len()].copy_from_slice(&inner);
         Ok(st)
     }
-}
-
-/// The broadcast of `shapes` (PyTorch's `infer_size`), or None.
-fn broadcast(shapes: &[&[i64]]) -> Option<Vec<i64>> {
-    let nd = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut out = vec![1i64; nd];
-    for s in shapes {
-        let off = nd - s.len();
-        for (i, &x) in s.iter().enumerate() {
-            let o = &mut out[off + i];
-            if *o == 1 {
-                *o = x;
-            } else if x != 1 && x != *o {
-                return None;
-            }
-        }
-    }
-    Some(out)
 }
 
 /// The index tensors of a call (`None` for an absent one).

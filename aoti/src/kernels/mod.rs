@@ -4,48 +4,82 @@
 //!
 //! - `gemm`: the one GEMM primitive (the `gemm` crate) the others call;
 //! - `parallel`: the kernels' threads (the model's OpenMP team);
-//! - `matmul`: `mm_out`, `addmm_out`, `bmm_out`, `baddbmm_out`;
+//! - `matmul`: `mm_out`, `addmm_out`, `bmm_out`, `baddbmm_out`, `_addmm_activation`,
+//!   `addmv`, `addbmm` (and shim.h's `_mm_plus_mm_out`);
 //! - `conv`: `convolution` (direct depthwise, pointwise GEMM, im2col + GEMM);
 //! - `attention`: `_scaled_dot_product_flash_attention_for_cpu`;
 //! - `pool`: `max_pool2d_with_indices`, `max_pool3d_with_indices`, `adaptive_max_pool2d`,
 //!   `adaptive_max_pool3d`, `_adaptive_avg_pool2d`, `_adaptive_avg_pool3d`, `avg_pool2d`,
 //!   `avg_pool3d`;
+//! - `grid`: `grid_sampler_3d`;
+//! - `unpool`: `max_unpool2d`, `max_unpool3d`;
 //! - `embedding`: `_embedding_bag`, `_embedding_bag_forward_only`;
 //! - `rnn`: `mkldnn_rnn_layer` (one LSTM layer and direction, c/shim_cpu.h);
 //! - `int8mm`: `_weight_int8pack_mm`, `_int_mm_out`;
 //! - `fft`: `_fft_r2c`, `_fft_c2c` (mixed radix, Bluestein);
-//! - `complex`: `view_as_real`, `view_as_complex`, `abs` of a complex tensor;
+//! - `complex`: `view_as_real`, `view_as_complex`, `abs` of a complex tensor; the complex
+//!   element types;
+//! - `arith`: `add_Tensor`, `add_Scalar`, `mul_Tensor`, `mul_Scalar`, `angle`, `polar`,
+//!   `gcd`;
 //! - `scan`: `cumsum`, `cumprod`, `cummax`, `cummin`, `logcumsumexp`;
 //! - `order`: libstdc++'s sort / nth_element / partial_sort and ATen's quickselect, step for
 //!   step, so that ties come out in ATen's order (used by `sort`);
-//! - `sort`: `sort`, `sort_stable`, `topk`, `kthvalue`, `median`, `mode`;
+//! - `sort`: `sort`, `sort_stable`, `topk`, `kthvalue`, `median`, `nanmedian`, `mode`;
 //! - `search`: `searchsorted_Tensor`, `searchsorted_Scalar`, `bucketize_Tensor`;
 //! - `index`: `nonzero`, `nonzero_static`, `index_Tensor`, `index_put` (and shim.h's
 //!   `index_put_out`);
+//! - `reduce_misc`: `index_reduce`, `segment_reduce`;
+//! - `masked`: `masked_select`, `masked_scatter`, `repeat_interleave_Tensor`;
 //! - `scatter`: `scatter_src_out`, `scatter_value_out`, `scatter_reduce_two_out` (and
-//!   shim.h's `scatter_out`, `scatter_reduce_out`).
+//!   shim.h's `scatter_out`, `scatter_reduce_out`);
+//! - `shape`: `cat`, `narrow`, `permute`, `reshape`, `squeeze_dim`, `slice_Tensor`,
+//!   `view_dtype`, `pad`, `fill__Scalar`, `resize_`, `resize_as_`, `set__source_Tensor`.
 //!
 //! This file holds what they share: argument checks, allocation, lanes along a dim, dtype
 //! promotion. Outputs allocated here have exactly ATen's strides: the generated code that
 //! follows indexes them with hard-coded strides.
 
+mod arith;
 mod attention;
 mod complex;
 mod conv;
 mod embedding;
 mod fft;
 mod gemm;
+mod grid;
 mod index;
 mod int8mm;
+mod masked;
 mod matmul;
 mod order;
 mod parallel;
 mod pool;
+mod reduce_misc;
 mod rnn;
 mod scan;
 mod scatter;
 mod search;
+mod shape;
 mod sort;
+mod unpool;
+
+/// [`crate::dispatch!`] over every dtype a kernel that only moves elements takes: the real
+/// ones and complex64 / complex128 (as [`complex::Complex`]).
+macro_rules! dispatch_all {
+    ($dtype:expr, $T:ident => $body:expr, _ => $other:expr) => {{
+        let code = $dtype;
+        if code == $crate::sys::TENSOR_COMPLEX64 {
+            type $T = $crate::kernels::complex::Complex<f32>;
+            $body
+        } else if code == $crate::sys::TENSOR_COMPLEX128 {
+            type $T = $crate::kernels::complex::Complex<f64>;
+            $body
+        } else {
+            $crate::dispatch!(code, $T => $body, _ => $other)
+        }
+    }};
+}
+use dispatch_all;
 
 use crate::error::{err, Result};
 use crate::sys::{self, tensor_t};
@@ -58,6 +92,8 @@ const F16: i32 = sys::TENSOR_FLOAT16;
 const F32: i32 = sys::TENSOR_FLOAT32;
 const F64: i32 = sys::TENSOR_FLOAT64;
 const BF16: i32 = sys::TENSOR_BFLOAT16;
+const C64: i32 = sys::TENSOR_COMPLEX64;
+const C128: i32 = sys::TENSOR_COMPLEX128;
 
 fn same_dtype(ts: &[(Tensor, &str)]) -> Result<i32> {
     let d = ts[0].0.dtype();
@@ -322,6 +358,14 @@ fn optional_str(p: *const *const std::ffi::c_char) -> Option<String> {
     optional(p).and_then(crate::error::c_string)
 }
 
+/// A string argument (c_shim_cpu.h's `str`, a `const char*`), or NULL_POINTER naming it.
+fn required_str(p: *const std::ffi::c_char, what: &str) -> Result<String> {
+    crate::error::c_string(p).map_or_else(
+        || err(sys::TENSOR_ERR_NULL_POINTER, format!("{what} is NULL")),
+        Ok,
+    )
+}
+
 /// `x != x`: NaN for the float types, never for the others (ATen's `_isnan`).
 fn isnan<T: PartialEq>(x: T) -> bool {
     #[allow(clippy::eq_op)]
@@ -349,10 +393,11 @@ fn is_float(dtype: i32) -> bool {
     matches!(dtype, F16 | BF16 | F32 | F64)
 }
 
-/// c10's `promoteTypes` over the real dtypes: bool gives way to anything, uint8 with a
-/// signed type is at least int16, an integer with a float is the float, float16 with
-/// bfloat16 is float32; uint16/32/64 promote only with themselves or a float (c10 refuses
-/// the rest).
+/// c10's `promoteTypes` over the real and complex dtypes: bool gives way to anything, uint8
+/// with a signed type is at least int16, an integer with a float is the float, float16 with
+/// bfloat16 is float32; a complex type wins over the real ones, complex64 with float64 is
+/// complex128; uint16/32/64 promote only with themselves or a real float (c10 refuses the
+/// rest).
 fn promote_types(a: i32, b: i32) -> Result<i32> {
     const SIGNED: [i32; 4] = [
         sys::TENSOR_INT8,
@@ -376,17 +421,25 @@ fn promote_types(a: i32, b: i32) -> Result<i32> {
             sys::TENSOR_UINT16 | sys::TENSOR_UINT32 | sys::TENSOR_UINT64
         )
     };
-    Ok(match (float_rank(a), float_rank(b)) {
-        (0, 0) if barebones(a) || barebones(b) => {
-            return err(
-                sys::TENSOR_ERR_DTYPE,
-                format!(
-                    "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote {} and {}",
-                    util::dtype_name(a),
-                    util::dtype_name(b)
-                ),
-            )
+    let refuse = || {
+        err(
+            sys::TENSOR_ERR_DTYPE,
+            format!(
+                "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote {} and {}",
+                util::dtype_name(a),
+                util::dtype_name(b)
+            ),
+        )
+    };
+    if is_complex(a) || is_complex(b) {
+        if barebones(a) || barebones(b) {
+            return refuse();
         }
+        let wide = a == C128 || b == C128 || a == F64 || b == F64;
+        return Ok(if wide { C128 } else { C64 });
+    }
+    Ok(match (float_rank(a), float_rank(b)) {
+        (0, 0) if barebones(a) || barebones(b) => return refuse(),
         (0, 0) if a == sys::TENSOR_BOOL => b,
         (0, 0) if b == sys::TENSOR_BOOL => a,
         (0, 0) => match (int_rank(a), int_rank(b)) {
@@ -401,8 +454,29 @@ fn promote_types(a: i32, b: i32) -> Result<i32> {
     })
 }
 
+fn is_complex(dtype: i32) -> bool {
+    matches!(dtype, C64 | C128)
+}
+
+/// c10's `toComplexType` of a real float dtype (complex32, for float16, is not a libtensor
+/// dtype; bfloat16 has none).
+fn to_complex(dtype: i32) -> Result<i32> {
+    match dtype {
+        F32 => Ok(C64),
+        F64 => Ok(C128),
+        d => err(
+            sys::TENSOR_ERR_DTYPE,
+            format!(
+                "the complex type of {} is not supported (complex64 and complex128 only)",
+                util::dtype_name(d)
+            ),
+        ),
+    }
+}
+
 /// One operand of ATen's `result_type`: a tensor with dims, a 0-dim tensor, or a wrapped
-/// Python number (whose float kind counts as the default dtype, float32).
+/// Python number (whose float kind counts as the default dtype, float32, and complex kind
+/// as complex64).
 #[derive(Clone, Copy)]
 enum Operand {
     Dim(i32),
@@ -412,7 +486,8 @@ enum Operand {
 
 /// ATen's `result_type` (TypeProperties.cpp): operands of a higher category (tensors with
 /// dims, then 0-dim tensors, then wrapped numbers) decide, unless a lower one is of a
-/// higher kind (a float over integers, anything over bool).
+/// higher kind (complex over real, a float over integers, anything over bool; a complex
+/// lower one keeps a float higher one's precision).
 fn result_type(ops: &[Operand]) -> Result<i32> {
     const NONE: i32 = -1;
     let (mut dim, mut zero, mut wrapped) = (NONE, NONE, NONE);
@@ -427,10 +502,29 @@ fn result_type(ops: &[Operand]) -> Result<i32> {
         match op {
             Operand::Dim(d) => dim = join(dim, d)?,
             Operand::ZeroDim(d) => zero = join(zero, d)?,
-            Operand::Wrapped(d) => wrapped = join(wrapped, if is_float(d) { F32 } else { d })?,
+            Operand::Wrapped(d) => {
+                let d = if is_complex(d) {
+                    C64
+                } else if is_float(d) {
+                    F32
+                } else {
+                    d
+                };
+                wrapped = join(wrapped, d)?
+            }
         }
     }
     let combine = |higher: i32, lower: i32| -> Result<i32> {
+        if higher != NONE && is_complex(higher) {
+            return Ok(higher);
+        }
+        if lower != NONE && is_complex(lower) {
+            return if higher != NONE && is_float(higher) {
+                to_complex(higher)
+            } else {
+                Ok(lower)
+            };
+        }
         if higher != NONE && is_float(higher) {
             return Ok(higher);
         }
@@ -553,6 +647,24 @@ fn for_each_position<const N: usize>(
 /// Row-major order for [`for_each_position`]: the last dim fastest.
 fn row_major(ndim: usize) -> Vec<usize> {
     (0..ndim).rev().collect()
+}
+
+/// The broadcast of `shapes` (PyTorch's `infer_size`), or None.
+fn broadcast(shapes: &[&[i64]]) -> Option<Vec<i64>> {
+    let nd = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1i64; nd];
+    for s in shapes {
+        let off = nd - s.len();
+        for (i, &x) in s.iter().enumerate() {
+            let o = &mut out[off + i];
+            if *o == 1 {
+                *o = x;
+            } else if x != 1 && x != *o {
+                return None;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The strides of `t` broadcast to `shape` (right-aligned; 0 for a new or expanded dim).

@@ -323,11 +323,6 @@ fn scatter(
     }, _ => not_implemented("scatter", dtype))
 }
 
-fn reduce_str(p: *const c_char) -> Result<String> {
-    crate::error::c_string(p)
-        .map_or_else(|| err(sys::TENSOR_ERR_NULL_POINTER, "reduce is NULL"), Ok)
-}
-
 /// Every scatter entry point: its arguments checked, then [`scatter`].
 fn scatter_shim(
     name: &str,
@@ -344,7 +339,9 @@ fn scatter_shim(
             Source::Tensor(h) => Source::Tensor(handle(h, "src")?),
             Source::Value(v) => Source::Value(v),
         };
-        let reduce = reduce.map(reduce_str).transpose()?;
+        let reduce = reduce
+            .map(|p| super::required_str(p, "reduce"))
+            .transpose()?;
         scatter(
             handle(out, "out")?,
             handle(self_, "self")?,

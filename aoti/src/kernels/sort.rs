@@ -9,7 +9,8 @@
 //!   `std::nth_element` at k - 1 then, if `sorted`, `std::sort` of the k - 1 before it;
 //!   NaN counts as the largest. Contiguous outputs.
 //! - `kthvalue` (ATen's quickselect), `mode` (`std::sort` by value, the last index of the
-//!   most frequent run), `median` (all elements: NaN if any, else the lower median).
+//!   most frequent run), `median` (all elements: NaN if any, else the lower median),
+//!   `nanmedian` (the lower median of the non-NaN elements).
 //!   Reduced outputs are contiguous with the dim kept, then squeezed unless `keepdim`.
 
 use super::order;
@@ -274,10 +275,12 @@ fn scalar_of<T: Element>(x: T) -> Result<Owned> {
     Ok(o)
 }
 
-/// torch.median(self): NaN if self has one, else the ((n - 1) / 2)-th smallest element.
-/// Empty: ATen's NaN converted to the dtype (as x86 converts: the most negative int32 /
-/// int64, 0 for the narrower integers, true for bool).
-fn median(t: Tensor) -> Result<Owned> {
+/// torch.median(self): NaN if self has one, else the ((n - 1) / 2)-th smallest element;
+/// torch.nanmedian(self) (`ignore_nan`): NaN counts as larger than every number and the
+/// ((n - nans - 1) / 2)-th smallest is taken (C++'s truncating division: the first element,
+/// a NaN, when all are NaN). Empty: ATen's NaN converted to the dtype (as x86 converts: the
+/// most negative int32 / int64, 0 for the narrower integers, true for bool).
+fn median(t: Tensor, ignore_nan: bool) -> Result<Owned> {
     util::require_cpu(t, "self")?;
     let dtype = t.dtype();
     if t.numel() == 0 {
@@ -297,12 +300,13 @@ fn median(t: Tensor) -> Result<Owned> {
     let c = contiguous(t)?;
     dispatch!(dtype, [u8, i8, i16, i32, i64, f16, bf16, f32, f64], T => {
         let v = c.get().values::<T>()?;
-        if v.iter().any(|&x| isnan(x)) {
+        let nans = v.iter().filter(|&&x| isnan(x)).count();
+        if nans > 0 && !ignore_nan {
             return scalar_of(T::from_f64(f64::NAN));
         }
         let mut w = v.to_vec();
-        let m = (w.len() - 1) / 2;
-        order::nth_element(&mut w, m, &|a: &T, b: &T| a < b);
+        let m = (w.len() - nans).saturating_sub(1) / 2;
+        order::nth_element(&mut w, m, &|a: &T, b: &T| a < b || (isnan(*b) && !isnan(*a)));
         scalar_of(w[m])
     }, _ => not_implemented("median_cpu", dtype))
 }
@@ -403,7 +407,23 @@ pub extern "C" fn aoti_torch_cpu_median(
     shim(fn_name!(), || {
         let t = handle(self_, "self")?;
         let r = out(ret0, "ret0")?;
-        *r = median(t)?.into_raw();
+        *r = median(t, false)?.into_raw();
+        Ok(())
+    })
+}
+
+/// torch.nanmedian(self): the lower median of the non-NaN elements (NaN when all are NaN or
+/// self is empty). Inductor leaves it as this fallback (`nanmedian(x, dim)` goes through
+/// the proxy executor, which libtensor_aoti does not have).
+#[no_mangle]
+pub extern "C" fn aoti_torch_cpu_nanmedian(
+    self_: AtenTensorHandle,
+    ret0: *mut AtenTensorHandle,
+) -> i32 {
+    shim(fn_name!(), || {
+        let t = handle(self_, "self")?;
+        let r = out(ret0, "ret0")?;
+        *r = median(t, true)?.into_raw();
         Ok(())
     })
 }
