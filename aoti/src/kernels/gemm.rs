@@ -2,7 +2,7 @@
 //! `dst = alpha * dst + beta * lhs @ rhs` in float32, float64 or float16, on the model's
 //! OpenMP threads (`parallel`) when the product is big enough to pay for them.
 
-use super::parallel;
+use super::{parallel, sgemm};
 use crate::sys;
 use crate::util::Tensor;
 
@@ -183,6 +183,30 @@ pub unsafe fn gemm_serial(
                 )
             }
         };
+    }
+    if dtype == sys::TENSOR_FLOAT32 {
+        let view = |x: Mat| sgemm::View {
+            ptr: x.ptr.cast(),
+            rs: x.rs,
+            cs: x.cs,
+        };
+        // SAFETY: the views are float32 elements as the caller's contract says, which is
+        // sgemm::gemm's contract; false means it did nothing.
+        if unsafe {
+            sgemm::gemm(
+                m,
+                n,
+                k,
+                view(dst),
+                read_dst,
+                alpha as f32,
+                beta as f32,
+                view(lhs),
+                view(rhs),
+            )
+        } {
+            return;
+        }
     }
     match dtype {
         sys::TENSOR_FLOAT32 => go!(f32, alpha as f32, beta as f32),

@@ -2,7 +2,8 @@
 //! itself (`aoti_torch_cpu_*`, signatures of torch's generated `c_shim_cpu.h`), one file per
 //! job:
 //!
-//! - `gemm`: the one GEMM primitive (the `gemm` crate) the others call;
+//! - `gemm`: the one GEMM primitive the others call (`sgemm` or the `gemm` crate);
+//! - `sgemm`: float32 products with both operands contiguous along k, on AVX-512F;
 //! - `parallel`: the kernels' threads (the model's OpenMP team);
 //! - `matmul`: `mm_out`, `addmm_out`, `bmm_out`, `baddbmm_out`, `_addmm_activation`,
 //!   `addmv`, `addbmm` (and shim.h's `_mm_plus_mm_out`);
@@ -59,6 +60,7 @@ mod rnn;
 mod scan;
 mod scatter;
 mod search;
+mod sgemm;
 mod shape;
 mod sort;
 mod unpool;

@@ -1,0 +1,755 @@
+//! float32 GEMM on AVX-512F for the layouts a model's products come in, with no copy of a
+//! weight kept anywhere:
+//!
+//! - **dots**: both operands contiguous along k ("NT": `A[i, p] = a[i * rsa + p]`,
+//!   `B[p, j] = b[j * csb + p]`), the layout of a linear layer's `addmm(bias, x, w.t())` in a
+//!   `freezing=False` package (the weight used in place, as stored), of a channels-last
+//!   convolution's `col @ w.t()` and of attention's `q @ k.t()`. Each `MR x NR` tile of C
+//!   is `MR * NR` dot products, a vector accumulator each (16 lanes of k per step: `MR + NR`
+//!   loads for `MR * NR` FMAs), reduced across lanes once per block of k. Nothing is
+//!   packed; the next columns of B (a weight, read once per run, from memory) are
+//!   prefetched while the tiles of a block of rows pass over the current ones. Small
+//!   batches (m = 1..16) read the weight once.
+//! - **rows**: B contiguous along n (`B[p, j] = b[p * rsb + j]`: GPT-2's `Conv1D` weights,
+//!   `attn @ v`), C's rows contiguous: tiles of `RM` rows x up to `RN` columns (three
+//!   vectors), each step one row of B (in place, prefetched ahead) times `RM` broadcast
+//!   elements of A. No lane reduction.
+//! - **packed rows**: the same tiles over a copy of B made per call in panels of `RN`
+//!   columns, for NT products with many rows of A (a convolution's positions: the copy
+//!   costs `k * n` against `m * k * n`), or any other layout of B with many rows.
+//!
+//! Everything else (and other CPUs) goes to the `gemm` crate (`gemm.rs`).
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+/// Dot tiles: rows of A and columns of B per tile (24 accumulators, 4 + 1 registers for the
+/// operands).
+const MR: usize = 4;
+const NR: usize = 6;
+/// Dot tiles: most of k per block (a tile's 6 columns of B, 18 KiB, and 4 rows of A, 12 KiB,
+/// fit in L1 together), rows of A per block (L2) and columns of B per block.
+const KC: usize = 768;
+const MC: usize = 128;
+const NC: usize = 768;
+/// Dot tiles: how far ahead along k a tile prefetches its rows of A.
+const PF_AHEAD: usize = 128;
+/// Dot tiles: from how many tiles per strip the next strip is prefetched a share per tile;
+/// below, a strip's first tile prefetches its own columns of B PF_B floats ahead.
+const PF_SPREAD: usize = 8;
+const PF_B: usize = 256;
+
+/// Row tiles: rows of A, columns of B (three vectors, 24 accumulators).
+const RM: usize = 8;
+const RN: usize = 48;
+/// Row tiles: k per block (a panel, 128 * 48 * 4 = 24 KiB, stays in L1 while the tiles of a
+/// block of rows pass over it), rows of A per block, columns of B per block (ten panels).
+const RKC: usize = 128;
+/// Row tiles over B in place with one tile of rows: k per block (short: the blocks of all
+/// the panels read a band of B's rows, in memory order).
+const RKC_FEW: usize = 32;
+const RMC: usize = 128;
+const RNC: usize = 480;
+/// Row tiles over B in place: how many rows of B ahead a tile prefetches.
+const RPF: usize = 24;
+/// Rows of A from which an NT product packs B (k * n copies, small against m * k * n).
+const PACK_MIN_M: usize = 256;
+
+thread_local! {
+    /// The packed panels of B of this thread's products, kept between calls.
+    static PANELS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether this CPU runs these kernels (AVX-512F; std caches the detection).
+fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// A float32 matrix view: element (i, j) at `ptr + i * rs + j * cs` (elements).
+#[derive(Clone, Copy)]
+pub struct View {
+    pub ptr: *mut f32,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+impl View {
+    fn t(self) -> View {
+        View {
+            rs: self.cs,
+            cs: self.rs,
+            ..self
+        }
+    }
+}
+
+/// `C = alpha * C (if read_c) + beta * A @ B` for A m x k, B k x n, C m x n, on the calling
+/// thread, when this CPU and the layouts suit one of the kernels; false (nothing done)
+/// otherwise.
+///
+/// # Safety
+///
+/// Every element the three views address for i < m, j < n, p < k is in bounds of live
+/// memory and aligned for f32, readable for A and B (and C when `read_c`), writable for C;
+/// C overlaps neither A nor B, and nothing else uses C during the call.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    c: View,
+    read_c: bool,
+    alpha: f32,
+    beta: f32,
+    a: View,
+    b: View,
+) -> bool {
+    if !available() {
+        return false;
+    }
+    // C with contiguous columns (its rows not): the transposed product C^T = B^T A^T.
+    let (m, n, c, a, b) = if c.cs != 1 && c.rs == 1 {
+        (n, m, c.t(), b.t(), a.t())
+    } else {
+        (m, n, c, a, b)
+    };
+    let nt = a.cs == 1 && b.rs == 1;
+    let how = if m == 0 || n == 0 {
+        return true;
+    } else if k == 0 {
+        How::Scale
+    } else if nt && (c.cs != 1 || m < PACK_MIN_M) {
+        How::Dots
+    } else if c.cs == 1 && b.cs == 1 && !nt {
+        How::Rows
+    } else if c.cs == 1 && (nt || m >= PACK_MIN_M) {
+        How::Packed
+    } else {
+        return false;
+    };
+    #[cfg(target_arch = "x86_64")]
+    {
+        let g = Gemm {
+            m,
+            n,
+            k,
+            c,
+            read_c,
+            alpha,
+            beta,
+            a,
+            b,
+        };
+        // SAFETY: AVX-512F is present (available), the views are the caller's (transposed
+        // together when swapped: the same elements), and `how` matches their layout.
+        unsafe { g.run(how) };
+    }
+    true
+}
+
+/// Which kernel a product runs.
+#[derive(Clone, Copy, PartialEq)]
+enum How {
+    /// k == 0: C scaled (or zeroed).
+    Scale,
+    Dots,
+    Rows,
+    Packed,
+}
+
+/// One call's operands (`gemm`'s arguments).
+#[cfg(target_arch = "x86_64")]
+struct Gemm {
+    m: usize,
+    n: usize,
+    k: usize,
+    c: View,
+    read_c: bool,
+    alpha: f32,
+    beta: f32,
+    a: View,
+    b: View,
+}
+
+/// How a tile's sums go into C: the first block of k sets C (`alpha * C + beta * s`, or
+/// `beta * s` without `read_c`), the next ones add `beta * s`.
+#[derive(Clone, Copy)]
+struct Store {
+    first: bool,
+    read_c: bool,
+    alpha: f32,
+    beta: f32,
+}
+
+impl Store {
+    fn update(self, old: f32, s: f32) -> f32 {
+        if !self.first {
+            old + self.beta * s
+        } else if self.read_c {
+            self.alpha * old + self.beta * s
+        } else {
+            self.beta * s
+        }
+    }
+}
+
+/// `kl`-long blocks of `0..k` (the last one shorter), each with its `Store`.
+fn k_blocks(
+    k: usize,
+    kc: usize,
+    read_c: bool,
+    alpha: f32,
+    beta: f32,
+) -> impl Iterator<Item = (usize, usize, Store)> {
+    (0..k).step_by(kc).map(move |p0| {
+        let st = Store {
+            first: p0 == 0,
+            read_c,
+            alpha,
+            beta,
+        };
+        (p0, kc.min(k - p0), st)
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Gemm {
+    /// # Safety
+    ///
+    /// As `gemm`, AVX-512F present, and `how` chosen by `gemm` for these views.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run(&self, how: How) {
+        match how {
+            // SAFETY: the caller's contract.
+            How::Scale => unsafe { self.scale_c() },
+            // SAFETY: the caller's contract; gemm chose Dots for k-contiguous A and B.
+            How::Dots => unsafe { self.dots() },
+            // SAFETY: the caller's contract; gemm chose Rows for n-contiguous B and C.
+            How::Rows => unsafe { self.rows(None) },
+            How::Packed => PANELS.with(|cell| {
+                let mut own = Vec::new();
+                let mut guard = cell.try_borrow_mut();
+                let buf = match guard.as_mut() {
+                    Ok(v) => &mut **v,
+                    Err(_) => &mut own,
+                };
+                // SAFETY: the caller's contract; gemm chose Packed for n-contiguous C.
+                unsafe { self.rows(Some(buf)) }
+            }),
+        }
+    }
+
+    /// C = alpha * C (read_c) or 0: a product over k == 0.
+    ///
+    /// # Safety
+    ///
+    /// As `gemm`.
+    unsafe fn scale_c(&self) {
+        let c = self.c;
+        for i in 0..self.m {
+            for j in 0..self.n {
+                // SAFETY: (i, j) is inside C (the caller's contract): writable, readable
+                // when read_c.
+                unsafe {
+                    let cp = c.ptr.offset(i as isize * c.rs + j as isize * c.cs);
+                    *cp = if self.read_c { self.alpha * *cp } else { 0.0 };
+                }
+            }
+        }
+    }
+
+    /// The blocked loops of the dot tiles.
+    ///
+    /// # Safety
+    ///
+    /// As `gemm`, k > 0, A and B contiguous along k.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn dots(&self) {
+        let (m, n, k) = (self.m, self.n, self.k);
+        // k in blocks of equal length (a multiple of 16: one tail, in the last block).
+        let kc = k.div_ceil(k.div_ceil(KC)).div_ceil(16) * 16;
+        for (p0, kl, st) in k_blocks(k, kc, self.read_c, self.alpha, self.beta) {
+            for j0 in (0..n).step_by(NC) {
+                let j1 = (j0 + NC).min(n);
+                for i0 in (0..m).step_by(MC) {
+                    let i1 = (i0 + MC).min(m);
+                    let tiles = (i1 - i0).div_ceil(MR);
+                    let mut j = j0;
+                    while j < j1 {
+                        let nr = NR.min(j1 - j);
+                        // B's columns (a weight: from memory) prefetched: with tiles enough
+                        // the next strip's, into L2 a share per tile of this strip; with
+                        // few, the strip's own, ahead of the first tile's loads.
+                        let next = (j + nr)..(j + nr + NR).min(n);
+                        let (mut i, mut t) = (i0, 0);
+                        while i < i1 {
+                            let mr = MR.min(i1 - i);
+                            if tiles >= PF_SPREAD {
+                                self.prefetch_b(next.clone(), p0, kl, t, tiles);
+                            }
+                            // SAFETY: rows i..i+mr <= m, columns j..j+nr <= n and k range
+                            // p0..p0+kl <= k: inside the views (the caller's contract).
+                            unsafe {
+                                self.dot_tile(mr, nr, i, j, p0, kl, st, tiles < PF_SPREAD && t == 0)
+                            };
+                            i += mr;
+                            t += 1;
+                        }
+                        j += nr;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Share `t` of `tiles` of the cache lines of B's columns `cols` over k `p0..p0 + kl`,
+    /// prefetched into L2 (hints: an address outside B is never read).
+    #[target_feature(enable = "avx512f")]
+    fn prefetch_b(
+        &self,
+        cols: std::ops::Range<usize>,
+        p0: usize,
+        kl: usize,
+        t: usize,
+        tiles: usize,
+    ) {
+        let per_col = kl.div_ceil(16);
+        let lines = cols.len() * per_col;
+        for l in (t * lines / tiles)..((t + 1) * lines / tiles) {
+            let (q, at) = (cols.start + l / per_col, p0 + (l % per_col) * 16);
+            let addr = self
+                .b
+                .ptr
+                .wrapping_offset(q as isize * self.b.cs + at as isize);
+            _mm_prefetch::<_MM_HINT_T1>(addr.cast_const().cast());
+        }
+    }
+
+    /// The dot tile of rows `i..i + mr`, columns `j..j + nr` over k `p0..p0 + kl`.
+    ///
+    /// # Safety
+    ///
+    /// As `dots`, the ranges inside m, n, k.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn dot_tile(
+        &self,
+        mr: usize,
+        nr: usize,
+        i: usize,
+        j: usize,
+        p0: usize,
+        kl: usize,
+        st: Store,
+        pf_b: bool,
+    ) {
+        let (a, b, c) = (self.a, self.b, self.c);
+        let t = Dots {
+            kl,
+            a: a.ptr.wrapping_offset(i as isize * a.rs + p0 as isize),
+            lda: a.rs,
+            b: b.ptr.wrapping_offset(j as isize * b.cs + p0 as isize),
+            ldb: b.cs,
+            c: c.ptr.wrapping_offset(i as isize * c.rs + j as isize * c.cs),
+            rsc: c.rs,
+            csc: c.cs,
+            pf_b,
+        };
+        macro_rules! dispatch {
+            ($($m:literal, $n:literal;)*) => {
+                match (mr, nr) {
+                    // SAFETY: the caller's contract, for a tile of mr x nr.
+                    $(($m, $n) => unsafe { t.run::<$m, $n>(st) },)*
+                    _ => unreachable!(),
+                }
+            };
+        }
+        dispatch! {
+            4, 6; 4, 5; 4, 4; 4, 3; 4, 2; 4, 1;
+            3, 6; 3, 5; 3, 4; 3, 3; 3, 2; 3, 1;
+            2, 6; 2, 5; 2, 4; 2, 3; 2, 2; 2, 1;
+            1, 6; 1, 5; 1, 4; 1, 3; 1, 2; 1, 1;
+        }
+    }
+
+    /// The blocked loops of the row tiles: over B in place (`buf` None: B contiguous along
+    /// n) or over panels of B packed into `buf`.
+    ///
+    /// # Safety
+    ///
+    /// As `gemm`, k > 0, C's rows contiguous, B's too when `buf` is None.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn rows(&self, mut buf: Option<&mut Vec<f32>>) {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let few = m <= RM && buf.is_none();
+        let kc = k.div_ceil(k.div_ceil(if few { RKC_FEW } else { RKC }));
+        if let Some(buf) = buf.as_mut() {
+            let len = kc * RNC.min(n).div_ceil(RN) * RN;
+            if buf.len() < len {
+                buf.resize(len, 0.0);
+            }
+        }
+        for (p0, kl, st) in k_blocks(k, kc, self.read_c, self.alpha, self.beta) {
+            for j0 in (0..n).step_by(RNC) {
+                let nl = RNC.min(n - j0);
+                let panels = nl.div_ceil(RN);
+                if let Some(buf) = buf.as_mut() {
+                    self.pack(&mut buf[..panels * RN * kl], j0, nl, p0, kl);
+                }
+                for i0 in (0..m).step_by(RMC) {
+                    let i1 = (i0 + RMC).min(m);
+                    for panel in 0..panels {
+                        let nr = RN.min(nl - panel * RN);
+                        let (bp, rsb) = match buf.as_ref() {
+                            Some(buf) => (buf[panel * RN * kl..].as_ptr(), RN as isize),
+                            None => (
+                                self.b.ptr.cast_const().wrapping_offset(
+                                    p0 as isize * self.b.rs + (j0 + panel * RN) as isize,
+                                ),
+                                self.b.rs,
+                            ),
+                        };
+                        let mut i = i0;
+                        while i < i1 {
+                            let mr = RM.min(i1 - i);
+                            let t = Rows {
+                                kl,
+                                a: self.a.ptr.cast_const().wrapping_offset(
+                                    i as isize * self.a.rs + p0 as isize * self.a.cs,
+                                ),
+                                rsa: self.a.rs,
+                                csa: self.a.cs,
+                                b: bp,
+                                rsb,
+                                prefetch: match (&buf, few) {
+                                    (Some(_), _) => 0,
+                                    // The same row's band two panels on (the tiles of one
+                                    // block of k walk B's rows in memory order).
+                                    (None, true) => 2 * RN as isize,
+                                    (None, false) => RPF as isize * self.b.rs,
+                                },
+                                c: self.c.ptr.wrapping_offset(
+                                    i as isize * self.c.rs + (j0 + panel * RN) as isize,
+                                ),
+                                rsc: self.c.rs,
+                                nr,
+                            };
+                            // SAFETY: rows i..i+mr <= m, columns j0 + panel * RN + nr <= n,
+                            // k range p0..p0+kl <= k: inside the views; a packed panel is
+                            // kl * RN floats of buf.
+                            unsafe { t.dispatch(mr, st) };
+                            i += mr;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Columns `j0..j0 + nl` of B over k `p0..p0 + kl` into `buf` as panels of RN columns,
+    /// `buf[(panel * kl + p) * RN + q] = B[p0 + p, j0 + panel * RN + q]` (the last panel's
+    /// columns past nl are left as they are: the tiles' masked loads never read them).
+    fn pack(&self, buf: &mut [f32], j0: usize, nl: usize, p0: usize, kl: usize) {
+        let b = self.b;
+        for (panel, dst) in buf.chunks_exact_mut(kl * RN).enumerate() {
+            for q in 0..RN.min(nl - panel * RN) {
+                let j = panel * RN + q;
+                let col = b
+                    .ptr
+                    .wrapping_offset((j0 + j) as isize * b.cs + p0 as isize * b.rs);
+                for p in 0..kl {
+                    // SAFETY: column j0 + j < n of B, element p0 + p < k: readable (the
+                    // caller's contract).
+                    dst[p * RN + q] = unsafe { *col.offset(p as isize * b.rs) };
+                }
+            }
+        }
+    }
+}
+
+/// One dot tile's operands: A's rows, B's columns and C's corner at the tile, `kl` of k.
+#[cfg(target_arch = "x86_64")]
+struct Dots {
+    kl: usize,
+    a: *const f32,
+    lda: isize,
+    b: *const f32,
+    ldb: isize,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+    /// Prefetch B's columns PF_B ahead (B from memory, this tile its first reader).
+    pf_b: bool,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Dots {
+    /// `M x N` dot products of length `kl` (M <= MR, N <= NR), stored by `st`.
+    ///
+    /// # Safety
+    ///
+    /// Rows `0..M` of A and columns `0..N` of B from the tile's pointers, `kl` elements each,
+    /// are readable; C's `M x N` corner is writable (and readable when it is read).
+    #[allow(clippy::needless_range_loop)] // acc[r][q]: both indices are the loops'
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run<const M: usize, const N: usize>(&self, st: Store) {
+        let zero = _mm512_setzero_ps();
+        let mut acc = [[zero; NR]; MR];
+        let (a, b) = (self.a, self.b);
+        let (lda, ldb) = (self.lda, self.ldb);
+        let full = self.kl / 16 * 16;
+        let mut p = 0;
+        while p < full {
+            let mut av = [zero; MR];
+            for (r, v) in av.iter_mut().enumerate().take(M) {
+                let row = a.wrapping_offset(r as isize * lda + p as isize);
+                // SAFETY: row r < M, elements p..p+16 <= kl of it: readable (the contract).
+                *v = unsafe { _mm512_loadu_ps(row) };
+                // A hint only (never faults): the row's line PF_AHEAD floats on, from L2.
+                _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(PF_AHEAD).cast());
+            }
+            for q in 0..N {
+                let col = b.wrapping_offset(q as isize * ldb + p as isize);
+                // SAFETY: column q < N, elements p..p+16 <= kl of it: readable.
+                let bv = unsafe { _mm512_loadu_ps(col) };
+                if self.pf_b {
+                    // A hint only (never faults).
+                    _mm_prefetch::<_MM_HINT_T0>(col.wrapping_add(PF_B).cast());
+                }
+                for r in 0..M {
+                    acc[r][q] = _mm512_fmadd_ps(av[r], bv, acc[r][q]);
+                }
+            }
+            p += 16;
+        }
+        if p < self.kl {
+            // The tail: masked loads read (and may fault on) only the kl - p elements left.
+            let mask: __mmask16 = (1u32 << (self.kl - p)).wrapping_sub(1) as u16;
+            let mut av = [zero; MR];
+            for (r, v) in av.iter_mut().enumerate().take(M) {
+                // SAFETY: the unmasked lanes are elements p..kl of row r: readable.
+                *v =
+                    unsafe { _mm512_maskz_loadu_ps(mask, a.offset(r as isize * lda + p as isize)) };
+            }
+            for q in 0..N {
+                // SAFETY: the unmasked lanes are elements p..kl of column q: readable.
+                let bv =
+                    unsafe { _mm512_maskz_loadu_ps(mask, b.offset(q as isize * ldb + p as isize)) };
+                for r in 0..M {
+                    acc[r][q] = _mm512_fmadd_ps(av[r], bv, acc[r][q]);
+                }
+            }
+        }
+        // The sums: s[4 r + q] for q < 4, s[16 + 2 r + (q - 4)] for q = 4, 5.
+        let lo = [
+            acc[0][0], acc[0][1], acc[0][2], acc[0][3], acc[1][0], acc[1][1], acc[1][2], acc[1][3],
+            acc[2][0], acc[2][1], acc[2][2], acc[2][3], acc[3][0], acc[3][1], acc[3][2], acc[3][3],
+        ];
+        let mut s = [0f32; 32];
+        // SAFETY: s holds 32 floats: 16 from 0, 16 from 16.
+        unsafe { _mm512_storeu_ps(s.as_mut_ptr(), sum16(lo)) };
+        if N > 4 {
+            let hi = [
+                acc[0][4], acc[0][5], acc[1][4], acc[1][5], acc[2][4], acc[2][5], acc[3][4],
+                acc[3][5],
+            ];
+            // SAFETY: as above.
+            unsafe { _mm512_storeu_ps(s.as_mut_ptr().add(16), sum8(hi)) };
+        }
+        for r in 0..M {
+            for q in 0..N {
+                let v = if q < 4 {
+                    s[4 * r + q]
+                } else {
+                    s[16 + 2 * r + q - 4]
+                };
+                // SAFETY: (r, q) is in C's M x N corner: writable, readable when read.
+                unsafe {
+                    let cp = self.c.offset(r as isize * self.rsc + q as isize * self.csc);
+                    *cp = st.update(*cp, v);
+                }
+            }
+        }
+    }
+}
+
+/// One row tile's operands: A's rows, B's rows (in place or a packed panel) and C's
+/// corner at the tile, `kl` of k, `nr` columns.
+#[cfg(target_arch = "x86_64")]
+struct Rows {
+    kl: usize,
+    a: *const f32,
+    rsa: isize,
+    csa: isize,
+    b: *const f32,
+    rsb: isize,
+    /// B in place (from memory): how far ahead of each row of B to prefetch (elements; 0:
+    /// not at all).
+    prefetch: isize,
+    c: *mut f32,
+    rsc: isize,
+    nr: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Rows {
+    /// # Safety
+    ///
+    /// As `run`, for `mr` (1..=RM) rows.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn dispatch(&self, mr: usize, st: Store) {
+        let v = self.nr.div_ceil(16);
+        macro_rules! dispatch {
+            ($($m:literal)*) => {
+                match (mr, v) {
+                    $(
+                        // SAFETY: the caller's contract, for mr rows, 3 vectors of columns.
+                        ($m, 3) => unsafe { self.run::<$m, 3>(st) },
+                        // SAFETY: as above, 2 vectors.
+                        ($m, 2) => unsafe { self.run::<$m, 2>(st) },
+                        // SAFETY: as above, 1 vector.
+                        ($m, 1) => unsafe { self.run::<$m, 1>(st) },
+                    )*
+                    _ => unreachable!(),
+                }
+            };
+        }
+        dispatch!(8 7 6 5 4 3 2 1)
+    }
+
+    /// `M x 16 V` sums over `kl` (M <= RM, V <= 3), of which the first `nr` columns are
+    /// stored by `st` into C's rows (contiguous).
+    ///
+    /// # Safety
+    ///
+    /// Rows `0..M` of A (`kl` elements each) are readable, and the first `nr` elements of
+    /// `kl` rows of B; C's `M x nr` corner (rows at `rsc`, columns contiguous) is writable
+    /// (and readable when it is read).
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run<const M: usize, const V: usize>(&self, st: Store) {
+        let zero = _mm512_setzero_ps();
+        let mut acc = [[zero; 3]; RM];
+        let nr = self.nr;
+        let mut mask = [0 as __mmask16; 3];
+        for (h, mk) in mask.iter_mut().enumerate() {
+            let cols = nr.saturating_sub(16 * h).min(16);
+            *mk = ((1u32 << cols) - 1) as u16;
+        }
+        let (a, rsa, csa, b, rsb) = (self.a, self.rsa, self.csa, self.b, self.rsb);
+        for p in 0..self.kl {
+            let brow = b.wrapping_offset(p as isize * rsb);
+            let mut bv = [zero; 3];
+            for (h, v) in bv.iter_mut().enumerate().take(V) {
+                // SAFETY: the unmasked lanes are columns < nr of row p < kl of B: readable.
+                *v = unsafe { _mm512_maskz_loadu_ps(mask[h], brow.add(16 * h)) };
+            }
+            if self.prefetch != 0 {
+                let ahead = brow.wrapping_offset(self.prefetch);
+                for h in 0..V {
+                    // A hint only: never faults.
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16 * h).cast());
+                }
+            }
+            for (r, acc) in acc.iter_mut().enumerate().take(M) {
+                // SAFETY: element p < kl of row r < M of A: readable.
+                let x = unsafe { *a.offset(r as isize * rsa + p as isize * csa) };
+                let av = _mm512_set1_ps(x);
+                for h in 0..V {
+                    acc[h] = _mm512_fmadd_ps(av, bv[h], acc[h]);
+                }
+            }
+        }
+        let (alpha, beta) = (_mm512_set1_ps(st.alpha), _mm512_set1_ps(st.beta));
+        for (r, acc) in acc.iter().enumerate().take(M) {
+            let row = self.c.wrapping_offset(r as isize * self.rsc);
+            for h in 0..V {
+                let cp = row.wrapping_add(16 * h);
+                let v = if st.first && !st.read_c {
+                    _mm512_mul_ps(beta, acc[h])
+                } else {
+                    // SAFETY: the unmasked lanes are columns < nr of row r of C: readable
+                    // (it is read).
+                    let old = unsafe { _mm512_maskz_loadu_ps(mask[h], cp) };
+                    let old = if st.first {
+                        _mm512_mul_ps(alpha, old)
+                    } else {
+                        old
+                    };
+                    _mm512_fmadd_ps(beta, acc[h], old)
+                };
+                // SAFETY: the unmasked lanes are columns < nr of row r of C: writable.
+                unsafe { _mm512_mask_storeu_ps(cp, mask[h], v) };
+            }
+        }
+    }
+}
+
+/// The lane sums of 16 vectors: lane t of the result is the sum of `v[t]`'s lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn sum16(v: [__m512; 16]) -> __m512 {
+    // Pairs (x, y) -> per 128-bit lane [x, y, x, y] partials.
+    let mut s = [_mm512_setzero_ps(); 8];
+    for (i, s) in s.iter_mut().enumerate() {
+        let (x, y) = (v[2 * i], v[2 * i + 1]);
+        *s = _mm512_add_ps(_mm512_unpacklo_ps(x, y), _mm512_unpackhi_ps(x, y));
+    }
+    // Pairs of those -> per 128-bit lane the partials of 4 vectors [v0, v1, v2, v3].
+    let mut u = [_mm512_setzero_ps(); 4];
+    for (i, u) in u.iter_mut().enumerate() {
+        let (x, y) = (_mm512_castps_pd(s[2 * i]), _mm512_castps_pd(s[2 * i + 1]));
+        *u = _mm512_add_ps(
+            _mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+            _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)),
+        );
+    }
+    // 128-bit lanes: [u0.0 + u0.1, u0.2 + u0.3, u1.0 + u1.1, u1.2 + u1.3] and so for u2, u3.
+    let w01 = _mm512_add_ps(
+        _mm512_shuffle_f32x4::<0b10_00_10_00>(u[0], u[1]),
+        _mm512_shuffle_f32x4::<0b11_01_11_01>(u[0], u[1]),
+    );
+    let w23 = _mm512_add_ps(
+        _mm512_shuffle_f32x4::<0b10_00_10_00>(u[2], u[3]),
+        _mm512_shuffle_f32x4::<0b11_01_11_01>(u[2], u[3]),
+    );
+    _mm512_add_ps(
+        _mm512_shuffle_f32x4::<0b10_00_10_00>(w01, w23),
+        _mm512_shuffle_f32x4::<0b11_01_11_01>(w01, w23),
+    )
+}
+
+/// The lane sums of 8 vectors, in lanes 0..8 of the result (lanes 8..16 undefined).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn sum8(v: [__m512; 8]) -> __m512 {
+    let mut s = [_mm512_setzero_ps(); 4];
+    for (i, s) in s.iter_mut().enumerate() {
+        let (x, y) = (v[2 * i], v[2 * i + 1]);
+        *s = _mm512_add_ps(_mm512_unpacklo_ps(x, y), _mm512_unpackhi_ps(x, y));
+    }
+    let mut u = [_mm512_setzero_ps(); 2];
+    for (i, u) in u.iter_mut().enumerate() {
+        let (x, y) = (_mm512_castps_pd(s[2 * i]), _mm512_castps_pd(s[2 * i + 1]));
+        *u = _mm512_add_ps(
+            _mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+            _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)),
+        );
+    }
+    // [u0.0 + u0.1, u0.2 + u0.3, u1.0 + u1.1, u1.2 + u1.3]
+    let w = _mm512_add_ps(
+        _mm512_shuffle_f32x4::<0b10_00_10_00>(u[0], u[1]),
+        _mm512_shuffle_f32x4::<0b11_01_11_01>(u[0], u[1]),
+    );
+    // [w.0 + w.1, w.2 + w.3, ..]
+    _mm512_add_ps(
+        _mm512_shuffle_f32x4::<0b00_00_10_00>(w, w),
+        _mm512_shuffle_f32x4::<0b00_00_11_01>(w, w),
+    )
+}
