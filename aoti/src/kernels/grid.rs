@@ -234,12 +234,14 @@ fn grid_sampler_3d(x: Tensor, g: Tensor, mode: i64, pad: i64, align: bool) -> Re
         0 => Padding::Zeros,
         1 => Padding::Border,
         2 => Padding::Reflection,
-        p => return err(
-            sys::TENSOR_ERR_INVALID_ARGUMENT,
-            format!(
+        p => {
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!(
                 "grid_sampler(): padding mode {p} is not 0 (zeros), 1 (border) or 2 (reflection)"
             ),
-        ),
+            )
+        }
     };
     if g.dtype() != x.dtype() {
         return err(
