@@ -334,12 +334,11 @@ fn check_constants(elf: &Elf, bytes: &[u8], constants: &[wrapper::Constant]) -> 
     let bad = |m: String| err(sys::TENSOR_ERR_INVALID_ARGUMENT, m);
     let mut total: u64 = 0;
     for (i, c) in constants.iter().enumerate() {
-        let item = c
-            .dtype
-            .as_deref()
-            .and_then(util::dtype_code)
-            .map(|d| util::itemsize(d) as u64);
-        match item.and_then(|item| c.bytes_needed(item)) {
+        let name = c.dtype.as_deref().unwrap_or("");
+        let Some(code) = util::dtype_code(name) else {
+            return bad(format!("constant {i} ({}): unknown dtype '{name}'", c.name));
+        };
+        match c.bytes_needed(util::itemsize(code) as u64) {
             Some(need) if need <= c.data_size => {}
             Some(need) => {
                 return bad(format!(
@@ -349,7 +348,7 @@ fn check_constants(elf: &Elf, bytes: &[u8], constants: &[wrapper::Constant]) -> 
             }
             None => {
                 return bad(format!(
-                    "constant {i} ({}): shape {:?} / stride {:?} / dtype are invalid or overflow",
+                    "constant {i} ({}): shape {:?} / stride {:?} are invalid or overflow",
                     c.name, c.shape, c.stride
                 ))
             }

@@ -247,6 +247,8 @@ fn aoti_models_kernels_and_exports() {
         "include/tensor_aoti.h and libtensor_aoti.so's exports differ"
     );
 
+    let ops = shim_tests(py.clone(), lib.clone());
+
     // The models, and the zoo in models/zoo: compiled once, in one process, or reused.
     let models = match std::env::var_os("TENSOR_AOTI_MODELS") {
         Some(d) => std::path::absolute(PathBuf::from(d)).unwrap(),
@@ -467,25 +469,37 @@ fn aoti_models_kernels_and_exports() {
         run(Command::new(&example).arg(models.join("example.pt2")))
     );
 
-    // The shim and the kernels against libtorch: each tests/ops_*.py.
-    let mut scripts: Vec<PathBuf> = std::fs::read_dir(here.join("tests"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy();
-            n.starts_with("ops_") && n.ends_with(".py")
-        })
-        .collect();
-    scripts.sort();
-    for script in scripts {
-        print!(
-            "{}",
-            run(Command::new(&py)
+    // The shim and kernel tests, run beside everything above.
+    match ops.join() {
+        Ok(out) => print!("{out}"),
+        Err(e) => std::panic::resume_unwind(e),
+    }
+}
+
+/// The shim and the kernels against libtorch: each tests/ops_*.py, in order, on a thread of
+/// its own (a core of its own: the valgrind runs of the host take the other), its outputs
+/// returned (a failure panics the thread, with the script's output).
+fn shim_tests(py: PathBuf, lib: PathBuf) -> std::thread::JoinHandle<String> {
+    let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
+    std::thread::spawn(move || {
+        let mut scripts: Vec<PathBuf> = std::fs::read_dir(&tests)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with("ops_") && n.ends_with(".py")
+            })
+            .collect();
+        scripts.sort();
+        let mut out = String::new();
+        for script in scripts {
+            out += &run(Command::new(&py)
                 .arg(&script)
                 .arg(&lib)
-                .env("TENSOR_AOTI_QUIET", "1"))
-        );
-    }
+                .env("TENSOR_AOTI_QUIET", "1"));
+        }
+        out
+    })
 }
 
 /// The test models and the zoo, compiled by `tests/make_models.py --cache` into a directory
