@@ -93,8 +93,11 @@ def model_needs(dirs):
 
 
 def table(libdir, dirs):
-    exported = {s for s in symbols(os.path.join(libdir, "libtensor_aoti.so"), undefined=False)
-                if s.startswith("aoti_torch_")}
+    # The shim is exported as ltai_torch_* (the loader renames a model's aoti_torch_* imports
+    # to those, so that libtorch's own models never bind to ours): the same names otherwise.
+    exported = {"aoti_" + s[len("ltai_"):]
+                for s in symbols(os.path.join(libdir, "libtensor_aoti.so"), undefined=False)
+                if s.startswith("ltai_torch_")}
     why_not = refused()
     needs = model_needs(dirs)
     lines = [BEGIN, "",
