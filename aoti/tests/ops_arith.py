@@ -17,7 +17,7 @@ import random
 import torch
 
 import shimtest
-from shimtest import C, DT, H, HP, REAL, against, aoti, arr, check, lt, relayout, torch_lib, values, wrap
+from shimtest import C, DT, H, HP, REAL, against, aoti, arr, call, check, lt, rand, relayout, torch_lib, wrap
 
 A = torch.ops.aten
 aoti.aoti_torch_cpu_add_Tensor.argtypes = [H, H, C.c_double, HP]
@@ -34,21 +34,6 @@ ALL = REAL + [torch.complex64, torch.complex128]
 ADD_TOL = {torch.float32: 1e-6, torch.float64: 1e-14, torch.float16: 2e-3, torch.bfloat16: 2e-2,
            torch.complex64: 1e-6, torch.complex128: 1e-14}
 CPLX_TOL = {torch.complex64: 1e-6, torch.complex128: 1e-14}
-
-
-def rand(shape, dtype, g):
-    if dtype.is_complex:
-        part = torch.float32 if dtype == torch.complex64 else torch.float64
-        t = torch.complex(values(shape, part, g), values(shape, part, g))
-    else:
-        t = values(shape, dtype, g)
-    return relayout(t, g)
-
-
-def call(fn, *args):
-    r = H()
-    rc = fn(*args, C.byref(r))
-    return rc, [r]
 
 
 def result_type(a, b):

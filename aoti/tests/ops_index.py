@@ -14,7 +14,7 @@ import random
 import torch
 
 import shimtest
-from shimtest import C, H, HP, REAL, against, aoti, relayout, values
+from shimtest import C, H, HP, REAL, against, aoti, call, relayout, values
 
 A = torch.ops.aten
 HPP = C.POINTER(HP)
@@ -23,11 +23,6 @@ aoti.aoti_torch_cpu_nonzero_static.argtypes = [H, C.c_int64, C.c_int64, HP]
 aoti.aoti_torch_cpu_index_Tensor.argtypes = [H, HPP, C.c_int64, HP]
 aoti.aoti_torch_cpu_index_put.argtypes = [H, HPP, C.c_int64, H, C.c_int32, HP]
 aoti.aoti_torch_index_put_out.argtypes = [H, H, HP, C.c_uint32, H, C.c_bool]
-
-
-def call(fn, *args):
-    r = H()
-    return fn(*args, C.byref(r)), [r]
 
 
 g = random.Random(3)

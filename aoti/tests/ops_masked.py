@@ -13,7 +13,7 @@ import random
 import torch
 
 import shimtest
-from shimtest import C, H, HP, I64P, REAL, against, aoti, lt, relayout, values, wrap
+from shimtest import C, H, HP, I64P, REAL, against, aoti, call, lt, rand, relayout, wrap
 
 A = torch.ops.aten
 aoti.aoti_torch_cpu_masked_select.argtypes = [H, H, HP]
@@ -21,21 +21,6 @@ aoti.aoti_torch_cpu_masked_scatter.argtypes = [H, H, H, HP]
 aoti.aoti_torch_cpu_repeat_interleave_Tensor.argtypes = [H, I64P, HP]
 
 ALL = REAL + [torch.complex64, torch.complex128]
-
-
-def rand(shape, dtype, g):
-    if dtype.is_complex:
-        part = torch.float32 if dtype == torch.complex64 else torch.float64
-        t = torch.complex(values(shape, part, g), values(shape, part, g))
-    else:
-        t = values(shape, dtype, g)
-    return relayout(t, g)
-
-
-def call(fn, *args):
-    r = H()
-    rc = fn(*args, C.byref(r))
-    return rc, [r]
 
 
 g = random.Random(41)

@@ -16,7 +16,7 @@ import warnings
 import torch
 
 import shimtest
-from shimtest import C, H, HP, against, aoti, check, lt, same, wrap
+from shimtest import C, H, HP, against, aoti, call, check, lt, same, wrap
 
 A = torch.ops.aten
 warnings.simplefilter("ignore")  # ATen's addmv resizes its own result on an empty mat
@@ -61,12 +61,6 @@ class Handles:
         for h in self.hs:
             if h is not None:
                 lt.tensor_release(h)
-
-
-def call(fn, *args):
-    r = H()
-    rc = fn(*args, C.byref(r))
-    return rc, [r]
 
 
 def refused(name, fn, *args):

@@ -16,7 +16,7 @@ import warnings
 import torch
 
 import shimtest
-from shimtest import C, H, HP, REAL, against, aoti, check, lt, relayout, values, wrap
+from shimtest import C, H, HP, REAL, against, aoti, call, check, lt, rand, relayout, wrap
 
 A = torch.ops.aten
 warnings.simplefilter("ignore")  # index_reduce is in beta
@@ -27,21 +27,6 @@ aoti.aoti_torch_cpu_segment_reduce.argtypes = [H, C.c_char_p, HP, HP, HP, C.c_in
 ALL = REAL + [torch.complex64, torch.complex128]
 TAKEN = {torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
          torch.float32, torch.float64}
-
-
-def rand(shape, dtype, g):
-    if dtype.is_complex:
-        part = torch.float32 if dtype == torch.complex64 else torch.float64
-        t = torch.complex(values(shape, part, g), values(shape, part, g))
-    else:
-        t = values(shape, dtype, g)
-    return relayout(t, g)
-
-
-def call(fn, *args):
-    r = H()
-    rc = fn(*args, C.byref(r))
-    return rc, [r]
 
 
 def aten_index_reduce(x, dim, idx, src, red, inc):

@@ -12,7 +12,7 @@ import random
 import torch
 
 import shimtest
-from shimtest import C, H, HP, I32P, REAL, DT, against, aoti, relayout, values
+from shimtest import C, DT, H, HP, I32P, REAL, against, aoti, call_n, relayout, values
 
 A = torch.ops.aten
 aoti.aoti_torch_cpu_cumsum.argtypes = [H, C.c_int64, I32P, HP]
@@ -20,13 +20,6 @@ aoti.aoti_torch_cpu_cumprod.argtypes = [H, C.c_int64, I32P, HP]
 aoti.aoti_torch_cpu_logcumsumexp.argtypes = [H, C.c_int64, HP]
 aoti.aoti_torch_cpu_cummax.argtypes = [H, C.c_int64, HP, HP]
 aoti.aoti_torch_cpu_cummin.argtypes = [H, C.c_int64, HP, HP]
-
-
-def call(fn, nout, *args):
-    """fn(*args, &ret0, ...): (rc, [handles])."""
-    rets = [H() for _ in range(nout)]
-    rc = fn(*args, *[C.byref(r) for r in rets])
-    return rc, rets
 
 
 g = random.Random(7)
@@ -44,7 +37,7 @@ for trial in range(400):
     what = f"{dtype} {list(x.shape)} strides {x.stride()} dim {dim}"
     for op in ("cumsum", "cumprod"):
         fn = getattr(aoti, "aoti_torch_cpu_" + op)
-        against(f"{op} {what}", lambda: call(fn, 1, hx, dim, None), lambda: getattr(A, op)(x, dim))
+        against(f"{op} {what}", lambda: call_n(fn, 1, hx, dim, None), lambda: getattr(A, op)(x, dim))
         out_dtype = g.choice([torch.int64, torch.int32, torch.int8, torch.uint8, torch.float32,
                               torch.float64, torch.float16, torch.bfloat16, torch.bool, torch.uint16])
         code = C.c_int32(DT[out_dtype])
@@ -54,14 +47,14 @@ for trial in range(400):
         if x.dtype.is_floating_point and not out_dtype.is_floating_point:
             xs = x.nan_to_num(0.0).abs().clamp(max=100)
         hs = shimtest.wrap(xs)
-        against(f"{op} {what} dtype={out_dtype}", lambda: call(fn, 1, hs, dim, C.byref(code)),
+        against(f"{op} {what} dtype={out_dtype}", lambda: call_n(fn, 1, hs, dim, C.byref(code)),
                 lambda: getattr(A, op)(xs, dim, dtype=out_dtype))
         shimtest.lt.tensor_release(hs)
-    against(f"logcumsumexp {what}", lambda: call(aoti.aoti_torch_cpu_logcumsumexp, 1, hx, dim),
+    against(f"logcumsumexp {what}", lambda: call_n(aoti.aoti_torch_cpu_logcumsumexp, 1, hx, dim),
             lambda: A.logcumsumexp(x, dim))
     for op in ("cummax", "cummin"):
         fn = getattr(aoti, "aoti_torch_cpu_" + op)
-        against(f"{op} {what}", lambda: call(fn, 2, hx, dim), lambda: getattr(A, op)(x, dim))
+        against(f"{op} {what}", lambda: call_n(fn, 2, hx, dim), lambda: getattr(A, op)(x, dim))
     shimtest.lt.tensor_release(hx)
 
 # Long scans: float32 accumulates in float64, float16 / bfloat16 in float32 (ATen's CPU
@@ -75,12 +68,12 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
     for op in ("cumsum", "cumprod", "logcumsumexp"):
         fn = getattr(aoti, "aoti_torch_cpu_" + op)
         args = (hx, 1) if op == "logcumsumexp" else (hx, 1, None)
-        against(f"{op} long {dtype}", lambda: call(fn, 1, *args), lambda: getattr(A, op)(x, 1))
+        against(f"{op} long {dtype}", lambda: call_n(fn, 1, *args), lambda: getattr(A, op)(x, 1))
     shimtest.lt.tensor_release(hx)
 x = torch.full((2, 5), float("-inf"))
 x[1, 2:] = float("inf")
 hx = shimtest.wrap(x)
-against("logcumsumexp infinities", lambda: call(aoti.aoti_torch_cpu_logcumsumexp, 1, hx, 1),
+against("logcumsumexp infinities", lambda: call_n(aoti.aoti_torch_cpu_logcumsumexp, 1, hx, 1),
         lambda: A.logcumsumexp(x, 1))
 shimtest.lt.tensor_release(hx)
 

@@ -13,18 +13,13 @@ import random
 import torch
 
 import shimtest
-from shimtest import C, H, HP, REAL, against, aoti, relayout, values
+from shimtest import C, H, HP, REAL, against, aoti, call, relayout, values
 
 A = torch.ops.aten
 CP = C.POINTER(C.c_char_p)
 aoti.aoti_torch_cpu_searchsorted_Tensor.argtypes = [H, H, C.c_int32, C.c_int32, CP, HP, HP]
 aoti.aoti_torch_cpu_searchsorted_Scalar.argtypes = [H, C.c_double, C.c_int32, C.c_int32, CP, HP, HP]
 aoti.aoti_torch_cpu_bucketize_Tensor.argtypes = [H, H, C.c_int32, C.c_int32, HP]
-
-
-def call(fn, *args):
-    r = H()
-    return fn(*args, C.byref(r)), [r]
 
 
 def sorted_bd(shape, dtype, g):

@@ -14,7 +14,7 @@ import random
 import torch
 
 import shimtest
-from shimtest import C, H, HP, I32P, REAL, against, aoti, relayout, values
+from shimtest import C, H, HP, I32P, REAL, against, aoti, call_n, relayout, values
 
 A = torch.ops.aten
 aoti.aoti_torch_cpu_sort.argtypes = [H, C.c_int64, C.c_int32, HP, HP]
@@ -24,12 +24,6 @@ aoti.aoti_torch_cpu_kthvalue.argtypes = [H, C.c_int64, C.c_int64, C.c_int32, HP,
 aoti.aoti_torch_cpu_mode.argtypes = [H, C.c_int64, C.c_int32, HP, HP]
 aoti.aoti_torch_cpu_median.argtypes = [H, HP]
 aoti.aoti_torch_cpu_nanmedian.argtypes = [H, HP]
-
-
-def call(fn, nout, *args):
-    rets = [H() for _ in range(nout)]
-    rc = fn(*args, *[C.byref(r) for r in rets])
-    return rc, rets
 
 
 def cases(g, n, sizes=(0, 1, 2, 3, 5, 8, 17, 40)):
@@ -51,28 +45,28 @@ for dtype, x, dim in cases(g, 500):
     hx = shimtest.wrap(x)
     what = f"{dtype} {list(x.shape)} strides {x.stride()} dim {dim}"
     for desc in (0, 1):
-        against(f"sort {what} desc {desc}", lambda: call(aoti.aoti_torch_cpu_sort, 2, hx, dim, desc),
+        against(f"sort {what} desc {desc}", lambda: call_n(aoti.aoti_torch_cpu_sort, 2, hx, dim, desc),
                 lambda: A.sort(x, dim, bool(desc)))
         for stable in (None, 0, 1):
             s = None if stable is None else C.c_int32(stable)
             against(f"sort_stable {what} desc {desc} stable {stable}",
-                    lambda: call(aoti.aoti_torch_cpu_sort_stable, 2, hx, C.byref(s) if s is not None else None, dim, desc),
+                    lambda: call_n(aoti.aoti_torch_cpu_sort_stable, 2, hx, C.byref(s) if s is not None else None, dim, desc),
                     lambda: A.sort.stable(x, stable=None if stable is None else bool(stable), dim=dim, descending=bool(desc)))
     size = x.shape[dim] if x.dim() and -x.dim() <= dim < x.dim() else 1
     for k in {0, 1, size // 2, size, size + 1, -1}:
         for largest, srt in ((1, 1), (0, 1), (1, 0), (0, 0)):
             against(f"topk {what} k {k} largest {largest} sorted {srt}",
-                    lambda: call(aoti.aoti_torch_cpu_topk, 2, hx, k, dim, largest, srt),
+                    lambda: call_n(aoti.aoti_torch_cpu_topk, 2, hx, k, dim, largest, srt),
                     lambda: A.topk(x, k, dim, bool(largest), bool(srt)))
         for keep in (0, 1):
             against(f"kthvalue {what} k {k} keepdim {keep}",
-                    lambda: call(aoti.aoti_torch_cpu_kthvalue, 2, hx, k, dim, keep),
+                    lambda: call_n(aoti.aoti_torch_cpu_kthvalue, 2, hx, k, dim, keep),
                     lambda: A.kthvalue(x, k, dim, bool(keep)))
     for keep in (0, 1):
-        against(f"mode {what} keepdim {keep}", lambda: call(aoti.aoti_torch_cpu_mode, 2, hx, dim, keep),
+        against(f"mode {what} keepdim {keep}", lambda: call_n(aoti.aoti_torch_cpu_mode, 2, hx, dim, keep),
                 lambda: A.mode(x, dim, bool(keep)))
-    against(f"median {what}", lambda: call(aoti.aoti_torch_cpu_median, 1, hx), lambda: A.median(x))
-    against(f"nanmedian {what}", lambda: call(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
+    against(f"median {what}", lambda: call_n(aoti.aoti_torch_cpu_median, 1, hx), lambda: A.median(x))
+    against(f"nanmedian {what}", lambda: call_n(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
     shimtest.lt.tensor_release(hx)
 
 # Long lanes: introsort's heap sort fallback and recursion, topk's partial_sort path
@@ -88,18 +82,18 @@ for dtype in (torch.float32, torch.int64, torch.float16, torch.bfloat16, torch.i
         hx = shimtest.wrap(x)
         what = f"{dtype} [3, {n}] spread {spread}"
         for desc in (0, 1):
-            against(f"sort {what} desc {desc}", lambda: call(aoti.aoti_torch_cpu_sort, 2, hx, 1, desc),
+            against(f"sort {what} desc {desc}", lambda: call_n(aoti.aoti_torch_cpu_sort, 2, hx, 1, desc),
                     lambda: A.sort(x, 1, bool(desc)))
         for k in (1, 2, 7, 40, 64, n // 3, n - 1):
             for largest, srt in ((1, 1), (0, 1), (1, 0), (0, 0)):
                 against(f"topk {what} k {k} largest {largest} sorted {srt}",
-                        lambda: call(aoti.aoti_torch_cpu_topk, 2, hx, k, 1, largest, srt),
+                        lambda: call_n(aoti.aoti_torch_cpu_topk, 2, hx, k, 1, largest, srt),
                         lambda: A.topk(x, k, 1, bool(largest), bool(srt)))
-            against(f"kthvalue {what} k {k}", lambda: call(aoti.aoti_torch_cpu_kthvalue, 2, hx, k, 1, 0),
+            against(f"kthvalue {what} k {k}", lambda: call_n(aoti.aoti_torch_cpu_kthvalue, 2, hx, k, 1, 0),
                     lambda: A.kthvalue(x, k, 1, False))
-        against(f"mode {what}", lambda: call(aoti.aoti_torch_cpu_mode, 2, hx, 1, 0), lambda: A.mode(x, 1, False))
-        against(f"median {what}", lambda: call(aoti.aoti_torch_cpu_median, 1, hx), lambda: A.median(x))
-        against(f"nanmedian {what}", lambda: call(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
+        against(f"mode {what}", lambda: call_n(aoti.aoti_torch_cpu_mode, 2, hx, 1, 0), lambda: A.mode(x, 1, False))
+        against(f"median {what}", lambda: call_n(aoti.aoti_torch_cpu_median, 1, hx), lambda: A.median(x))
+        against(f"nanmedian {what}", lambda: call_n(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
         shimtest.lt.tensor_release(hx)
 
 # A sampling head's shapes: logits [batch, vocab] with -inf masking (ties at -inf).
@@ -108,10 +102,10 @@ for vocab in (100, 50257):
     x[:, vocab // 2:] = float("-inf")
     hx = shimtest.wrap(x)
     for k in (1, 50, vocab // 2 + 10):
-        against(f"topk logits {vocab} k {k}", lambda: call(aoti.aoti_torch_cpu_topk, 2, hx, k, -1, 1, 1),
+        against(f"topk logits {vocab} k {k}", lambda: call_n(aoti.aoti_torch_cpu_topk, 2, hx, k, -1, 1, 1),
                 lambda: A.topk(x, k, -1))
     one = C.c_int32(1)
-    against(f"sort_stable logits {vocab}", lambda: call(aoti.aoti_torch_cpu_sort_stable, 2, hx, C.byref(one), -1, 1),
+    against(f"sort_stable logits {vocab}", lambda: call_n(aoti.aoti_torch_cpu_sort_stable, 2, hx, C.byref(one), -1, 1),
             lambda: A.sort.stable(x, stable=True, dim=-1, descending=True))
     shimtest.lt.tensor_release(hx)
 
@@ -125,7 +119,7 @@ shimtest.lt.tensor_release(hx)
 for x in (torch.full((5,), float("nan")), torch.tensor([float("nan"), 2.0, float("nan"), 1.0]),
           torch.tensor([float("nan")], dtype=torch.float16), torch.tensor([3.0, float("nan")]).double()):
     hx = shimtest.wrap(x)
-    against(f"nanmedian {x.tolist()}", lambda: call(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
+    against(f"nanmedian {x.tolist()}", lambda: call_n(aoti.aoti_torch_cpu_nanmedian, 1, hx), lambda: A.nanmedian(x))
     shimtest.lt.tensor_release(hx)
 
 shimtest.summary("ops_sort")

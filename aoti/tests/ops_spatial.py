@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import shimtest
-from shimtest import C, H, HP, I64P, against, aoti, arr, check, lt, relayout, wrap
+from shimtest import C, H, HP, I64P, against, aoti, arr, call, check, lt, relayout, wrap
 
 A = torch.ops.aten
 aoti.aoti_torch_cpu_max_unpool2d.argtypes = [H, H, I64P, C.c_int64, HP]
@@ -26,12 +26,6 @@ aoti.aoti_torch_cpu_grid_sampler_3d.argtypes = [H, H, C.c_int64, C.c_int64, C.c_
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 OTHERS = [torch.int32, torch.int64, torch.bool, torch.uint8]
-
-
-def call(fn, *args):
-    r = H()
-    rc = fn(*args, C.byref(r))
-    return rc, [r]
 
 
 g = random.Random(61)

@@ -198,6 +198,28 @@ def relayout(t, g):
     return t
 
 
+def rand(shape, dtype, g):
+    """values() of any dtype (complex: two real draws), in a random layout (relayout)."""
+    if dtype.is_complex:
+        part = torch.float32 if dtype == torch.complex64 else torch.float64
+        t = torch.complex(values(shape, part, g), values(shape, part, g))
+    else:
+        t = values(shape, dtype, g)
+    return relayout(t, g)
+
+
+def call(fn, *args):
+    """fn(*args, &ret) of a shim function with one output: (status, [ret])."""
+    return call_n(fn, 1, *args)
+
+
+def call_n(fn, nout, *args):
+    """fn(*args, &ret0, ..., &ret<nout-1>): (status, [rets])."""
+    rets = [H() for _ in range(nout)]
+    rc = fn(*args, *[C.byref(r) for r in rets])
+    return rc, rets
+
+
 def same(got, want, tol=0.0):
     """'' when `got` has `want`'s dtype, sizes, strides and values (NaN where it has NaN; for
     floats and complex within `tol` relative when tol > 0), else what differs."""
