@@ -20,6 +20,10 @@ run cargo clippy -p tensor_aoti --all-targets -- -D warnings
 run cargo build --lib -p tensor -p tensor_aoti
 run cargo test -p tensor_aoti -- --nocapture
 # Installed with `make install WITH_AOTI=1`, consumed with pkg-config and find_package, run on
-# the example model the tests just compiled.
-run bash cmake/test_consumer/aoti.sh "${CARGO_TARGET_DIR:-target}/debug/aoti-models/example.pt2"
+# the example model the tests just used (make_models.py names the cache directory it keeps
+# them in; it compiles nothing when that is complete).
+models=$("$TENSOR_AOTI_PYTHON" aoti/tests/make_models.py --cache \
+  "${TENSOR_AOTI_CACHE:-${HOME:-/tmp}/.cache/libtensor-aoti-models}" | sed -n 's/^models: //p')
+[ -n "$models" ] || { echo "aoti.sh: make_models.py --cache named no directory" >&2; exit 1; }
+run bash cmake/test_consumer/aoti.sh "$models/example.pt2"
 echo "aoti.sh: $(($(date +%s) - start)) s"
