@@ -708,20 +708,25 @@ mod tests {
     }
 
     /// A frame left without returning (what a longjmp out of the executor leaves: here a
-    /// forgotten guard, 8 KiB deeper than the caller) is given back at this thread's next
-    /// setter: the setter is not refused and does not wait for the frame's lease.
+    /// forgotten guard, 256 calls deeper than the caller) is given back at this thread's
+    /// next setter: the setter is not refused and does not wait for the frame's lease.
     #[test]
     fn frames_left_without_returning_are_given_back() {
+        // Depth from nested calls, not a big local: return addresses stay on the machine
+        // stack, where ASan's fake stack (detect_stack_use_after_return) would move an
+        // array, and leave the abandoned frame no deeper than the setter's own.
         #[inline(never)]
-        fn abandon(lease: Lease) {
-            let pad = [0u8; 8192];
-            std::hint::black_box(&pad);
-            std::mem::forget(Inside::enter(Some(lease), 0));
-            std::hint::black_box(&pad);
+        fn abandon(lease: Lease, levels: u32) {
+            if levels == 0 {
+                std::mem::forget(Inside::enter(Some(lease), 0));
+            } else {
+                abandon(lease, std::hint::black_box(levels - 1));
+                std::hint::black_box(levels); // not a tail call
+            }
         }
         let calls = AtomicUsize::new(0);
         let ctx = &calls as *const AtomicUsize as *mut c_void;
-        abandon(executor(inline_reversed, ctx));
+        abandon(executor(inline_reversed, ctx), 256);
         assert_eq!(FRAMES.with(|t| t.depth.get()), 1);
         // Would be refused (inside) or wait forever (the lease) without the recovery.
         set_executor(None, std::ptr::null_mut()).unwrap();
