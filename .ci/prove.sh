@@ -16,7 +16,7 @@
 #          atomics); c_tests/test_threads.c and test_thread_race.c with -fsanitize=thread
 #   miri   nightly + miri: refcount, storage, DLPack and copy-engine unit tests under Miri
 #   oom    tests/alloc_failure.rs: every allocation of a scripted call sequence failed in turn
-#   fuzz   .ci/fuzz.sh: every target of fuzz/Cargo.toml for FUZZ_SECONDS (default 60) each
+#   fuzz   .ci/fuzz.sh: every target of fuzz/Cargo.toml for FUZZ_SECONDS (default 30) each
 # Nightly steps print a notice and are skipped when the nightly toolchain (or a component)
 # cannot be installed; every other failure fails the script.
 set -Eeuo pipefail
@@ -157,7 +157,7 @@ step_fuzz() {
     skip fuzz "the nightly toolchain is not installable here"
     return
   fi
-  run bash .ci/fuzz.sh "${FUZZ_SECONDS:-60}"
+  run bash .ci/fuzz.sh "${FUZZ_SECONDS:-30}"
 }
 
 for s in "${STEPS[@]}"; do
