@@ -20,7 +20,7 @@ use super::{
     row_major, Arith, AtenTensorHandle,
 };
 use crate::dispatch;
-use crate::error::{err, shim, Result};
+use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, Bool, Element, Owned, Tensor};
 use half::{bf16, f16};
@@ -362,7 +362,7 @@ pub extern "C" fn aoti_torch_cpu_scatter_src_out(
     index: AtenTensorHandle,
     src: AtenTensorHandle,
 ) -> i32 {
-    let name = "aoti_torch_cpu_scatter_src_out";
+    let name = fn_name!();
     scatter_shim(name, out, self_, dim, index, Source::Tensor(src), None, 1)
 }
 
@@ -374,7 +374,7 @@ pub extern "C" fn aoti_torch_cpu_scatter_value_out(
     index: AtenTensorHandle,
     value: f64,
 ) -> i32 {
-    let name = "aoti_torch_cpu_scatter_value_out";
+    let name = fn_name!();
     scatter_shim(name, out, self_, dim, index, Source::Value(value), None, 1)
 }
 
@@ -388,7 +388,7 @@ pub extern "C" fn aoti_torch_cpu_scatter_reduce_two_out(
     reduce: *const c_char,
     include_self: i32,
 ) -> i32 {
-    let name = "aoti_torch_cpu_scatter_reduce_two_out";
+    let name = fn_name!();
     let src = Source::Tensor(src);
     scatter_shim(
         name,
@@ -411,7 +411,7 @@ pub extern "C" fn aoti_torch_scatter_out(
     index: AtenTensorHandle,
     src: AtenTensorHandle,
 ) -> i32 {
-    let name = "aoti_torch_scatter_out";
+    let name = fn_name!();
     scatter_shim(name, out, self_, dim, index, Source::Tensor(src), None, 1)
 }
 
@@ -426,7 +426,7 @@ pub extern "C" fn aoti_torch_scatter_reduce_out(
     reduce: *const c_char,
     include_self: i32,
 ) -> i32 {
-    let name = "aoti_torch_scatter_reduce_out";
+    let name = fn_name!();
     let src = Source::Tensor(src);
     scatter_shim(
         name,

@@ -248,7 +248,7 @@ pub extern "C" fn aoti_torch_cpu_searchsorted_Tensor(
     sorter: *mut AtenTensorHandle,
     ret0: *mut AtenTensorHandle,
 ) -> i32 {
-    let name = "aoti_torch_cpu_searchsorted_Tensor";
+    let name = fn_name!();
     let needle = Needle::Tensor(self_);
     searchsorted_shim(
         name,
@@ -272,7 +272,7 @@ pub extern "C" fn aoti_torch_cpu_searchsorted_Scalar(
     sorter: *mut AtenTensorHandle,
     ret0: *mut AtenTensorHandle,
 ) -> i32 {
-    let name = "aoti_torch_cpu_searchsorted_Scalar";
+    let name = fn_name!();
     let needle = Needle::Scalar(self_);
     searchsorted_shim(
         name,
