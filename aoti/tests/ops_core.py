@@ -279,6 +279,19 @@ for (cin, cout, hw, k, s_, p_, d_, groups, cl) in [
     check_conv(x, w, torch.randn(cout), [s_, s_], [p_, p_], [d_, d_], groups)
     check_conv(x, w, None, [s_, s_], [p_, p_], [d_, d_], groups)
 
+# Channels-last depthwise convolutions of random geometry (the direct float32 kernel's
+# register tiles, edges, channel tails and rows with no interior pixel), float64 too.
+for trial in range(40):
+    c, k = g.randint(1, 70), g.choice([1, 3, 5, 7])
+    s_, d_ = g.randint(1, 3), g.choice([1, 1, 2])
+    p_ = g.randint(0, k // 2 + 1)
+    hw = g.randint(max(1, d_ * (k - 1) + 1 - 2 * p_), 40)
+    dt = torch.float64 if trial % 8 == 7 else torch.float32
+    x = torch.randn(g.randint(1, 2), c, hw, g.randint(max(1, d_ * (k - 1) + 1 - 2 * p_), 40),
+                    dtype=dt).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(c, 1, k, k, dtype=dt)
+    check_conv(x, w, torch.randn(c, dtype=dt) if trial % 3 else None, [s_, s_], [p_, p_], [d_, d_], c)
+
 # Linear layers of a transformer (the weight transposed, as Inductor passes it), split over
 # the threads by columns (n >= m) and by rows (m > n).
 for (m, k, n) in [(16, 768, 2304), (128, 768, 768), (1, 768, 3072), (512, 64, 48)]:
@@ -291,19 +304,39 @@ for (m, k, n) in [(16, 768, 2304), (128, 768, 768), (1, 768, 3072), (512, 64, 48
     for h_ in (ha, hw, ho, hb):
         lt.tensor_release(h_)
 
-for trial in range(30):
-    bsz, heads, L, S, E = (g.randint(1, 4), g.randint(1, 4), g.randint(1, 9), g.randint(1, 9), g.choice([4, 8, 16]))
+# Small shapes (trials 0-29), then model-sized ones (30-59): heads of 64, sequences past a
+# block of query rows and a vector's tail, float64 / float16 / bfloat16 too, bool and
+# broadcast masks ([L, S], [B, 1, 1, S] padding, [B, H, L, S]), rows masked out entirely,
+# causal with L != S.
+for trial in range(60):
+    big = trial >= 30
+    if big:
+        bsz, heads, L, S, E = (g.randint(1, 2), g.randint(1, 3), g.randint(1, 150), g.randint(1, 150), g.choice([32, 64, 80]))
+    else:
+        bsz, heads, L, S, E = (g.randint(1, 4), g.randint(1, 4), g.randint(1, 9), g.randint(1, 9), g.choice([4, 8, 16]))
+    dtype = [torch.float32, torch.float32, torch.float64, torch.float16, torch.bfloat16][trial % 5] if big else torch.float32
     causal = trial % 3 == 0
-    if causal:
+    if causal and not (big and trial % 2 == 0):
         S = L
 
     def qkv(n):  # sometimes the (B, L, H, E).transpose(1, 2) layout a model produces
         if g.random() < 0.5:
-            return torch.randn(bsz, n, heads, E).transpose(1, 2)
-        return torch.randn(bsz, heads, n, E)
+            return torch.randn(bsz, n, heads, E, dtype=dtype).transpose(1, 2)
+        return torch.randn(bsz, heads, n, E, dtype=dtype)
 
     q, k, v = qkv(L), qkv(S), qkv(S)
-    mask = torch.randn(L, S) if (not causal and trial % 3 == 1) else None
+    mask = None
+    if not causal and trial % 3 == 1:
+        kind = g.choice(["float", "padding", "-inf"]) if big else "float"
+        if kind == "float":
+            mask = torch.randn(L, S, dtype=dtype)
+        elif kind == "padding":  # a padding mask: 0 kept, the dtype's min for padding
+            keep = torch.arange(S)[None, :] < torch.randint(1, S + 1, (bsz, 1))
+            mask = torch.zeros(bsz, 1, 1, S, dtype=dtype).masked_fill(~keep[:, None, None, :], torch.finfo(dtype).min)
+        else:  # -inf where masked, with some query rows masked out entirely
+            drop = torch.rand(bsz, heads, L, S) < 0.3
+            drop[:, :, ::7, :] = True
+            mask = torch.zeros(bsz, heads, L, S, dtype=dtype).masked_fill(drop, float("-inf"))
     scale = 0.3 if trial % 4 == 2 else None
     want_o, want_l = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
         q, k, v, 0.0, causal, attn_mask=mask, scale=scale)
@@ -317,14 +350,15 @@ for trial in range(30):
     ok = rc == 0
     if ok:
         go, gl = to_torch(r0), to_torch(r1)
-        ok = (close(go, want_o, 1e-4) and close(gl, want_l, 1e-4)
+        tol = {torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(dtype, 1e-4)
+        ok = (close(go, want_o, tol) and close(gl.float(), want_l.float(), tol)
               and go.stride() == want_o.stride() and gl.stride() == want_l.stride())
         detail = f"out strides {go.stride()} vs {want_o.stride()}, lse {gl.stride()} vs {want_l.stride()}"
         lt.tensor_release(r0)
         lt.tensor_release(r1)
     else:
         detail = f"rc {rc}"
-    check(ok, f"sdpa q {list(q.shape)} k {list(k.shape)} causal {causal} mask {mask is not None}: {detail}")
+    check(ok, f"sdpa {dtype} q {list(q.shape)} k {list(k.shape)} causal {causal} mask {None if mask is None else (mask.dtype, list(mask.shape))}: {detail}")
     for h_ in (hq, hk, hv) + ((hm,) if hm is not None else ()):
         lt.tensor_release(h_)
 

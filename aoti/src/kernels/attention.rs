@@ -2,8 +2,9 @@
 //! [B, H, L, Ev] with the strides of (B, L, H, Ev).transpose(1, 2), logsumexp [B, H, L] with
 //! those of (B, L, H).transpose(1, 2).
 
-use super::gemm::{gemm_any, Mat};
-use super::{contiguous, expect_dim, same_dtype, AtenTensorHandle, F32, F64};
+use super::gemm::{gemm_any, gemm_serial, Mat};
+use super::parallel::{self, Shared};
+use super::{contiguous, expect_dim, same_dtype, sgemm, AtenTensorHandle, F32, F64};
 use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, out, Element, Owned, Tensor};
@@ -69,6 +70,27 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
         };
         // logsumexp [B, H, L] laid out as (B, L, H).transpose(1, 2).
         let mut lse = util::empty_permuted(&[bsz, h, l], &[0, 2, 1], work)?;
+        #[cfg(target_arch = "x86_64")]
+        if dtype == F32 && sgemm::available() {
+            let mask = match mask {
+                Some(m) => Some(additive_mask_f32(m, [bsz, h, l, s])?),
+                None => None,
+            };
+            attention_f32(
+                q,
+                k,
+                v,
+                mask.as_ref().map(|m| m.get()),
+                [bsz, h, l, s, e, ev],
+                scale as f32,
+                is_causal != 0,
+                &mut outp,
+                &mut lse,
+            )?;
+            *r0 = outp.into_raw();
+            *r1 = lse.into_raw();
+            return Ok(());
+        }
         // Working copies, contiguous.
         let cvt = |t: Tensor| -> Result<Owned> {
             let c = t.to_dtype(work)?;
@@ -88,15 +110,9 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
                         bool_mask_to_additive::<f32>(&mut full)?;
                     }
                 } else {
-                    full.get().copy_from(m).map_err(|mut er| {
-                        er.msg = format!(
-                            "attn_mask {:?} does not broadcast to {:?}: {}",
-                            m.sizes(),
-                            [bsz, h, l, s],
-                            er.msg
-                        );
-                        er
-                    })?;
+                    full.get()
+                        .copy_from(m)
+                        .map_err(|er| not_broadcast(er, m, [bsz, h, l, s]))?;
                 }
                 Some(full)
             }
@@ -135,6 +151,220 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
         *r1 = lse.into_raw();
         Ok(())
     })
+}
+
+/// The error of a mask that does not broadcast to the scores' [B, H, L, S].
+fn not_broadcast(mut er: crate::error::Error, m: Tensor, full: [i64; 4]) -> crate::error::Error {
+    er.msg = format!(
+        "attn_mask {:?} does not broadcast to {full:?}: {}",
+        m.sizes(),
+        er.msg
+    );
+    er
+}
+
+/// `m` as the float32 additive mask of the scores: [B, H, L, S] (`full`) broadcast from it
+/// (zero strides), its last dim contiguous. A bool mask becomes 0 where true and -inf where
+/// false; another dtype is converted.
+#[cfg(target_arch = "x86_64")]
+fn additive_mask_f32(m: Tensor, full: [i64; 4]) -> Result<Owned> {
+    let add = if m.dtype() == sys::TENSOR_BOOL {
+        let mut f = util::empty(m.sizes(), F32)?;
+        f.get().copy_from(m)?;
+        bool_mask_to_additive::<f32>(&mut f)?;
+        f
+    } else if m.dtype() == F32 {
+        m.retain()
+    } else {
+        m.to_dtype(F32)?
+    };
+    let wide = add
+        .get()
+        .expand(&full)
+        .map_err(|er| not_broadcast(er, m, full))?;
+    if wide.get().strides()[3] == 1 || full[3] <= 1 {
+        Ok(wide)
+    } else {
+        contiguous(wide.get())
+    }
+}
+
+/// Rows of the query per task of the float32 kernel (its scores: `QB x S` floats).
+#[cfg(target_arch = "x86_64")]
+const QB: usize = 32;
+
+/// Flash attention in float32 on AVX-512F, straight on the caller's tensors (any strides):
+/// one task per (batch, head, block of `QB` query rows) on the model's OpenMP threads, each
+/// `scores = scale * q @ k^T` (a GEMM), softmax over each row with the mask added and the
+/// causal columns left out (vector `exp`), `out = scores @ v` (a GEMM into the output's
+/// rows). `mask` is `additive_mask_f32`'s; `outp` and `lse` as for `attention`, float32.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+fn attention_f32(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Option<Tensor>,
+    dims: [i64; 6],
+    scale: f32,
+    causal: bool,
+    outp: &mut Owned,
+    lse: &mut Owned,
+) -> Result<()> {
+    let [bsz, h, l, s, e, ev] = dims.map(|x| x as usize);
+    let st = |t: Tensor| -> Vec<usize> { t.strides().iter().map(|&x| x as usize).collect() };
+    let (qs, ks, vs, os, ls) = (st(q), st(k), st(v), st(outp.get()), st(lse.get()));
+    let (qv, kv, vv) = (q.values::<f32>()?, k.values::<f32>()?, v.values::<f32>()?);
+    let mv = match mask {
+        Some(m) => Some((m.values::<f32>()?, st(m))),
+        None => None,
+    };
+    // SAFETY: outp and lse were allocated by `empty` in the flash-attention entry point,
+    // which hands them to the model only after this returns: nothing else reaches them.
+    let (ov, lv) = unsafe { (outp.values_mut::<f32>()?, lse.values_mut::<f32>()?) };
+    let (optr, lptr) = (Shared(ov.as_mut_ptr()), Shared(lv.as_mut_ptr()));
+    let blocks = l.div_ceil(QB);
+    let tasks = bsz * h * blocks;
+    let parts = parallel::threads().min(tasks).max(1);
+    parallel::run(parts, &|part| {
+        let mut scores = vec![0f32; QB * s.max(1)];
+        for t in parallel::chunk(tasks, parts, 1, part) {
+            let (bi, hi, i0) = (t / (h * blocks), t / blocks % h, t % blocks * QB);
+            let rows = QB.min(l - i0);
+            // The key columns any row of the block keeps (causal: j <= i).
+            let kk = if causal { (i0 + rows).min(s) } else { s };
+            let out_at = bi * os[0] + hi * os[1] + i0 * os[2];
+            let dst = Mat {
+                ptr: optr.get().wrapping_add(out_at).cast(),
+                rs: os[2] as isize,
+                cs: os[3] as isize,
+            };
+            let sc = Mat {
+                ptr: scores.as_mut_ptr().cast(),
+                rs: s as isize,
+                cs: 1,
+            };
+            if kk > 0 {
+                // SAFETY: float32 views: scores (this task's Vec, rows x kk at row stride
+                // s <= its QB * s); rows i0..i0 + rows of head (bi, hi) of q (e columns) and
+                // the first kk rows of that head of k, read transposed (e x kk): elements
+                // their own layouts reach, inside qv / kv (values' extents); scores overlaps
+                // neither.
+                unsafe {
+                    gemm_serial(
+                        F32,
+                        rows,
+                        kk,
+                        e,
+                        sc,
+                        false,
+                        view(qv, bi * qs[0] + hi * qs[1] + i0 * qs[2], qs[2], qs[3]),
+                        view(kv, bi * ks[0] + hi * ks[1], ks[3], ks[2]),
+                        0.0,
+                        scale as f64,
+                    )
+                };
+            }
+            for r in 0..rows {
+                let i = i0 + r;
+                let keep = if causal { (i + 1).min(s) } else { s };
+                let mrow = mv
+                    .as_ref()
+                    .map(|(m, ms)| &m[bi * ms[0] + hi * ms[1] + i * ms[2]..][..s]);
+                // SAFETY: AVX-512F is present (the caller checked sgemm::available).
+                let lse_v = unsafe { softmax_row(&mut scores[r * s..r * s + kk], keep, mrow) };
+                // SAFETY: element (bi, hi, i) of lse, written only by this task (the one of
+                // row i's block of head (bi, hi)); lse outlives the run.
+                unsafe { *lptr.get().add(bi * ls[0] + hi * ls[1] + i * ls[2]) = lse_v };
+            }
+            // SAFETY: float32 views: the block's rows x ev of the output (its own layout,
+            // inside ov; only this task writes them), scores (rows x kk, this task's Vec)
+            // and the first kk rows of head (bi, hi) of v (inside vv); dst overlaps neither.
+            unsafe {
+                gemm_serial(
+                    F32,
+                    rows,
+                    ev,
+                    kk,
+                    dst,
+                    false,
+                    sc,
+                    view(vv, bi * vs[0] + hi * vs[1], vs[2], vs[3]),
+                    0.0,
+                    1.0,
+                )
+            };
+        }
+    });
+    Ok(())
+}
+
+/// The float32 matrix at element `at` of `v` with strides `rs`, `cs`.
+#[cfg(target_arch = "x86_64")]
+fn view(v: &[f32], at: usize, rs: usize, cs: usize) -> Mat {
+    Mat {
+        ptr: v.as_ptr().wrapping_add(at).cast_mut().cast(),
+        rs: rs as isize,
+        cs: cs as isize,
+    }
+}
+
+/// One row of scores into its softmax, in place: `row[..keep]` plus `mask[..keep]`, then
+/// `exp(x - max) / sum`; `row[keep..]` (causally left out) is 0. A row with nothing kept
+/// (all -inf) is all 0 and its logsumexp 0, as ATen's flash kernel gives. Returns the row's
+/// logsumexp (`max + ln(sum)`).
+///
+/// # Safety
+///
+/// AVX-512F is present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_row(row: &mut [f32], keep: usize, mask: Option<&[f32]>) -> f32 {
+    use std::arch::x86_64::*;
+    let keep = keep.min(row.len());
+    let lanes = |j: usize| -> __mmask16 { ((1u32 << (keep - j).min(16)) - 1) as u16 };
+    let p = row.as_mut_ptr();
+    let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
+    for j in (0..keep).step_by(16) {
+        let lm = lanes(j);
+        // SAFETY: the unmasked lanes are elements j..keep of row (and of mask, whose
+        // length is at least row's): in bounds.
+        unsafe {
+            let mut x = _mm512_maskz_loadu_ps(lm, p.add(j));
+            if let Some(m) = mask {
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(lm, m[..keep].as_ptr().add(j)));
+                _mm512_mask_storeu_ps(p.add(j), lm, x);
+            }
+            vmax = _mm512_mask_max_ps(vmax, lm, vmax, x);
+        }
+    }
+    let mx = _mm512_reduce_max_ps(vmax);
+    if mx == f32::NEG_INFINITY {
+        row.fill(0.0);
+        return 0.0;
+    }
+    let (vmx, mut vsum) = (_mm512_set1_ps(mx), _mm512_setzero_ps());
+    for j in (0..keep).step_by(16) {
+        let lm = lanes(j);
+        // SAFETY: as above.
+        unsafe {
+            let e = super::vmath::exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, p.add(j)), vmx));
+            _mm512_mask_storeu_ps(p.add(j), lm, e);
+            vsum = _mm512_mask_add_ps(vsum, lm, vsum, e);
+        }
+    }
+    let sum = _mm512_reduce_add_ps(vsum);
+    let inv = _mm512_set1_ps(1.0 / sum);
+    for j in (0..keep).step_by(16) {
+        let lm = lanes(j);
+        // SAFETY: as above.
+        unsafe {
+            let x = _mm512_maskz_loadu_ps(lm, p.add(j));
+            _mm512_mask_storeu_ps(p.add(j), lm, _mm512_mul_ps(x, inv));
+        }
+    }
+    row[keep..].fill(0.0);
+    mx + sum.ln()
 }
 
 /// A bool mask already converted to float (1 / 0) into the additive mask it means: 0
@@ -257,7 +487,7 @@ fn attention<T: Element>(
                     mx = mx.max(val);
                 }
                 let mut sum = 0.0;
-                if mx.is_finite() {
+                if mx != f64::NEG_INFINITY {
                     for x in row.iter_mut() {
                         let p = (x.to_f64() - mx).exp();
                         sum += p;
@@ -267,12 +497,13 @@ fn attention<T: Element>(
                         *x = T::from_f64(x.to_f64() / sum);
                     }
                 } else {
-                    row.fill(T::from_f64(0.0)); // a fully masked row: zeros, as ATen's flash kernel
+                    // A fully masked row: zeros, and logsumexp 0, as ATen's flash kernel.
+                    row.fill(T::from_f64(0.0));
                 }
-                let lse_v = if mx.is_finite() {
+                let lse_v = if mx != f64::NEG_INFINITY {
                     mx + sum.ln()
                 } else {
-                    f64::INFINITY
+                    0.0
                 };
                 lv[(bi * l * h) + i * h + hi] = T::from_f64(lse_v);
             }

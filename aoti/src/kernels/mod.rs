@@ -64,6 +64,7 @@ mod sgemm;
 mod shape;
 mod sort;
 mod unpool;
+mod vmath;
 
 /// [`crate::dispatch!`] over every dtype a kernel that only moves elements takes: the real
 /// ones and complex64 / complex128 (as [`complex::Complex`]).

@@ -147,3 +147,19 @@ pub fn chunk(len: usize, parts: usize, align: usize, i: usize) -> std::ops::Rang
     let start = (i * per).min(len);
     start..((i + 1) * per).min(len)
 }
+
+/// A pointer the tasks of one kernel call share, each writing its own disjoint elements.
+#[derive(Clone, Copy)]
+pub struct Shared<T>(pub *mut T);
+// SAFETY: used only to hand a kernel's output to its own tasks, which write disjoint
+// elements (each use says which) and finish before the kernel returns.
+unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as for Send.
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// The pointer (a method, so that a closure captures the Sync wrapper, not the field).
+    pub fn get(&self) -> *mut T {
+        self.0
+    }
+}

@@ -61,7 +61,7 @@ thread_local! {
 }
 
 /// Whether this CPU runs these kernels (AVX-512F; std caches the detection).
-fn available() -> bool {
+pub(super) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
