@@ -4,7 +4,7 @@
 //! model's OpenMP threads.
 
 use super::gemm::{gemm_any, Mat};
-use super::parallel;
+use super::parallel::{self, Shared};
 use super::{
     as_f32, contiguous, expect_sizes, same_dtype, spatial_param, AtenTensorHandle, BF16, F16, F32,
 };
@@ -196,6 +196,11 @@ pub(super) trait ConvFloat:
     fn axpy(acc: &mut [Self], w: Self, x: &[Self]);
     /// `acc[i] += w[i] * x[i]`.
     fn fma(acc: &mut [Self], w: &[Self], x: &[Self]);
+    /// One output row of a channels-last depthwise convolution by a kernel of this type's
+    /// own (float32 on AVX-512F: `dw_row_f32`), or false: the caller runs the generic loop.
+    fn depthwise_row(_row: &mut DwRow<'_, Self>) -> bool {
+        false
+    }
 }
 
 /// `$name` for each ISA: the body compiled with AVX-512F, with AVX2 + FMA, and plain,
@@ -240,20 +245,39 @@ macro_rules! conv_float {
                 *a += u * v;
             }
         });
-        impl ConvFloat for $t {
-            fn axpy(acc: &mut [$t], w: $t, x: &[$t]) {
-                $axpy(acc, w, x)
-            }
-            fn fma(acc: &mut [$t], w: &[$t], x: &[$t]) {
-                $fma(acc, w, x)
-            }
-        }
     )*};
 }
 
 conv_float! {
     f32, axpy_f32, axpy_f32_avx512, axpy_f32_avx2, fma_f32, fma_f32_avx512, fma_f32_avx2;
     f64, axpy_f64, axpy_f64_avx512, axpy_f64_avx2, fma_f64, fma_f64_avx512, fma_f64_avx2;
+}
+
+impl ConvFloat for f32 {
+    fn axpy(acc: &mut [f32], w: f32, x: &[f32]) {
+        axpy_f32(acc, w, x)
+    }
+    fn fma(acc: &mut [f32], w: &[f32], x: &[f32]) {
+        fma_f32(acc, w, x)
+    }
+    fn depthwise_row(row: &mut DwRow<'_, f32>) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if super::sgemm::available() {
+            // SAFETY: AVX-512F is present (checked just above).
+            unsafe { dw_row_f32(row) };
+            return true;
+        }
+        false
+    }
+}
+
+impl ConvFloat for f64 {
+    fn axpy(acc: &mut [f64], w: f64, x: &[f64]) {
+        axpy_f64(acc, w, x)
+    }
+    fn fma(acc: &mut [f64], w: &[f64], x: &[f64]) {
+        fma_f64(acc, w, x)
+    }
 }
 
 thread_local! {
@@ -291,22 +315,6 @@ fn with_scratch<T: ConvFloat, R>(n: usize, f: impl FnOnce(&mut [T]) -> R) -> Res
         let buf = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<T>(), n) };
         Ok(f(buf))
     })
-}
-
-/// A pointer the tasks of one kernel call share, each writing its own disjoint elements.
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-// SAFETY: used only to hand a kernel's output to its own tasks, which write disjoint
-// elements (each use says which) and finish before the kernel returns.
-unsafe impl<T> Send for Shared<T> {}
-// SAFETY: as for Send.
-unsafe impl<T> Sync for Shared<T> {}
-
-impl<T> Shared<T> {
-    /// The pointer (a method, so that a closure captures the Sync wrapper, not the field).
-    fn get(&self) -> *mut T {
-        self.0
-    }
 }
 
 /// The convolution in `T` (the dtype of every tensor here), into `o`, the output just
@@ -807,6 +815,19 @@ fn depthwise2d_nhwc<T: ConvFloat>(
             // standard strides), inside ov (asserted), written only by this task; ov
             // outlives the parallel run.
             let orow = unsafe { std::slice::from_raw_parts_mut(out.get().add(obase), ow_n * c) };
+            let mut job = DwRow {
+                g,
+                x: xv,
+                xbase,
+                wt: &wt,
+                bias: bv,
+                out: orow,
+                oh,
+            };
+            if T::depthwise_row(&mut job) {
+                continue;
+            }
+            let orow = job.out;
             for ow in 0..ow_n {
                 let acc = &mut orow[ow * c..(ow + 1) * c];
                 match bv {
@@ -831,6 +852,149 @@ fn depthwise2d_nhwc<T: ConvFloat>(
             }
         }
     });
+}
+
+/// One output row of a channels-last depthwise convolution (`depthwise2d_nhwc`): the input
+/// (`x`, its layout's extent; image `n` from `xbase`, dense channels-last), the weight as
+/// `[tap][c]` and the bias, the row `oh` of the output (`ow_n * c` elements).
+pub(super) struct DwRow<'a, T> {
+    g: &'a Geometry<'a>,
+    x: &'a [T],
+    xbase: usize,
+    wt: &'a [T],
+    bias: Option<&'a [T]>,
+    out: &'a mut [T],
+    oh: usize,
+}
+
+/// `DwRow` in float32 on AVX-512F: the row's interior pixels (every tap inside the input) in
+/// tiles of 8, then 4, then 1, the pixels near the edges one by one (skipping the taps in the
+/// padding); per tile, every block of 16 channels in turn (the tile's input pixels stay in
+/// L1 across them), the accumulators in registers, each tap's weight vector loaded once.
+///
+/// # Safety
+///
+/// AVX-512F is present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn dw_row_f32(r: &mut DwRow<'_, f32>) {
+    let g = r.g;
+    let c = g.xs[1] as usize;
+    let (ow_n, kw_n) = (g.osp[1], g.ksz[1]);
+    let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
+    let (sw, pw, dw) = (g.stride[1], g.padding[1], g.dilation[1]);
+    // The kernel rows inside the input, with their input row's offset.
+    let rows: Vec<(usize, usize)> = (0..g.ksz[0])
+        .filter_map(|kh| {
+            let ih = r.oh as i64 * g.stride[0] - g.padding[0] + kh as i64 * g.dilation[0];
+            (0..ih_n)
+                .contains(&ih)
+                .then(|| (kh, r.xbase + ih as usize * iw_n as usize * c))
+        })
+        .collect();
+    // Interior pixels: ow * sw - pw and ow * sw - pw + (kw_n - 1) * dw inside 0..iw_n.
+    let (lo, hi) = inside_run(-pw, sw as usize, iw_n - (kw_n as i64 - 1) * dw, ow_n);
+    let t = DwTile {
+        rows: &rows,
+        c,
+        kw_n,
+        iw_n,
+        sw,
+        pw,
+        dw,
+        x: r.x,
+        wt: r.wt,
+        bias: r.bias,
+        out: r.out.as_mut_ptr(),
+        olen: r.out.len(),
+    };
+    for ow in 0..lo {
+        // SAFETY: AVX-512F (the caller's); pixel ow < ow_n, taps checked.
+        unsafe { t.run::<1, true>(ow) };
+    }
+    let mut ow = lo;
+    while ow + 8 <= hi {
+        // SAFETY: AVX-512F; pixels ow..ow + 8 interior (inside lo..hi).
+        unsafe { t.run::<8, false>(ow) };
+        ow += 8;
+    }
+    if ow + 4 <= hi {
+        // SAFETY: as above, 4 pixels.
+        unsafe { t.run::<4, false>(ow) };
+        ow += 4;
+    }
+    for ow in ow..ow_n {
+        // SAFETY: AVX-512F; pixel ow < ow_n, taps checked.
+        unsafe { t.run::<1, true>(ow) };
+    }
+}
+
+/// What the tiles of one `dw_row_f32` row share.
+#[cfg(target_arch = "x86_64")]
+struct DwTile<'a> {
+    rows: &'a [(usize, usize)],
+    c: usize,
+    kw_n: usize,
+    iw_n: i64,
+    sw: i64,
+    pw: i64,
+    dw: i64,
+    x: &'a [f32],
+    wt: &'a [f32],
+    bias: Option<&'a [f32]>,
+    out: *mut f32,
+    olen: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl DwTile<'_> {
+    /// Output pixels `ow..ow + P` of the row, all channels; `CHECK`: skip the taps whose
+    /// input column is outside the row (else every tap of every pixel is inside).
+    ///
+    /// # Safety
+    ///
+    /// AVX-512F is present; `ow + P <= ow_n`, and without `CHECK` the pixels are interior.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run<const P: usize, const CHECK: bool>(&self, ow: usize) {
+        use std::arch::x86_64::*;
+        let c = self.c;
+        let (xp, wp) = (self.x.as_ptr(), self.wt.as_ptr());
+        for cb in (0..c).step_by(16) {
+            let m: __mmask16 = ((1u32 << (c - cb).min(16)) - 1) as u16;
+            let bias = match self.bias {
+                // SAFETY: the unmasked lanes are channels cb.. < c of the bias (c elements).
+                Some(b) => unsafe { _mm512_maskz_loadu_ps(m, b[..c].as_ptr().add(cb)) },
+                None => _mm512_setzero_ps(),
+            };
+            let mut acc = [bias; P];
+            for &(kh, xrow) in self.rows {
+                for kw in 0..self.kw_n {
+                    let iw0 = ow as i64 * self.sw - self.pw + kw as i64 * self.dw;
+                    if CHECK && !(0..self.iw_n).contains(&iw0) {
+                        continue;
+                    }
+                    // SAFETY: tap kh * kw_n + kw's channels cb.. < c inside wt ([tap][c]).
+                    let wv =
+                        unsafe { _mm512_maskz_loadu_ps(m, wp.add((kh * self.kw_n + kw) * c + cb)) };
+                    for (p, a) in acc.iter_mut().enumerate() {
+                        let xi = xrow + (iw0 + p as i64 * self.sw) as usize * c + cb;
+                        debug_assert!(xi + (c - cb).min(16) <= self.x.len());
+                        // SAFETY: input pixel (ih, iw0 + p * sw) is inside the row (checked,
+                        // or an interior pixel), so inside the dense channels-last input;
+                        // its channels cb.. < c (the unmasked lanes) inside x's extent.
+                        *a = unsafe {
+                            _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xp.add(xi)), wv, *a)
+                        };
+                    }
+                }
+            }
+            for (p, a) in acc.iter().enumerate() {
+                debug_assert!((ow + p) * c + cb < self.olen);
+                // SAFETY: output pixel ow + p < ow_n, channels cb.. < c: inside the row.
+                unsafe { _mm512_mask_storeu_ps(self.out.add((ow + p) * c + cb), m, *a) };
+            }
+        }
+    }
 }
 
 /// The output positions `lo..hi` (of `0..out_n`) whose input position `o * stride + k0`
