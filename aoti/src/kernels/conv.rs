@@ -3,7 +3,7 @@
 //! a GEMM on the input for pointwise (1 x 1) ones, im2col + GEMM for the rest; on the
 //! model's OpenMP threads.
 
-use super::gemm::{gemm_any, Mat};
+use super::gemm::{gemm_any, gemm_serial, strided, Mat};
 use super::parallel::{self, Shared};
 use super::{
     as_f32, contiguous, expect_sizes, same_dtype, spatial_param, AtenTensorHandle, BF16, F16, F32,
@@ -641,10 +641,13 @@ fn nhwc(sizes: &[i64], strides: &[i64]) -> bool {
     (1..4).all(|d| sizes[d] <= 1 || strides[d] == want[d])
 }
 
-/// A 2-D convolution over channels-last input and output with channels-last weight `wv`
-/// ([cout][kh][kw][cin_g]): per image and group, im2col into `col` [p][kh][kw][cin_g] (runs
-/// of cin_g contiguous channels; output rows filled in parallel), then
-/// out[p, group's channels] (+)= col [p, K] @ W_g^T [K, cout_g].
+/// A 2-D convolution over channels-last input and output by im2col + GEMM, in blocks of
+/// output rows: each block's im2col rows (about `COL_BLOCK` elements: the thread's L2 holds
+/// them between the copy and the product) go into the thread's scratch buffer and are
+/// multiplied there by the group's weight (channels-last: rows of (kh, kw, ci)) into the
+/// block's output rows. With blocks enough the blocks are the tasks on the model's OpenMP
+/// threads; with few (small images, many channels) they run in turn, each product split
+/// over the threads.
 #[allow(clippy::too_many_arguments)]
 fn conv2d_nhwc<T: ConvFloat>(
     g: &Geometry,
@@ -659,120 +662,202 @@ fn conv2d_nhwc<T: ConvFloat>(
     groups: usize,
 ) -> Result<()> {
     let cout = os[1] as usize;
-    let p = g.osp[0] * g.osp[1];
+    let (oh_n, ow_n) = (g.osp[0], g.osp[1]);
     let kk = g.ksz[0] * g.ksz[1] * cin_g;
-    let Some(n_col) = p.checked_mul(kk) else {
+    let row_elems = ow_n.checked_mul(kk).filter(|&e| {
+        e.checked_mul(std::mem::size_of::<T>())
+            .is_some_and(|b| b <= isize::MAX as usize)
+    });
+    let Some(row_elems) = row_elems else {
         return err(sys::TENSOR_ERR_OVERFLOW, "im2col buffer size overflows");
     };
-    with_scratch::<T, _>(n_col, |col| {
-        gemm_nhwc(g, xv, wv, bv, ov, ost, col, cin_g, cout_g, groups, cout)
-    })
+    let rows_per = (COL_BLOCK / row_elems.max(1)).clamp(1, oh_n.max(1));
+    let blocks = oh_n.div_ceil(rows_per);
+    let tasks = g.xs[0] as usize * groups * blocks;
+    let threads = parallel::threads();
+    let job = ConvBlocks {
+        g,
+        xv,
+        wv,
+        bv,
+        out: Shared(ov.as_mut_ptr()),
+        obatch: ost[0] as usize,
+        cout,
+        cin_g,
+        cout_g,
+        groups,
+        kk,
+        rows_per,
+        blocks,
+    };
+    let failed = std::sync::Mutex::new(None);
+    let each = |t: usize, inner: bool| {
+        if let Err(e) = job.run(t, inner) {
+            *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        }
+    };
+    if threads > 1 && tasks >= 2 * threads {
+        parallel::run(threads, &|part| {
+            for t in parallel::chunk(tasks, threads, 1, part) {
+                each(t, false);
+            }
+        });
+    } else {
+        (0..tasks).for_each(|t| each(t, true));
+    }
+    match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
-/// The GEMMs of `conv2d_nhwc`, with `col` its im2col buffer (p * kk elements).
-#[allow(clippy::too_many_arguments)]
-fn gemm_nhwc<T: ConvFloat>(
-    g: &Geometry,
-    xv: &[T],
-    wv: &[T],
-    bv: Option<&[T]>,
-    ov: &mut [T],
-    ost: &[i64],
-    col: &mut [T],
+/// Elements of im2col rows per block of `conv2d_nhwc` (512 KiB of float32).
+const COL_BLOCK: usize = 1 << 17;
+
+/// What the blocks of one `conv2d_nhwc` share: task `t` is image `t / (groups * blocks)`,
+/// group `t / blocks % groups`, output rows `rows_per * (t % blocks)..` (at most rows_per).
+struct ConvBlocks<'a, T> {
+    g: &'a Geometry<'a>,
+    xv: &'a [T],
+    wv: &'a [T],
+    bv: Option<&'a [T]>,
+    /// The dense channels-last output (image stride `obatch`, position stride `cout`).
+    out: Shared<T>,
+    obatch: usize,
+    cout: usize,
     cin_g: usize,
     cout_g: usize,
     groups: usize,
-    cout: usize,
-) {
-    let (oh_n, ow_n) = (g.osp[0], g.osp[1]);
-    let (kh_n, kw_n) = (g.ksz[0], g.ksz[1]);
-    let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
-    let cin = g.xs[1] as usize;
-    let p = oh_n * ow_n;
-    let kk = kh_n * kw_n * cin_g;
-    let n_col = col.len();
-    let optr = ov.as_mut_ptr();
-    for n in 0..g.xs[0] as usize {
-        let obase = n * ost[0] as usize;
-        if let Some(bv) = bv {
-            for q in 0..p {
-                ov[obase + q * cout..obase + (q + 1) * cout].copy_from_slice(&bv[..cout]);
+    kk: usize,
+    rows_per: usize,
+    blocks: usize,
+}
+
+impl<T: ConvFloat> ConvBlocks<'_, T> {
+    /// Task `t`: its output rows' im2col rows, then their product with the group's weight
+    /// (plus the bias); `split`: the product on the model's threads (`gemm_any`), else on
+    /// this one.
+    fn run(&self, t: usize, split: bool) -> Result<()> {
+        let g = self.g;
+        let (oh_n, ow_n) = (g.osp[0], g.osp[1]);
+        let (n, gi, blk) = (
+            t / (self.groups * self.blocks),
+            t / self.blocks % self.groups,
+            t % self.blocks,
+        );
+        let r0 = blk * self.rows_per;
+        let r1 = (r0 + self.rows_per).min(oh_n);
+        let (kk, cout, cout_g) = (self.kk, self.cout, self.cout_g);
+        let m = (r1 - r0) * ow_n;
+        let obase = n * self.obatch + r0 * ow_n * cout + gi * cout_g;
+        if let Some(bv) = self.bv {
+            for q in 0..m {
+                // SAFETY: position r0 * ow_n + q of image n, channels of group gi: inside
+                // the dense channels-last output, written only by this task (its rows and
+                // group); the output outlives the run.
+                let d = unsafe {
+                    std::slice::from_raw_parts_mut(self.out.get().add(obase + q * cout), cout_g)
+                };
+                d.copy_from_slice(&bv[gi * cout_g..(gi + 1) * cout_g]);
             }
         }
-        for gi in 0..groups {
-            let xbase = n * g.xst[0] as usize + gi * cin_g;
-            let dst = Shared(col.as_mut_ptr());
-            let parts = parallel::threads().min(n_col / 16384).max(1);
-            parallel::run(parts, &|part| {
-                for oh in parallel::chunk(oh_n, parts, 1, part) {
-                    // SAFETY: output row oh's ow_n * kk elements of col (inside its p * kk),
-                    // written only by the task whose chunk holds oh; col outlives the run.
-                    let rowbuf = unsafe {
-                        std::slice::from_raw_parts_mut(dst.get().add(oh * ow_n * kk), ow_n * kk)
-                    };
-                    for kh in 0..kh_n {
-                        let ih = oh as i64 * g.stride[0] - g.padding[0] + kh as i64 * g.dilation[0];
-                        let row_in = ih >= 0 && ih < ih_n;
-                        for kw in 0..kw_n {
-                            let k0 = kw as i64 * g.dilation[1] - g.padding[1];
-                            let s = g.stride[1] as usize;
-                            let (lo, hi) = if row_in {
-                                inside_run(k0, s, iw_n, ow_n)
-                            } else {
-                                (0, 0)
-                            };
-                            let at = (kh * kw_n + kw) * cin_g;
-                            for ow in 0..ow_n {
-                                let d = &mut rowbuf[ow * kk + at..ow * kk + at + cin_g];
-                                if ow < lo || ow >= hi {
-                                    d.fill(T::default());
-                                } else {
-                                    let iw = (ow * s) as i64 + k0;
-                                    let src =
-                                        xbase + (ih as usize * iw_n as usize + iw as usize) * cin;
-                                    d.copy_from_slice(&xv[src..src + cin_g]);
-                                }
-                            }
-                        }
-                    }
-                }
-            });
+        let xbase = n * g.xst[0] as usize + gi * self.cin_g;
+        with_scratch::<T, _>(m * kk, |col| {
+            for oh in r0..r1 {
+                let row = &mut col[(oh - r0) * ow_n * kk..(oh - r0 + 1) * ow_n * kk];
+                im2col_row_nhwc(g, self.xv, xbase, self.cin_g, oh, row);
+            }
             let dst = Mat {
-                ptr: optr.wrapping_add(obase + gi * cout_g).cast(),
+                ptr: self.out.get().wrapping_add(obase).cast(),
                 rs: cout as isize,
                 cs: 1,
             };
-            let lhs = Mat {
-                ptr: col.as_mut_ptr().cast(),
-                rs: kk as isize,
-                cs: 1,
-            };
-            let rhs = Mat {
-                ptr: wv.as_ptr().wrapping_add(gi * cout_g * kk).cast_mut().cast(),
-                rs: 1,
-                cs: kk as isize,
-            };
-            let acc = bv.is_some();
+            let lhs = strided(col.as_ptr(), kk, 1);
+            let rhs = strided(self.wv.as_ptr().wrapping_add(gi * cout_g * kk), 1, kk);
+            let acc = if self.bv.is_some() { 1.0 } else { 0.0 };
             // SAFETY: T is float32/64; dst is output channels [gi*cout_g, (gi+1)*cout_g) of
-            // image n over its p positions (channels-last, standard strides: checked by
-            // nhwc, so position q is at obase + q * cout) inside ov, which only this call
-            // uses; lhs is col (p x kk, this thread's scratch buffer); rhs is the transposed rows of
-            // group gi of the channels-last weight wv (cout rows of kk, in (kh, kw, ci)
-            // order), inside it; dst overlaps neither.
+            // image n over positions r0 * ow_n.. (m of them; channels-last, standard strides:
+            // checked by nhwc, so position q is at q * cout) inside the output, which only
+            // this task writes there; lhs is col (m x kk, this thread's scratch buffer); rhs
+            // the transposed rows of group gi of the channels-last weight wv (cout rows of
+            // kk, in (kh, kw, ci) order), inside it; dst overlaps neither.
             unsafe {
-                gemm_any(
+                let f = if split { gemm_any } else { gemm_serial };
+                f(
                     T::DTYPE,
-                    p,
+                    m,
                     cout_g,
                     kk,
                     dst,
-                    acc,
+                    self.bv.is_some(),
                     lhs,
                     rhs,
-                    if acc { 1.0 } else { 0.0 },
+                    acc,
                     1.0,
                 )
             };
+        })
+    }
+}
+
+/// The im2col row of output row `oh` of a channels-last convolution: for each output pixel,
+/// its `kh * kw * cin_g` inputs in (kh, kw, ci) order (0 in the padding), from the image
+/// and group at `xbase`. An interior pixel's taps along a kernel row are one contiguous run
+/// of the input when the group is all the channels and the width is not dilated: one copy.
+fn im2col_row_nhwc<T: ConvFloat>(
+    g: &Geometry,
+    xv: &[T],
+    xbase: usize,
+    cin_g: usize,
+    oh: usize,
+    row: &mut [T],
+) {
+    let (ow_n, kh_n, kw_n) = (g.osp[1], g.ksz[0], g.ksz[1]);
+    let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
+    let cin = g.xs[1] as usize;
+    let kk = kh_n * kw_n * cin_g;
+    let s = g.stride[1] as usize;
+    let whole = cin_g == cin && g.dilation[1] == 1;
+    // Pixels whose every tap along a row is inside it.
+    let (lo_all, hi_all) = inside_run(
+        -g.padding[1],
+        s,
+        iw_n - (kw_n as i64 - 1) * g.dilation[1],
+        ow_n,
+    );
+    for kh in 0..kh_n {
+        let ih = oh as i64 * g.stride[0] - g.padding[0] + kh as i64 * g.dilation[0];
+        let at = kh * kw_n * cin_g;
+        if ih < 0 || ih >= ih_n {
+            for ow in 0..ow_n {
+                row[ow * kk + at..ow * kk + at + kw_n * cin_g].fill(T::default());
+            }
+            continue;
+        }
+        let xrow = xbase + ih as usize * iw_n as usize * cin;
+        if whole {
+            for ow in lo_all..hi_all {
+                let src = xrow + (ow * s - g.padding[1] as usize) * cin;
+                row[ow * kk + at..ow * kk + at + kw_n * cin]
+                    .copy_from_slice(&xv[src..src + kw_n * cin]);
+            }
+        }
+        for kw in 0..kw_n {
+            let k0 = kw as i64 * g.dilation[1] - g.padding[1];
+            let (lo, hi) = inside_run(k0, s, iw_n, ow_n);
+            let at = at + kw * cin_g;
+            for ow in 0..ow_n {
+                if whole && (lo_all..hi_all).contains(&ow) {
+                    continue;
+                }
+                let d = &mut row[ow * kk + at..ow * kk + at + cin_g];
+                if ow < lo || ow >= hi {
+                    d.fill(T::default());
+                } else {
+                    let src = xrow + ((ow * s) as i64 + k0) as usize * cin;
+                    d.copy_from_slice(&xv[src..src + cin_g]);
+                }
+            }
         }
     }
 }
@@ -867,9 +952,9 @@ pub(super) struct DwRow<'a, T> {
     oh: usize,
 }
 
-/// `DwRow` in float32 on AVX-512F: the row's interior pixels (every tap inside the input) in
-/// tiles of 8, then 4, then 1, the pixels near the edges one by one (skipping the taps in the
-/// padding); per tile, every block of 16 channels in turn (the tile's input pixels stay in
+/// `DwRow` in float32 on AVX-512F: the row's pixels in tiles of 8 (the last one shorter), a tile
+/// with a pixel near an edge checking each tap's input column (the taps in the padding
+/// skipped); per tile, every block of 16 channels in turn (the tile's input pixels stay in
 /// L1 across them), the accumulators in registers, each tap's weight vector loaded once.
 ///
 /// # Safety
@@ -908,24 +993,26 @@ unsafe fn dw_row_f32(r: &mut DwRow<'_, f32>) {
         out: r.out.as_mut_ptr(),
         olen: r.out.len(),
     };
-    for ow in 0..lo {
-        // SAFETY: AVX-512F (the caller's); pixel ow < ow_n, taps checked.
-        unsafe { t.run::<1, true>(ow) };
-    }
-    let mut ow = lo;
-    while ow + 8 <= hi {
-        // SAFETY: AVX-512F; pixels ow..ow + 8 interior (inside lo..hi).
-        unsafe { t.run::<8, false>(ow) };
-        ow += 8;
-    }
-    if ow + 4 <= hi {
-        // SAFETY: as above, 4 pixels.
-        unsafe { t.run::<4, false>(ow) };
-        ow += 4;
-    }
-    for ow in ow..ow_n {
-        // SAFETY: AVX-512F; pixel ow < ow_n, taps checked.
-        unsafe { t.run::<1, true>(ow) };
+    let mut ow = 0;
+    while ow < ow_n {
+        let p = (ow_n - ow).min(8);
+        let interior = lo <= ow && ow + p <= hi;
+        macro_rules! tiles {
+            ($($n:literal)*) => {
+                match (p, interior) {
+                    $(
+                        // SAFETY: AVX-512F (the caller's); pixels ow..ow + p <= ow_n, interior
+                        // (every tap inside the row) when the taps go unchecked.
+                        ($n, true) => unsafe { t.run::<$n, false>(ow) },
+                        // SAFETY: as above, the taps checked.
+                        ($n, false) => unsafe { t.run::<$n, true>(ow) },
+                    )*
+                    _ => unreachable!(),
+                }
+            };
+        }
+        tiles!(1 2 3 4 5 6 7 8);
+        ow += p;
     }
 }
 
@@ -970,14 +1057,15 @@ impl DwTile<'_> {
             for &(kh, xrow) in self.rows {
                 for kw in 0..self.kw_n {
                     let iw0 = ow as i64 * self.sw - self.pw + kw as i64 * self.dw;
-                    if CHECK && !(0..self.iw_n).contains(&iw0) {
-                        continue;
-                    }
                     // SAFETY: tap kh * kw_n + kw's channels cb.. < c inside wt ([tap][c]).
                     let wv =
                         unsafe { _mm512_maskz_loadu_ps(m, wp.add((kh * self.kw_n + kw) * c + cb)) };
                     for (p, a) in acc.iter_mut().enumerate() {
-                        let xi = xrow + (iw0 + p as i64 * self.sw) as usize * c + cb;
+                        let iw = iw0 + p as i64 * self.sw;
+                        if CHECK && !(0..self.iw_n).contains(&iw) {
+                            continue;
+                        }
+                        let xi = xrow + iw as usize * c + cb;
                         debug_assert!(xi + (c - cb).min(16) <= self.x.len());
                         // SAFETY: input pixel (ih, iw0 + p * sw) is inside the row (checked,
                         // or an interior pixel), so inside the dense channels-last input;

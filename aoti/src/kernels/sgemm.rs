@@ -16,7 +16,8 @@
 //!   elements of A. No lane reduction.
 //! - **packed rows**: the same tiles over a copy of B made per call in panels of `RN`
 //!   columns, for NT products with many rows of A (a convolution's positions: the copy
-//!   costs `k * n` against `m * k * n`), or any other layout of B with many rows.
+//!   costs `k * n` against `m * k * n`) or a short k and some rows (`SHORT_K`), or any other
+//!   layout of B with many rows.
 //!
 //! Everything else (and other CPUs) goes to the `gemm` crate (`gemm.rs`).
 
@@ -54,6 +55,12 @@ const RNC: usize = 480;
 const RPF: usize = 24;
 /// Rows of A from which an NT product packs B (k * n copies, small against m * k * n).
 const PACK_MIN_M: usize = 256;
+/// An NT product of at most `SHORT_K` packs B from `PACK_SHORT_K_MIN_M` rows of A: a dot
+/// tile's lane sums and stores are paid once per block of k, a large share of a short one
+/// (the 1 x 1 convolutions of MobileNet / EfficientNet at 14 x 14: k 64-160, m 196, 1.6-1.9x
+/// faster packed; `aoti/bench/conv_floor.py`).
+const SHORT_K: usize = 256;
+const PACK_SHORT_K_MIN_M: usize = 64;
 
 thread_local! {
     /// The packed panels of B of this thread's products, kept between calls.
@@ -125,7 +132,7 @@ pub unsafe fn gemm(
         return true;
     } else if k == 0 {
         How::Scale
-    } else if nt && (c.cs != 1 || m < PACK_MIN_M) {
+    } else if nt && (c.cs != 1 || m < PACK_MIN_M && (m < PACK_SHORT_K_MIN_M || k > SHORT_K)) {
         How::Dots
     } else if c.cs == 1 && b.cs == 1 && !nt {
         How::Rows
