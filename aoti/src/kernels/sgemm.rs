@@ -465,6 +465,20 @@ impl Gemm {
     /// columns past nl are left as they are: the tiles' masked loads never read them).
     fn pack(&self, buf: &mut [f32], j0: usize, nl: usize, p0: usize, kl: usize) {
         let b = self.b;
+        if b.rs == 1 {
+            // SAFETY: AVX-512F is present (Gemm runs only then); the columns j0..j0 + nl over
+            // k p0..p0 + kl are readable (the caller's contract), each contiguous (rs 1).
+            unsafe {
+                pack_columns(
+                    b.ptr.wrapping_offset(j0 as isize * b.cs + p0 as isize),
+                    b.cs,
+                    buf,
+                    nl,
+                    kl,
+                )
+            };
+            return;
+        }
         for (panel, dst) in buf.chunks_exact_mut(kl * RN).enumerate() {
             for q in 0..RN.min(nl - panel * RN) {
                 let j = panel * RN + q;
@@ -479,6 +493,89 @@ impl Gemm {
             }
         }
     }
+}
+
+/// `nl` columns of B from `col0` (column q at `col0 + q * cs`, `kl` contiguous elements
+/// each) into `buf` as panels of RN columns, `buf[(panel * kl + p) * RN + q']` = element p of
+/// column `panel * RN + q'`: 16 x 16 blocks transposed in registers (lanes past kl or nl are
+/// not read; the last panel's columns past nl get zeros).
+///
+/// # Safety
+///
+/// AVX-512F is present; the `nl` columns' `kl` elements are readable; `buf` holds
+/// `nl.div_ceil(RN) * RN * kl` floats.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_columns(col0: *const f32, cs: isize, buf: &mut [f32], nl: usize, kl: usize) {
+    let panels = nl.div_ceil(RN);
+    assert!(buf.len() >= panels * RN * kl);
+    let out = buf.as_mut_ptr();
+    for panel in 0..panels {
+        for qb in (0..RN).step_by(16) {
+            let q0 = panel * RN + qb;
+            for p0 in (0..kl).step_by(16) {
+                let pm: __mmask16 = ((1u32 << (kl - p0).min(16)) - 1) as u16;
+                let mut v = [_mm512_setzero_ps(); 16];
+                for (q, v) in v.iter_mut().enumerate() {
+                    if q0 + q < nl {
+                        // SAFETY: column q0 + q < nl, its elements p0.. < kl (the unmasked
+                        // lanes): readable (the contract).
+                        *v = unsafe {
+                            _mm512_maskz_loadu_ps(
+                                pm,
+                                col0.wrapping_offset((q0 + q) as isize * cs).add(p0),
+                            )
+                        };
+                    }
+                }
+                let rows = transpose16(v);
+                for (p, r) in rows.iter().enumerate().take((kl - p0).min(16)) {
+                    // SAFETY: row p0 + p < kl of the panel, its 16 columns from qb (qb + 16 <=
+                    // RN): inside buf (asserted above).
+                    unsafe { _mm512_storeu_ps(out.add((panel * kl + p0 + p) * RN + qb), *r) };
+                }
+            }
+        }
+    }
+}
+
+/// The transpose of a 16 x 16 block: lane j of result i is lane i of `v[j]`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn transpose16(v: [__m512; 16]) -> [__m512; 16] {
+    // Pairs of rows interleaved by 32-bit lanes, then by 64-bit: u[4 g + k] holds, in each
+    // 128-bit lane L, the elements 4 L + k of rows 4 g..4 g + 4.
+    let mut t = [_mm512_setzero_ps(); 16];
+    for i in 0..8 {
+        t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+    }
+    let mut u = [_mm512_setzero_ps(); 16];
+    for g in 0..4 {
+        let (a, b, c, d) = (
+            _mm512_castps_pd(t[4 * g]),
+            _mm512_castps_pd(t[4 * g + 1]),
+            _mm512_castps_pd(t[4 * g + 2]),
+            _mm512_castps_pd(t[4 * g + 3]),
+        );
+        u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    // The 128-bit lanes gathered across the four groups: row 4 L + k.
+    let mut r = [_mm512_setzero_ps(); 16];
+    for k in 0..4 {
+        let x01_lo = _mm512_shuffle_f32x4::<0b10_00_10_00>(u[k], u[4 + k]);
+        let x01_hi = _mm512_shuffle_f32x4::<0b11_01_11_01>(u[k], u[4 + k]);
+        let x23_lo = _mm512_shuffle_f32x4::<0b10_00_10_00>(u[8 + k], u[12 + k]);
+        let x23_hi = _mm512_shuffle_f32x4::<0b11_01_11_01>(u[8 + k], u[12 + k]);
+        r[k] = _mm512_shuffle_f32x4::<0b10_00_10_00>(x01_lo, x23_lo);
+        r[8 + k] = _mm512_shuffle_f32x4::<0b11_01_11_01>(x01_lo, x23_lo);
+        r[4 + k] = _mm512_shuffle_f32x4::<0b10_00_10_00>(x01_hi, x23_hi);
+        r[12 + k] = _mm512_shuffle_f32x4::<0b11_01_11_01>(x01_hi, x23_hi);
+    }
+    r
 }
 
 /// One dot tile's operands: A's rows, B's columns and C's corner at the tile, `kl` of k.
@@ -759,4 +856,31 @@ fn sum8(v: [__m512; 8]) -> __m512 {
         _mm512_shuffle_f32x4::<0b00_00_10_00>(w, w),
         _mm512_shuffle_f32x4::<0b00_00_11_01>(w, w),
     )
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_columns_are_the_transposed_panels() {
+        if !available() {
+            return;
+        }
+        for (nl, kl) in [(1usize, 1usize), (16, 16), (48, 16), (50, 33), (97, 7), (200, 130)] {
+            let cs = kl + 3;
+            let b: Vec<f32> = (0..nl * cs).map(|i| i as f32 * 0.5 - 7.0).collect();
+            let mut buf = vec![f32::NAN; nl.div_ceil(RN) * RN * kl];
+            // SAFETY: AVX-512F (checked); nl columns of kl elements at stride cs inside b;
+            // buf of the size asked.
+            unsafe { pack_columns(b.as_ptr(), cs as isize, &mut buf, nl, kl) };
+            for j in 0..nl.div_ceil(RN) * RN {
+                for p in 0..kl {
+                    let got = buf[((j / RN) * kl + p) * RN + j % RN];
+                    let want = if j < nl { b[j * cs + p] } else { 0.0 };
+                    assert_eq!(got, want, "column {j}, element {p} (nl {nl}, kl {kl})");
+                }
+            }
+        }
+    }
 }
