@@ -68,13 +68,17 @@ def wrap(t):
 # down: nn.Linear, the weight [n, k] passed transposed, "nt"), the GPT-2-small step over 16
 # tokens (fused QKV, attention output, FFN up / down: transformers' Conv1D, the weight
 # [k, n] as stored, "nn"; the logits of the last position: a Linear), linear layers at
-# batch 1..8 (both layouts), and resnet18's 3 x 3 convolutions as channels-last im2col GEMMs
-# (positions x (3 * 3 * cin) by (3 * 3 * cin) x cout, the weight transposed).
+# batch 1..8 (both layouts), 1 x 1 convolutions of mobilenet_v2 / efficientnet_b0 (positions x
+# cin by cin x cout, channels-last) and resnet18's 3 x 3 convolutions as channels-last im2col
+# GEMMs (positions x (3 * 3 * cin) by (3 * 3 * cin) x cout, the weight transposed).
 SHAPES = [("bert qkv/out", 128, 768, 768, "nt"), ("bert ffn up", 128, 768, 3072, "nt"),
           ("bert ffn down", 128, 3072, 768, "nt"), ("gpt2 qkv", 16, 768, 2304, "nn"),
           ("gpt2 out", 16, 768, 768, "nn"), ("gpt2 ffn up", 16, 768, 3072, "nn"),
           ("gpt2 ffn down", 16, 3072, 768, "nn"), ("gpt2 lm head", 1, 768, 50257, "nt")]
 SHAPES += [(f"linear m={m}", m, 768, 3072, lay) for lay in ("nt", "nn") for m in (1, 2, 4, 8)]
+SHAPES += [("mobilenet_v2 1x1 14x14", 196, 96, 576, "nt"),
+           ("mobilenet_v2 1x1 7x7", 49, 160, 960, "nt"),
+           ("efficientnet_b0 1x1 7x7", 49, 1152, 192, "nt")]
 SHAPES += [("resnet18 conv1 7x7", 12544, 147, 64, "nt"),
            ("resnet18 layer1 3x3", 3136, 576, 64, "nt"),
            ("resnet18 layer2 3x3", 784, 1152, 128, "nt"),

@@ -57,10 +57,10 @@ const RPF: usize = 24;
 const PACK_MIN_M: usize = 256;
 /// An NT product of at most `SHORT_K` packs B from `PACK_SHORT_K_MIN_M` rows of A: a dot
 /// tile's lane sums and stores are paid once per block of k, a large share of a short one
-/// (the 1 x 1 convolutions of MobileNet / EfficientNet at 14 x 14: k 64-160, m 196, 1.6-1.9x
-/// faster packed; `aoti/bench/conv_floor.py`).
+/// (the 1 x 1 convolutions of MobileNet / EfficientNet at 14 x 14 and 7 x 7: k 64-160, m 196
+/// and 49, 1.3-1.9x faster packed, against MKL in one run: `aoti/bench/gemm_floor.py`).
 const SHORT_K: usize = 256;
-const PACK_SHORT_K_MIN_M: usize = 64;
+const PACK_SHORT_K_MIN_M: usize = 32;
 
 thread_local! {
     /// The packed panels of B of this thread's products, kept between calls.
