@@ -21,6 +21,9 @@ import time
 import torch
 import torchvision
 
+import ltai
+from ltai import H, I64P
+
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
 LIB = args[0]
@@ -28,26 +31,10 @@ ROUNDS = int(args[1]) if len(args) > 1 else 9
 MODELS = opts.get("models", "resnet18,mobilenet_v2,efficientnet_b0").split(",")
 TOP = int(opts.get("top", "12"))
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-aoti = C.CDLL(os.path.join(LIB, "libtensor_aoti.so"))
-lt = C.CDLL(os.path.join(LIB, "libtensor.so.0"))
-H = C.c_void_p
-I64P = C.POINTER(C.c_int64)
-aoti.ltai_torch_create_tensor_from_blob.argtypes = [
-    C.c_void_p, C.c_int64, I64P, I64P, C.c_int64, C.c_int32, C.c_int32, C.c_int32, C.POINTER(H)]
+aoti, lt, wrap = ltai.load(LIB)
 aoti.ltai_torch_cpu_convolution.argtypes = [
     H, H, C.POINTER(H), I64P, C.c_int64, I64P, C.c_int64, I64P, C.c_int64, C.c_int32, I64P,
     C.c_int64, C.c_int64, C.POINTER(H)]
-lt.tensor_release.argtypes = [H]
-
-
-def wrap(t):
-    n = t.dim()
-    sizes, strides = (C.c_int64 * n)(*t.shape), (C.c_int64 * n)(*t.stride())
-    h = H()
-    rc = aoti.ltai_torch_create_tensor_from_blob(t.data_ptr(), n, sizes, strides, 0, 6, 0, 0,
-                                                 C.byref(h))
-    assert rc == 0
-    return h
 
 
 def arr(v):

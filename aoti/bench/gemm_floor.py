@@ -29,6 +29,9 @@ import time
 
 import torch
 
+import ltai
+from ltai import H
+
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 COLD = "--cold" in sys.argv[1:]
 COLD_BYTES = 1 << 30
@@ -37,14 +40,8 @@ ROUNDS = int(args[1]) if len(args) > 1 else 15
 BLAS = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--blas=")),
             "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0")
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-aoti = C.CDLL(os.path.join(LIB, "libtensor_aoti.so"))
-lt = C.CDLL(os.path.join(LIB, "libtensor.so.0"))
-H = C.c_void_p
-I64P = C.POINTER(C.c_int64)
-aoti.ltai_torch_create_tensor_from_blob.argtypes = [
-    C.c_void_p, C.c_int64, I64P, I64P, C.c_int64, C.c_int32, C.c_int32, C.c_int32, C.POINTER(H)]
+aoti, lt, wrap = ltai.load(LIB)
 aoti.ltai_torch_cpu_addmm_out.argtypes = [H, H, H, H, C.c_double, C.c_double]
-lt.tensor_release.argtypes = [H]
 blas = None
 if os.path.exists(BLAS):
     blas = C.CDLL(BLAS)
@@ -52,16 +49,6 @@ if os.path.exists(BLAS):
                                  C.c_void_p, C.c_int, C.c_void_p, C.c_int, C.c_float,
                                  C.c_void_p, C.c_int]
     blas.openblas_get_config.restype = C.c_char_p
-
-
-def wrap(t):
-    n = t.dim()
-    sizes, strides = (C.c_int64 * n)(*t.shape), (C.c_int64 * n)(*t.stride())
-    h = H()
-    rc = aoti.ltai_torch_create_tensor_from_blob(t.data_ptr(), n, sizes, strides, 0, 6, 0, 0,
-                                                 C.byref(h))
-    assert rc == 0
-    return h
 
 
 # (name, m, k, n, layout): BERT-base at sequence 128 (QKV, attention output, FFN up, FFN
