@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use crate::codefile::CodeFile;
 use crate::error::{self, err, fn_name, host, host_value, Error, Result};
-use crate::reader::{self, elf::Elf, package, wrapper};
+use crate::reader::{self, elf::Elf, onednn, package, wrapper};
 use crate::spec;
 use crate::sys::{self, tensor_t};
 use crate::util::{self, out, Handle, Owned, Tensor};
@@ -200,10 +200,28 @@ pub fn op_of(name: &str) -> Option<String> {
     Some(format!("aten.{op}"))
 }
 
+/// A shim function only a `freezing=True` package calls: the oneDNN / MKL kernels of packed
+/// weights (`mkldnn__convolution_pointwise`, `_linear_pointwise`, `_mkl_linear`, the
+/// quantized ones), not `mkldnn_rnn_layer`, which unfrozen LSTMs call.
+fn frozen_kernel(n: &str) -> bool {
+    [
+        "mkldnn__",
+        "_linear_pointwise",
+        "_mkl_linear",
+        "_qlinear",
+        "_qconv",
+    ]
+    .iter()
+    .any(|p| {
+        n.strip_prefix("aoti_torch_cpu_")
+            .is_some_and(|r| r.starts_with(p))
+    })
+}
+
 /// Refuses, before any of the model's code runs, a model that imports what this process
 /// cannot provide, listing every such import (with the op a shim function belongs to) in
-/// one message: shim functions this build lacks, a `freezing=True` package's oneDNN
-/// functions and layout, ops that need libtorch's proxy executor (named by the
+/// one message: shim functions this build lacks (saying so when they are a `freezing=True`
+/// package's kernels of packed weights), ops that need libtorch's proxy executor (named by the
 /// extern-kernel JSON), libraries it needs that cannot be loaded, and other imports
 /// (`Sleef_*`, `GOMP_*`, ...) neither the process nor those libraries define.
 fn diagnose(elf: &Elf, extern_json: Option<&str>, needed: &[Library]) -> Result<()> {
@@ -217,12 +235,7 @@ fn diagnose(elf: &Elf, extern_json: Option<&str>, needed: &[Library]) -> Result<
         if n.as_bytes().starts_with(MODEL_PREFIX) {
             if n == "aoti_torch_proxy_executor_call_function" {
                 proxy = true;
-            } else if n == "aoti_torch_layout__mkldnn" {
-                // oneDNN-layout tensors: only freezing=True packs weights so
-                freezing = true;
-            } else if n.starts_with("aoti_torch_cpu_mkldnn") && !shim_has(me, n) {
-                // a oneDNN kernel we lack (mkldnn_rnn_layer, which unfrozen LSTMs call, is
-                // ours)
+            } else if frozen_kernel(n) && !shim_has(me, n) {
                 freezing = true;
                 lacks.push(n.to_string());
             } else if !shim_has(me, n) {
@@ -250,7 +263,7 @@ fn diagnose(elf: &Elf, extern_json: Option<&str>, needed: &[Library]) -> Result<
     }
     if freezing {
         parts.push(
-            "it was compiled with freezing=True: its weights are packed in oneDNN's layout (aoti_torch_layout__mkldnn) for oneDNN kernels; compile with \"freezing\": False".into(),
+            "it was compiled with freezing=True and calls oneDNN kernels for packed weights that libtensor_aoti does not implement (listed above); compile with \"freezing\": False".into(),
         );
     }
     if proxy {
@@ -326,6 +339,39 @@ fn needed_libraries(elf: &Elf) -> Result<Vec<Library>> {
     }
 }
 
+/// A `freezing=True` weight (constant `i`, of dtype `code`): its oneDNN memory descriptor
+/// reads, describes the constant's dtype and shape, and the layout it describes fits the
+/// constant's data.
+fn check_packed(i: usize, c: &wrapper::Constant, code: i32) -> Result<()> {
+    let bad = |m: String| {
+        err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("constant {i} ({}): {m}", c.name),
+        )
+    };
+    let l = match onednn::Layout::parse(&c.opaque_metadata) {
+        Ok(l) => l,
+        Err(b) => return bad(b.msg),
+    };
+    if l.dtype != code {
+        return bad(format!(
+            "its oneDNN layout holds {}, the table says {}",
+            util::dtype_name(l.dtype),
+            util::dtype_name(code)
+        ));
+    }
+    if let Err(b) = l.terms_for(&c.shape) {
+        return bad(b.msg);
+    }
+    match l.span.checked_mul(util::itemsize(code) as u64) {
+        Some(need) if need <= c.data_size => Ok(()),
+        _ => bad(format!(
+            "its oneDNN layout of dims {:?} spans {} elements, its data has {} bytes",
+            l.dims, l.span, c.data_size
+        )),
+    }
+}
+
 /// Checks the wrapper's constants table against the weights the `.so` carries
 /// (`_binary_constants_bin_start` .. `_end`, or, for `USE_MMAP_SELF`, the blob appended
 /// to the file whose size the start's header gives): every constant's view fits its data
@@ -338,19 +384,23 @@ fn check_constants(elf: &Elf, bytes: &[u8], constants: &[wrapper::Constant]) -> 
         let Some(code) = util::dtype_code(name) else {
             return bad(format!("constant {i} ({}): unknown dtype '{name}'", c.name));
         };
-        match c.bytes_needed(util::itemsize(code) as u64) {
-            Some(need) if need <= c.data_size => {}
-            Some(need) => {
-                return bad(format!(
-                    "constant {i} ({}): its shape {:?}, stride {:?}, offset {} and dtype need {need} bytes, its data has {}",
-                    c.name, c.shape, c.stride, c.offset, c.data_size
-                ))
-            }
-            None => {
-                return bad(format!(
-                    "constant {i} ({}): shape {:?} / stride {:?} are invalid or overflow",
-                    c.name, c.shape, c.stride
-                ))
+        if c.mkldnn {
+            check_packed(i, c, code)?;
+        } else {
+            match c.bytes_needed(util::itemsize(code) as u64) {
+                Some(need) if need <= c.data_size => {}
+                Some(need) => {
+                    return bad(format!(
+                        "constant {i} ({}): its shape {:?}, stride {:?}, offset {} and dtype need {need} bytes, its data has {}",
+                        c.name, c.shape, c.stride, c.offset, c.data_size
+                    ))
+                }
+                None => {
+                    return bad(format!(
+                        "constant {i} ({}): shape {:?} / stride {:?} are invalid or overflow",
+                        c.name, c.shape, c.stride
+                    ))
+                }
             }
         }
         if !c.from_folded {

@@ -1,11 +1,13 @@
 //! The readers of what a package holds, pure functions over bytes and text (no libtensor,
 //! no FFI), so that the fuzz target (fuzz/fuzz_targets/aoti_package.rs) can include them
 //! as they are: the zip and its entries (`package`), the metadata and extern-kernel JSON
-//! (`json`), the model `.so`'s dynamic symbols (`elf`), and what the wrapper source says
+//! (`json`), the model `.so`'s dynamic symbols (`elf`), oneDNN's memory descriptors of packed
+//! weights (`onednn`), and what the wrapper source says
 //! about inputs and constants (`wrapper`).
 
 pub mod elf;
 pub mod json;
+pub mod onednn;
 pub mod package;
 pub mod wrapper;
 

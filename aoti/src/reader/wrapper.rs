@@ -220,6 +220,10 @@ pub struct Constant {
     pub from_folded: bool,
     pub shape: Vec<i64>,
     pub stride: Vec<i64>,
+    /// Its data is a `freezing=True` weight packed by oneDNN (`aoti_torch_layout__mkldnn`),
+    /// laid out as `opaque_metadata` (its memory descriptor, `reader::onednn`) says.
+    pub mkldnn: bool,
+    pub opaque_metadata: Vec<u8>,
 }
 
 /// What a wrapper source says.
@@ -614,6 +618,13 @@ pub fn constants(src: &str) -> Result<Vec<Constant>> {
             "from_folded" => c.from_folded = value.trim() == "true",
             "shape" => c.shape = list(value)?,
             "stride" => c.stride = list(value)?,
+            "layout" => c.mkldnn = value.contains("layout__mkldnn"),
+            "opaque_metadata" => {
+                c.opaque_metadata = list(value)?
+                    .into_iter()
+                    .map(|v| u8::try_from(v).map_err(|_| bad()))
+                    .collect::<Result<_>>()?
+            }
             _ => {}
         }
     }
