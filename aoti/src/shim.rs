@@ -13,8 +13,9 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 
 use crate::error::{err, fn_name, shim, shim_value, Result};
+use crate::reader::onednn;
 use crate::sys::{self, tensor_t};
-use crate::util::{self, handle, make, out, Handle, Tensor};
+use crate::util::{self, handle, make, out, Handle, Owned, Tensor};
 
 type AtenTensorHandle = *mut tensor_t;
 
@@ -373,6 +374,165 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob(
     })
 }
 
+/// An uninitialised tensor over memory of its own from Rust's allocator (glibc `malloc`: no
+/// huge-page advice), freed by its deleter: for the unpacked weights. libtensor's allocator
+/// advises blocks from 2 MiB as huge pages, and faulting those in once at load (THP's
+/// synchronous compaction) made a BERT-base package's load take 6 s instead of 3 s.
+fn weight_tensor(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<Owned> {
+    let nbytes = util::nbytes_needed(sizes, strides, 0, dtype)?.max(1);
+    let Ok(layout) = std::alloc::Layout::from_size_align(nbytes, 64) else {
+        return err(
+            sys::TENSOR_ERR_OVERFLOW,
+            format!("a weight of {nbytes} bytes"),
+        );
+    };
+    // SAFETY: layout has a non-zero size.
+    let p = unsafe { std::alloc::alloc(layout) };
+    if p.is_null() {
+        return err(
+            sys::TENSOR_ERR_OUT_OF_MEMORY,
+            format!("a weight of {nbytes} bytes"),
+        );
+    }
+    unsafe extern "C" fn release(data: *mut c_void, ctx: *mut c_void) {
+        // SAFETY: data is weight_tensor's allocation of ctx bytes, 64-aligned (a valid
+        // layout: it was made from the same pair); libtensor runs this once.
+        unsafe {
+            std::alloc::dealloc(
+                data.cast(),
+                std::alloc::Layout::from_size_align_unchecked(ctx as usize, 64),
+            )
+        };
+    }
+    let device = device_from_c10(0, 0)?;
+    // SAFETY: p holds nbytes, what the layout reaches (nbytes_needed); sizes and strides
+    // have the same length (nbytes_needed checked it); o is make's out-parameter.
+    let t = make(|o| unsafe {
+        sys::tensor_from_blob(
+            p.cast(),
+            sizes.as_ptr(),
+            strides.as_ptr(),
+            sizes.len() as i64,
+            dtype,
+            device,
+            Some(release),
+            nbytes as *mut c_void,
+            o,
+        )
+    });
+    if t.is_err() {
+        // SAFETY: on failure libtensor did not take p (its contract): freed here, once.
+        unsafe { std::alloc::dealloc(p, layout) };
+    }
+    t
+}
+
+/// A `freezing=True` weight (`aoti_torch_layout__mkldnn`): the elements of the oneDNN layout
+/// `meta` describes (`reader::onednn`) at `data`, copied into a new dense tensor of `sizes`,
+/// the constant's shape, channels-last when 4-D (the weight layout the channels-last
+/// convolution reads in place), else contiguous; a plain layout (no inner blocks) with those
+/// strides, or any plain one of another rank (a linear's weight), is not copied: the tensor
+/// is a view of `data`, as for any blob. ATen keeps the blob as a oneDNN tensor for
+/// oneDNN's kernels; ours read dense tensors, so the unpacking is done once, here, when the
+/// model loads its constants. `data` must hold the layout's span, which the loader checks
+/// against each packed constant's data size before the model runs.
+fn unpack_onednn(data: *mut c_void, sizes: &[i64], dtype: i32, meta: &[u8]) -> Result<Handle> {
+    let bad = |m: String| err(sys::TENSOR_ERR_INVALID_ARGUMENT, m);
+    let l = match onednn::Layout::parse(meta) {
+        Ok(l) => l,
+        Err(b) => return bad(b.msg),
+    };
+    if l.dtype != dtype {
+        return bad(format!(
+            "the oneDNN layout holds {}, the tensor is {}",
+            util::dtype_name(l.dtype),
+            util::dtype_name(dtype)
+        ));
+    }
+    let dense = if sizes.len() == 4 {
+        util::format_strides(sizes, sys::TENSOR_CHANNELS_LAST)?
+    } else {
+        util::contiguous_strides(sizes)?
+    };
+    if let Some((strides, off)) = l
+        .strided_for(sizes)
+        .filter(|(st, _)| sizes.len() != 4 || *st == dense)
+    {
+        // A plain layout the kernels read as it is: used where it is, as a strided blob.
+        return from_blob(
+            data,
+            sizes.len() as i64,
+            sizes.as_ptr(),
+            strides.as_ptr(),
+            off,
+            dtype,
+            0,
+            0,
+        );
+    }
+    let terms = match l.terms_for(sizes) {
+        Ok(t) => t,
+        Err(b) => return bad(b.msg),
+    };
+    let strides = dense;
+    let mut t = weight_tensor(sizes, &strides, dtype)?;
+    if t.get().numel() == 0 {
+        return Ok(t.into_raw());
+    }
+    if data.is_null() {
+        return bad("data is NULL for a oneDNN tensor with elements".into());
+    }
+    /// Visits the dims in the order of the tensor's strides (largest first), so that the
+    /// innermost loop runs along its unit-stride dim.
+    fn gather<T: util::Element>(
+        t: &mut Owned,
+        src: *const T,
+        terms: &[Vec<u64>],
+        strides: &[i64],
+    ) -> Result<()> {
+        // SAFETY: t was just allocated here; nothing else reaches its storage.
+        let dst = unsafe { t.values_mut::<T>() }?;
+        let mut order: Vec<usize> = (0..terms.len()).collect();
+        order.sort_by_key(|&d| std::cmp::Reverse(strides[d]));
+        let inner = order.pop().expect("a tensor with elements has a dim");
+        let mut idx = vec![0usize; terms.len()];
+        loop {
+            let (mut s, mut o) = (0u64, 0usize);
+            for &d in &order {
+                s += terms[d][idx[d]];
+                o += idx[d] * strides[d] as usize;
+            }
+            let ls = strides[inner] as usize;
+            for (i, &v) in terms[inner].iter().enumerate() {
+                // SAFETY: s + v is an element offset of the layout, below its span, which
+                // `data` holds (unpack_onednn's contract); read unaligned: the blob need
+                // not be aligned for T.
+                dst[o + i * ls] = unsafe { src.add((s + v) as usize).read_unaligned() };
+            }
+            // The next index over the outer dims, the last of `order` fastest.
+            let mut k = order.len();
+            loop {
+                if k == 0 {
+                    return Ok(());
+                }
+                k -= 1;
+                let d = order[k];
+                idx[d] += 1;
+                if idx[d] < terms[d].len() {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+    }
+    match dtype {
+        sys::TENSOR_FLOAT32 => gather::<f32>(&mut t, data.cast(), &terms, &strides)?,
+        sys::TENSOR_BFLOAT16 => gather::<half::bf16>(&mut t, data.cast(), &terms, &strides)?,
+        _ => gather::<half::f16>(&mut t, data.cast(), &terms, &strides)?,
+    }
+    Ok(t.into_raw())
+}
+
 #[no_mangle]
 pub extern "C" fn aoti_torch_create_tensor_from_blob_v2(
     data: *mut c_void,
@@ -390,10 +550,17 @@ pub extern "C" fn aoti_torch_create_tensor_from_blob_v2(
 ) -> i32 {
     shim(fn_name!(), || {
         let r = out(ret, "ret")?;
-        if layout != 0 {
+        if layout == aoti_torch_layout__mkldnn() {
+            device_from_c10(device_type, device_index)?;
+            let meta = util::list(opaque_metadata, opaque_metadata_size, "opaque_metadata")?;
+            let sizes = util::array(sizes_ptr, ndim, "sizes_ptr")?;
+            *r = unpack_onednn(data, sizes, dtype, meta)?;
+            return Ok(());
+        }
+        if layout != aoti_torch_layout_strided() {
             return err(
                 sys::TENSOR_ERR_INVALID_ARGUMENT,
-                format!("layout {layout} is not supported (only strided, 0; layout 3 is oneDNN's, made by freezing=True)"),
+                format!("layout {layout} is not supported (strided, 0, and oneDNN's, 3, are)"),
             );
         }
         if opaque_metadata_size != 0 {
