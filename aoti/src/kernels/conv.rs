@@ -109,82 +109,117 @@ pub extern "C" fn aoti_torch_cpu_convolution(
             );
         }
         let _ = (output_padding, output_padding_len_);
-        let mut ts = vec![(x, "input"), (w, "weight")];
-        if let Some(b) = b {
-            ts.push((b, "bias"));
-        }
-        let dtype = same_dtype(&ts)?;
-        let xs = x.sizes().to_vec();
-        let ws = w.sizes().to_vec();
-        let nd = xs.len();
-        if !(3..=5).contains(&nd) || ws.len() != nd {
+        let nd = x.ndim() as usize;
+        if !(3..=5).contains(&nd) {
             return err(
                 sys::TENSOR_ERR_SHAPE,
-                format!("expected a 3-D, 4-D or 5-D input and a weight of the same rank, got input {xs:?} and weight {ws:?}"),
+                format!("expected a 3-D, 4-D or 5-D input, got {:?}", x.sizes()),
             );
         }
         let sp = nd - 2;
         let stride = spatial_param(stride, stride_len_, sp, "stride")?;
         let padding = spatial_param(padding, padding_len_, sp, "padding")?;
         let dilation = spatial_param(dilation, dilation_len_, sp, "dilation")?;
-        if groups < 1 || xs[1] != ws[1] * groups || ws[0] % groups != 0 {
-            return err(
-                sys::TENSOR_ERR_SHAPE,
-                format!("input {xs:?} with {groups} groups does not match weight {ws:?} (input channels must be weight.size(1) * groups, output channels divisible by groups)"),
-            );
-        }
-        if stride.iter().any(|&s| s < 1)
-            || dilation.iter().any(|&d| d < 1)
-            || padding.iter().any(|&p| p < 0)
-        {
-            return err(
-                sys::TENSOR_ERR_INVALID_ARGUMENT,
-                format!("stride {stride:?} and dilation {dilation:?} must be >= 1, padding {padding:?} >= 0"),
-            );
-        }
-        let mut os = vec![xs[0], ws[0]];
-        for d in 0..sp {
-            let eff = dilation[d] * (ws[2 + d] - 1) + 1;
-            let o = (xs[2 + d] + 2 * padding[d] - eff) / stride[d] + 1;
-            if xs[2 + d] + 2 * padding[d] < eff {
-                return err(
-                    sys::TENSOR_ERR_SHAPE,
-                    format!("input {xs:?} padded by {padding:?} is smaller than the dilated kernel {ws:?} (dilation {dilation:?})"),
-                );
-            }
-            os.push(o);
-        }
-        if let Some(b) = b {
-            expect_sizes(b, &[ws[0]], "bias")?;
-        }
-        let ost = conv_out_strides(x, w, &os, &stride, &dilation, groups)?;
-        let mut result = util::empty_strided(&os, &ost, dtype)?;
-        if dtype == BF16 || dtype == F16 {
-            let (x32, w32) = (as_f32(x)?, as_f32(w)?);
-            let b32 = match b {
-                Some(b) => Some(as_f32(b)?),
-                None => None,
-            };
-            let mut o32 = util::empty_strided(&os, &ost, F32)?;
-            conv_f::<f32>(
-                &mut o32,
-                x32.get(),
-                w32.get(),
-                b32.as_ref().map(|b| b.get()),
-                &stride,
-                &padding,
-                &dilation,
-                groups,
-            )?;
-            result.get().copy_from(o32.get())?;
-        } else if dtype == F32 {
-            conv_f::<f32>(&mut result, x, w, b, &stride, &padding, &dilation, groups)?;
-        } else {
-            conv_f::<f64>(&mut result, x, w, b, &stride, &padding, &dilation, groups)?;
-        }
+        let result = convolution(x, w, b, &stride, &padding, &dilation, groups, false)?;
         *r = result.into_raw();
         Ok(())
     })
+}
+
+/// A (non-transposed) convolution of `x` by `w` (+ `b`), checked as ATen checks it, into a
+/// new output laid out as ATen's CPU convolution lays it out, or, with `channels_last`,
+/// channels-last (-3d) for a 4-D (5-D) input: the layout ATen's oneDNN kernels give when the
+/// weight is a packed oneDNN one (`mkldnn::_convolution_pointwise`).
+pub(super) fn convolution(
+    x: Tensor,
+    w: Tensor,
+    b: Option<Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+    channels_last: bool,
+) -> Result<Owned> {
+    let mut ts = vec![(x, "input"), (w, "weight")];
+    if let Some(b) = b {
+        ts.push((b, "bias"));
+    }
+    let dtype = same_dtype(&ts)?;
+    let xs = x.sizes().to_vec();
+    let ws = w.sizes().to_vec();
+    let nd = xs.len();
+    if !(3..=5).contains(&nd) || ws.len() != nd {
+        return err(
+            sys::TENSOR_ERR_SHAPE,
+            format!("expected a 3-D, 4-D or 5-D input and a weight of the same rank, got input {xs:?} and weight {ws:?}"),
+        );
+    }
+    let sp = nd - 2;
+    if groups < 1 || xs[1] != ws[1] * groups || ws[0] % groups != 0 {
+        return err(
+            sys::TENSOR_ERR_SHAPE,
+            format!("input {xs:?} with {groups} groups does not match weight {ws:?} (input channels must be weight.size(1) * groups, output channels divisible by groups)"),
+        );
+    }
+    if stride.iter().any(|&s| s < 1)
+        || dilation.iter().any(|&d| d < 1)
+        || padding.iter().any(|&p| p < 0)
+    {
+        return err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("stride {stride:?} and dilation {dilation:?} must be >= 1, padding {padding:?} >= 0"),
+        );
+    }
+    let mut os = vec![xs[0], ws[0]];
+    for d in 0..sp {
+        let eff = dilation[d] * (ws[2 + d] - 1) + 1;
+        let o = (xs[2 + d] + 2 * padding[d] - eff) / stride[d] + 1;
+        if xs[2 + d] + 2 * padding[d] < eff {
+            return err(
+                sys::TENSOR_ERR_SHAPE,
+                format!("input {xs:?} padded by {padding:?} is smaller than the dilated kernel {ws:?} (dilation {dilation:?})"),
+            );
+        }
+        os.push(o);
+    }
+    if let Some(b) = b {
+        expect_sizes(b, &[ws[0]], "bias")?;
+    }
+    let ost = if channels_last && nd > 3 {
+        let fmt = if nd == 4 {
+            sys::TENSOR_CHANNELS_LAST
+        } else {
+            sys::TENSOR_CHANNELS_LAST_3D
+        };
+        util::format_strides(&os, fmt)?
+    } else {
+        conv_out_strides(x, w, &os, stride, dilation, groups)?
+    };
+    let mut result = util::empty_strided(&os, &ost, dtype)?;
+    if dtype == BF16 || dtype == F16 {
+        let (x32, w32) = (as_f32(x)?, as_f32(w)?);
+        let b32 = match b {
+            Some(b) => Some(as_f32(b)?),
+            None => None,
+        };
+        let mut o32 = util::empty_strided(&os, &ost, F32)?;
+        conv_f::<f32>(
+            &mut o32,
+            x32.get(),
+            w32.get(),
+            b32.as_ref().map(|b| b.get()),
+            stride,
+            padding,
+            dilation,
+            groups,
+        )?;
+        result.get().copy_from(o32.get())?;
+    } else if dtype == F32 {
+        conv_f::<f32>(&mut result, x, w, b, stride, padding, dilation, groups)?;
+    } else {
+        conv_f::<f64>(&mut result, x, w, b, stride, padding, dilation, groups)?;
+    }
+    Ok(result)
 }
 
 /// The element types the convolution computes in (float32; float64), with the one inner
@@ -415,10 +450,18 @@ fn conv_f<T: ConvFloat>(
     let pstride = ost[xs.len() - 1] as usize; // the last spatial dim's stride
                                               // The bias first: the products are then accumulated onto it.
     if let Some(bv) = bv {
+        let cout = os[1] as usize;
         for n in 0..os[0] as usize {
-            for (c, &v) in bv.iter().enumerate().take(os[1] as usize) {
-                let base = n * ost[0] as usize + c * ost[1] as usize;
-                fill_run(ov, base, pstride, p, v);
+            let base = n * ost[0] as usize;
+            if ost[1] == 1 {
+                // channels-last: each position's channels are one run
+                for q in 0..p {
+                    ov[base + q * pstride..][..cout].copy_from_slice(&bv[..cout]);
+                }
+                continue;
+            }
+            for (c, &v) in bv.iter().enumerate().take(cout) {
+                fill_run(ov, base + c * ost[1] as usize, pstride, p, v);
             }
         }
     }

@@ -253,6 +253,37 @@ pub extern "C" fn aoti_torch__mm_plus_mm_out(
     })
 }
 
+/// `x @ w.T + b` (ATen's `linear`) for `x` of any rank >= 1 over its last dim, `w` an
+/// [out, in] matrix, `b` [out] or none: a new contiguous output of sizes x's but the last,
+/// then `out`.
+pub(super) fn linear(x: Tensor, w: Tensor, b: Option<Tensor>) -> Result<Owned> {
+    expect_dim(w, 2, "weight")?;
+    let (xs, ws) = (x.sizes(), w.sizes());
+    let Some((&k, lead)) = xs.split_last() else {
+        return err(sys::TENSOR_ERR_SHAPE, "linear: the input is 0-dim");
+    };
+    if k != ws[1] {
+        return err(
+            sys::TENSOR_ERR_SHAPE,
+            format!("linear: input {xs:?} and weight {ws:?} cannot be multiplied (its last dim must be weight.size(1))"),
+        );
+    }
+    let m = super::checked_numel(lead, "linear input")? as i64;
+    let x2 = x.reshape(&[m, k])?;
+    let wt = w.as_strided(
+        &[ws[1], ws[0]],
+        &[w.strides()[1], w.strides()[0]],
+        w.storage_offset(),
+    )?;
+    let mut os = lead.to_vec();
+    os.push(ws[0]);
+    let o = util::empty(&os, x.dtype())?;
+    let o2 = o.get().view(&[m, ws[0]])?;
+    let addend = b.map_or(Addend::None, Addend::Tensor);
+    matmul_into(o2.get(), addend, x2.get(), wt.get(), 1.0, 1.0, false)?;
+    Ok(o)
+}
+
 /// A new contiguous `[m, n]` output for the product of `mat1` (m x k) and `mat2` (k x n),
 /// once both are matrices, in mat1's dtype (`matmul_into` checks the rest).
 fn product_out(mat1: Tensor, mat2: Tensor, names: [&str; 2]) -> Result<Owned> {

@@ -16,6 +16,9 @@
 //! - `unpool`: `max_unpool2d`, `max_unpool3d`;
 //! - `embedding`: `_embedding_bag`, `_embedding_bag_forward_only`;
 //! - `rnn`: `mkldnn_rnn_layer` (one LSTM layer and direction, c/shim_cpu.h);
+//! - `mkldnn`: a `freezing=True` package's kernels of packed weights,
+//!   `mkldnn__convolution_pointwise` (+ `_binary`, `_binary_`), `_linear_pointwise` (+
+//!   `_binary`), `_mkl_linear`;
 //! - `int8mm`: `_weight_int8pack_mm`, `_int_mm_out`;
 //! - `fft`: `_fft_r2c`, `_fft_c2c` (mixed radix, Bluestein);
 //! - `complex`: `view_as_real`, `view_as_complex`, `abs` of a complex tensor; the complex
@@ -52,6 +55,7 @@ mod index;
 mod int8mm;
 mod masked;
 mod matmul;
+mod mkldnn;
 mod order;
 mod parallel;
 mod pool;

@@ -1,0 +1,569 @@
+//! The kernels a `freezing=True` package calls on its packed weights, over libtensor_aoti's
+//! own convolution and GEMM: `mkldnn::_convolution_pointwise` (a convolution, then a unary
+//! op), its `.binary` form (then a binary op with `other`, then the unary op) and in-place
+//! `_convolution_pointwise_.binary` (the result written into `other`, Inductor's residual
+//! add), `mkldnn::_linear_pointwise` (+ `.binary`) and `mkl::_mkl_linear`.
+//!
+//! The packed weights reach these as dense tensors: the loader unpacks each oneDNN-layout
+//! constant once, when the model loads (`shim::unpack_onednn`). As ATen's oneDNN kernels,
+//! a convolution by such a weight returns channels-last (-3d) whatever the input's layout,
+//! a linear a contiguous output. The post-ops are ATen's `fusion_unary_attr_map` /
+//! `fusion_binary_alg_map`: unary `none`, `relu`, `sigmoid`, `tanh`, `hardswish`, `swish`,
+//! `leaky_relu` (scalars: slope), `hardtanh` (min, max), `gelu` (algorithm `none` or
+//! `tanh`), `hardsigmoid`; binary `add`, `sub`, `mul`, `div` (then none or `relu`; in place
+//! `add` only). They run in float32 (a
+//! float16 / bfloat16 output is rounded once, after them).
+
+use super::conv::convolution;
+use super::matmul::linear;
+use super::parallel::{self, Shared};
+use super::{optional_str, required_str, spatial_param, AtenTensorHandle, F32};
+use crate::error::{err, fn_name, shim, Result};
+use crate::sys;
+use crate::util::{self, handle, out, Owned, Tensor};
+
+/// A unary post-op.
+#[derive(Clone, Copy, Debug)]
+enum Unary {
+    None,
+    Relu,
+    Sigmoid,
+    Tanh,
+    Hardswish,
+    Swish,
+    LeakyRelu(f32),
+    Hardtanh(f32, f32),
+    Gelu { tanh: bool },
+    Hardsigmoid,
+}
+
+impl Unary {
+    /// The op `attr` names, with its `scalars` and `algorithm` (checked as ATen checks
+    /// them: the scalars an op reads must be there).
+    fn parse(attr: &str, scalars: &[Option<f64>], algorithm: Option<&str>) -> Result<Unary> {
+        let scalar = |k: usize| match scalars.get(k).copied().flatten() {
+            Some(v) => Ok(v as f32),
+            None => err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("post-op \"{attr}\" needs scalar {k}, scalars are {scalars:?}"),
+            ),
+        };
+        Ok(match attr {
+            "none" | "" => Unary::None,
+            "relu" => Unary::Relu,
+            "sigmoid" => Unary::Sigmoid,
+            "tanh" => Unary::Tanh,
+            "hardswish" => Unary::Hardswish,
+            "swish" => Unary::Swish,
+            "hardsigmoid" => Unary::Hardsigmoid,
+            "leaky_relu" => Unary::LeakyRelu(scalar(0)?),
+            "hardtanh" => Unary::Hardtanh(scalar(0)?, scalar(1)?),
+            "gelu" => match algorithm.unwrap_or("none") {
+                "none" | "" => Unary::Gelu { tanh: false },
+                "tanh" => Unary::Gelu { tanh: true },
+                a => {
+                    return err(
+                        sys::TENSOR_ERR_INVALID_ARGUMENT,
+                        format!("gelu post-op: algorithm \"{a}\" (\"none\" or \"tanh\")"),
+                    )
+                }
+            },
+            _ => {
+                return err(
+                    sys::TENSOR_ERR_INVALID_ARGUMENT,
+                    format!("unary post-op \"{attr}\" is not one of none, relu, sigmoid, tanh, hardswish, swish, leaky_relu, hardtanh, gelu, hardsigmoid"),
+                )
+            }
+        })
+    }
+
+    /// `v = op(v)` over `v`: one loop per op, so that each is compiled (and vectorized)
+    /// on its own; `sigmoid` and `swish` with a vector `exp` on AVX-512F.
+    fn apply(self, v: &mut [f32]) {
+        fn each(v: &mut [f32], f: impl Fn(f32) -> f32) {
+            for x in v {
+                *x = f(*x);
+            }
+        }
+        let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
+        let relu6 = |x: f32| x.clamp(0.0, 6.0);
+        match self {
+            Unary::None => {}
+            // NaN kept (ATen's relu, oneDNN's eltwise_relu)
+            Unary::Relu => each(v, |x| if x < 0.0 { 0.0 } else { x }),
+            Unary::Sigmoid | Unary::Swish => {
+                let swish = matches!(self, Unary::Swish);
+                let done = sigmoid_x16(v, swish);
+                if swish {
+                    each(&mut v[done..], |x| x * sigmoid(x));
+                } else {
+                    each(&mut v[done..], sigmoid);
+                }
+            }
+            Unary::Tanh => each(v, f32::tanh),
+            Unary::Hardswish => each(v, |x| x * relu6(x + 3.0) / 6.0),
+            Unary::Hardsigmoid => each(v, |x| relu6(x + 3.0) / 6.0),
+            Unary::LeakyRelu(a) => each(v, |x| if x < 0.0 { x * a } else { x }),
+            Unary::Hardtanh(lo, hi) => each(v, |x| x.max(lo).min(hi)),
+            Unary::Gelu { tanh: false } => {
+                let done = gelu_x16(v);
+                each(&mut v[done..], |x| {
+                    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+                })
+            }
+            Unary::Gelu { tanh: true } => {
+                let k = (2.0 / std::f32::consts::PI).sqrt();
+                each(v, |x| {
+                    0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+                })
+            }
+        }
+    }
+}
+
+/// `gelu(x)` (the erf form) of the leading multiple of 16 elements of `v` with AVX-512F
+/// (`vmath::erf_ps`); returns how many it did (0 without AVX-512F).
+fn gelu_x16(v: &mut [f32]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn run(v: &mut [f32]) -> usize {
+            use std::arch::x86_64::*;
+            let n = v.len() / 16 * 16;
+            let half = _mm512_set1_ps(0.5);
+            let r2 = _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2);
+            for c in v[..n].chunks_exact_mut(16) {
+                // SAFETY: c holds 16 floats (chunks_exact_mut).
+                unsafe {
+                    let x = _mm512_loadu_ps(c.as_ptr());
+                    let e = super::vmath::erf_ps(_mm512_mul_ps(x, r2));
+                    let y = _mm512_mul_ps(
+                        _mm512_mul_ps(half, x),
+                        _mm512_add_ps(_mm512_set1_ps(1.0), e),
+                    );
+                    _mm512_storeu_ps(c.as_mut_ptr(), y);
+                }
+            }
+            n
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { run(v) };
+        }
+    }
+    let _ = v;
+    0
+}
+
+/// `sigmoid(x)` (`swish`: `x * sigmoid(x)`) of the leading multiple of 16 elements of `v`
+/// with AVX-512F (`vmath::exp_ps`); returns how many it did (0 without AVX-512F).
+fn sigmoid_x16(v: &mut [f32], swish: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn run(v: &mut [f32], swish: bool) -> usize {
+            use std::arch::x86_64::*;
+            let n = v.len() / 16 * 16;
+            let one = _mm512_set1_ps(1.0);
+            for c in v[..n].chunks_exact_mut(16) {
+                // SAFETY: c holds 16 floats (chunks_exact_mut).
+                unsafe {
+                    let x = _mm512_loadu_ps(c.as_ptr());
+                    let e = super::vmath::exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x));
+                    let s = _mm512_div_ps(one, _mm512_add_ps(one, e));
+                    let y = if swish { _mm512_mul_ps(x, s) } else { s };
+                    _mm512_storeu_ps(c.as_mut_ptr(), y);
+                }
+            }
+            n
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { run(v, swish) };
+        }
+    }
+    let _ = (v, swish);
+    0
+}
+
+/// A binary post-op, `y op other`.
+#[derive(Clone, Copy, Debug)]
+enum Binary {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl Binary {
+    fn parse(attr: &str) -> Result<Binary> {
+        Ok(match attr {
+            "add" => Binary::Add,
+            "sub" => Binary::Sub,
+            "mul" => Binary::Mul,
+            "div" => Binary::Div,
+            _ => {
+                return err(
+                    sys::TENSOR_ERR_INVALID_ARGUMENT,
+                    format!("binary post-op \"{attr}\" is not one of add, sub, mul, div"),
+                )
+            }
+        })
+    }
+
+    /// `y = y op o` elementwise, one loop per op.
+    fn apply(self, y: &mut [f32], o: &[f32]) {
+        fn each(y: &mut [f32], o: &[f32], f: impl Fn(f32, f32) -> f32) {
+            for (v, &w) in y.iter_mut().zip(o) {
+                *v = f(*v, w);
+            }
+        }
+        match self {
+            Binary::Add => each(y, o, |a, b| a + b),
+            Binary::Sub => each(y, o, |a, b| a - b),
+            Binary::Mul => each(y, o, |a, b| a * b),
+            Binary::Div => each(y, o, |a, b| a / b),
+        }
+    }
+}
+
+/// `const double** scalars` of `n` entries (c_shim_cpu.h's `Scalar?[]`): each NULL or one
+/// value.
+fn scalars(p: *const *const f64, n: i64) -> Result<Vec<Option<f64>>> {
+    Ok(util::array(p, n, "scalars")?
+        .iter()
+        .map(|&q| super::optional(q))
+        .collect())
+}
+
+/// The unary post-op of the binary convolutions: none (NULL) or `relu`, the two ATen's
+/// oneDNN kernels fuse after a binary op (any other is "undefined" there, refused here).
+fn after_binary(
+    attr: *const *const std::ffi::c_char,
+    scalars_: *const *const f64,
+    n: i64,
+) -> Result<Unary> {
+    scalars(scalars_, n)?;
+    match optional_str(attr).as_deref() {
+        None => Ok(Unary::None),
+        Some("relu") => Ok(Unary::Relu),
+        Some(a) => err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("unary post-op \"{a}\" after a binary one (ATen fuses none or relu there)"),
+        ),
+    }
+}
+
+/// `alpha` of a binary post-op: ATen's oneDNN kernels take only 1 (or none).
+fn check_alpha(alpha: *const f64) -> Result<()> {
+    match super::optional(alpha) {
+        None => Ok(()),
+        Some(1.0) => Ok(()),
+        Some(a) => err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("alpha {a}: the binary post-op takes alpha 1 only (as ATen's oneDNN kernels)"),
+        ),
+    }
+}
+
+/// A float32 tensor with `y`'s sizes and strides holding `t`'s values (`t` itself when it
+/// already is one), or SHAPE when `t`'s sizes are not `y`'s.
+fn laid_like(t: Tensor, y: Tensor, name: &str) -> Result<Option<Owned>> {
+    if t.sizes() != y.sizes() {
+        return err(
+            sys::TENSOR_ERR_SHAPE,
+            format!(
+                "{name} has sizes {:?}, the result {:?}",
+                t.sizes(),
+                y.sizes()
+            ),
+        );
+    }
+    if t.dtype() == F32 && t.strides() == y.strides() {
+        return Ok(None);
+    }
+    let c = util::empty_strided(y.sizes(), y.strides(), F32)?;
+    c.get().copy_from(t)?;
+    Ok(Some(c))
+}
+
+/// `y = unary(y op other)` (`other` and `op` when given) in place, elementwise in float32;
+/// `y` was just allocated (dense: channels-last or contiguous).
+fn epilogue(y: &mut Owned, other: Option<(Tensor, Binary)>, un: Unary) -> Result<()> {
+    if other.is_none() && matches!(un, Unary::None) {
+        return Ok(());
+    }
+    let mut y32 = laid_like(y.get(), y.get(), "the result")?;
+    let oc = match other {
+        Some((o, _)) => Some(laid_like(o, y.get(), "other")?),
+        None => None,
+    };
+    {
+        let target = y32.as_mut().unwrap_or(&mut *y);
+        let ov = match (&oc, other) {
+            (Some(Some(c)), _) => Some(c.get().values::<f32>()?),
+            (Some(None), Some((o, _))) => Some(o.values::<f32>()?),
+            _ => None,
+        };
+        // SAFETY: target is y (just allocated by the caller: nothing else reaches it) or
+        // its float32 copy made here.
+        let yv = unsafe { target.values_mut::<f32>() }?;
+        // Blocks of the result, each through the binary op and then the unary one while
+        // it is in cache; the blocks are tasks on the model's OpenMP threads.
+        const BLOCK: usize = 1 << 12;
+        let n = yv.len();
+        let blocks = n.div_ceil(BLOCK);
+        let yp = Shared(yv.as_mut_ptr());
+        let op = other.map(|(_, op)| op);
+        let block = |k: usize| {
+            let lo = k * BLOCK;
+            // SAFETY: block k of yv (lo < n): each task's blocks are its own.
+            let yb = unsafe { std::slice::from_raw_parts_mut(yp.get().add(lo), BLOCK.min(n - lo)) };
+            if let (Some(ov), Some(op)) = (ov, op) {
+                op.apply(yb, &ov[lo..]);
+            }
+            un.apply(yb);
+        };
+        let threads = parallel::threads();
+        if threads > 1 && blocks >= 2 * threads {
+            parallel::run(threads, &|part| {
+                for k in parallel::chunk(blocks, threads, 1, part) {
+                    block(k);
+                }
+            });
+        } else {
+            (0..blocks).for_each(block);
+        }
+    }
+    if let Some(c) = y32 {
+        y.get().copy_from(c.get())?;
+    }
+    Ok(())
+}
+
+/// The convolution of the three conv shims: parameters read for x's rank.
+#[allow(clippy::too_many_arguments)]
+fn conv(
+    x: Tensor,
+    w: Tensor,
+    b: *mut AtenTensorHandle,
+    padding: (*const i64, i64),
+    stride: (*const i64, i64),
+    dilation: (*const i64, i64),
+    groups: i64,
+) -> Result<Owned> {
+    let sp = (x.ndim() as usize).max(3) - 2;
+    let padding = spatial_param(padding.0, padding.1, sp, "padding")?;
+    let stride = spatial_param(stride.0, stride.1, sp, "stride")?;
+    let dilation = spatial_param(dilation.0, dilation.1, sp, "dilation")?;
+    let b = util::optional_handle(b, "B");
+    convolution(x, w, b, &stride, &padding, &dilation, groups, true)
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_cpu_mkldnn__convolution_pointwise(
+    x: AtenTensorHandle,
+    w: AtenTensorHandle,
+    b: *mut AtenTensorHandle,
+    padding: *const i64,
+    padding_len_: i64,
+    stride: *const i64,
+    stride_len_: i64,
+    dilation: *const i64,
+    dilation_len_: i64,
+    groups: i64,
+    attr: *const std::ffi::c_char,
+    scalars_: *const *const f64,
+    scalars_len_: i64,
+    algorithm: *const *const std::ffi::c_char,
+    ret0: *mut AtenTensorHandle,
+) -> i32 {
+    shim(fn_name!(), || {
+        let (x, w) = (handle(x, "X")?, handle(w, "W")?);
+        let r = out(ret0, "ret0")?;
+        let un = Unary::parse(
+            &required_str(attr, "attr")?,
+            &scalars(scalars_, scalars_len_)?,
+            optional_str(algorithm).as_deref(),
+        )?;
+        let mut y = conv(
+            x,
+            w,
+            b,
+            (padding, padding_len_),
+            (stride, stride_len_),
+            (dilation, dilation_len_),
+            groups,
+        )?;
+        epilogue(&mut y, None, un)?;
+        *r = y.into_raw();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_cpu_mkldnn__convolution_pointwise_binary(
+    x: AtenTensorHandle,
+    other: AtenTensorHandle,
+    w: AtenTensorHandle,
+    b: *mut AtenTensorHandle,
+    padding: *const i64,
+    padding_len_: i64,
+    stride: *const i64,
+    stride_len_: i64,
+    dilation: *const i64,
+    dilation_len_: i64,
+    groups: i64,
+    binary_attr: *const std::ffi::c_char,
+    alpha: *const f64,
+    unary_attr: *const *const std::ffi::c_char,
+    unary_scalars: *const *const f64,
+    unary_scalars_len_: i64,
+    unary_algorithm: *const *const std::ffi::c_char,
+    ret0: *mut AtenTensorHandle,
+) -> i32 {
+    shim(fn_name!(), || {
+        let (x, o, w) = (handle(x, "X")?, handle(other, "other")?, handle(w, "W")?);
+        let r = out(ret0, "ret0")?;
+        let op = Binary::parse(&required_str(binary_attr, "binary_attr")?)?;
+        check_alpha(alpha)?;
+        let un = after_binary(unary_attr, unary_scalars, unary_scalars_len_)?;
+        let _ = unary_algorithm; // relu and none take none
+        let mut y = conv(
+            x,
+            w,
+            b,
+            (padding, padding_len_),
+            (stride, stride_len_),
+            (dilation, dilation_len_),
+            groups,
+        )?;
+        epilogue(&mut y, Some((o, op)), un)?;
+        *r = y.into_raw();
+        Ok(())
+    })
+}
+
+/// In place: `other = unary(conv(X) + other)`, returned as a new handle to `other` (ATen
+/// fuses only `add` this way).
+#[no_mangle]
+pub extern "C" fn aoti_torch_cpu_mkldnn__convolution_pointwise_binary_(
+    other: AtenTensorHandle,
+    x: AtenTensorHandle,
+    w: AtenTensorHandle,
+    b: *mut AtenTensorHandle,
+    padding: *const i64,
+    padding_len_: i64,
+    stride: *const i64,
+    stride_len_: i64,
+    dilation: *const i64,
+    dilation_len_: i64,
+    groups: i64,
+    binary_attr: *const std::ffi::c_char,
+    alpha: *const f64,
+    unary_attr: *const *const std::ffi::c_char,
+    unary_scalars: *const *const f64,
+    unary_scalars_len_: i64,
+    unary_algorithm: *const *const std::ffi::c_char,
+    ret0: *mut AtenTensorHandle,
+) -> i32 {
+    shim(fn_name!(), || {
+        let (o, x, w) = (handle(other, "other")?, handle(x, "X")?, handle(w, "W")?);
+        let r = out(ret0, "ret0")?;
+        let attr = required_str(binary_attr, "binary_attr")?;
+        if attr != "add" {
+            return err(
+                sys::TENSOR_ERR_INVALID_ARGUMENT,
+                format!("binary post-op \"{attr}\": the in-place form fuses add only"),
+            );
+        }
+        check_alpha(alpha)?;
+        let un = after_binary(unary_attr, unary_scalars, unary_scalars_len_)?;
+        let _ = unary_algorithm; // relu and none take none
+        let mut y = conv(
+            x,
+            w,
+            b,
+            (padding, padding_len_),
+            (stride, stride_len_),
+            (dilation, dilation_len_),
+            groups,
+        )?;
+        super::no_overlap(o, x, "other")?;
+        epilogue(&mut y, Some((o, Binary::Add)), un)?;
+        o.copy_from(y.get())?;
+        *r = o.alias()?.into_raw();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_cpu__linear_pointwise(
+    x: AtenTensorHandle,
+    w: AtenTensorHandle,
+    b: *mut AtenTensorHandle,
+    attr: *const std::ffi::c_char,
+    scalars_: *const *const f64,
+    scalars_len_: i64,
+    algorithm: *const *const std::ffi::c_char,
+    ret0: *mut AtenTensorHandle,
+) -> i32 {
+    shim(fn_name!(), || {
+        let (x, w) = (handle(x, "X")?, handle(w, "W")?);
+        let b = util::optional_handle(b, "B");
+        let r = out(ret0, "ret0")?;
+        let un = Unary::parse(
+            &required_str(attr, "attr")?,
+            &scalars(scalars_, scalars_len_)?,
+            optional_str(algorithm).as_deref(),
+        )?;
+        let mut y = linear(x, w, b)?;
+        epilogue(&mut y, None, un)?;
+        *r = y.into_raw();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn aoti_torch_cpu__linear_pointwise_binary(
+    x: AtenTensorHandle,
+    other: AtenTensorHandle,
+    w: AtenTensorHandle,
+    b: *mut AtenTensorHandle,
+    attr: *const std::ffi::c_char,
+    ret0: *mut AtenTensorHandle,
+) -> i32 {
+    shim(fn_name!(), || {
+        let (x, o, w) = (handle(x, "X")?, handle(other, "other")?, handle(w, "W")?);
+        let b = util::optional_handle(b, "B");
+        let r = out(ret0, "ret0")?;
+        let op = Binary::parse(&required_str(attr, "attr")?)?;
+        let mut y = linear(x, w, b)?;
+        epilogue(&mut y, Some((o, op)), Unary::None)?;
+        *r = y.into_raw();
+        Ok(())
+    })
+}
+
+/// `X @ origin_W.T + B`: `W` is MKL's packed copy of `origin_W` (MKL's own format, which
+/// only MKL reads), the dense weight the package also carries.
+#[no_mangle]
+pub extern "C" fn aoti_torch_cpu__mkl_linear(
+    x: AtenTensorHandle,
+    w: AtenTensorHandle,
+    origin_w: AtenTensorHandle,
+    b: *mut AtenTensorHandle,
+    prepack_batch_size: i64,
+    ret0: *mut AtenTensorHandle,
+) -> i32 {
+    shim(fn_name!(), || {
+        let x = handle(x, "X")?;
+        handle(w, "W")?;
+        let ow = handle(origin_w, "origin_W")?;
+        let b = util::optional_handle(b, "B");
+        let r = out(ret0, "ret0")?;
+        let _ = prepack_batch_size;
+        *r = linear(x, ow, b)?.into_raw();
+        Ok(())
+    })
+}
