@@ -284,7 +284,7 @@ fn aoti_models_kernels_and_exports() {
         .env("TMPDIR", tmp.join("does-not-exist")));
     assert!(out.contains(" 0 failed"), "{out}");
 
-    // Packages refused before their code runs: ops this build lacks, freezing=True,
+    // Packages refused before their code runs: ops this build lacks, a freezing=True kernel,
     // libtorch's proxy executor, link_libtorch=True.
     let out = run(host_cmd(&host)
         .arg("--refuse")

@@ -1,5 +1,5 @@
-"""Builds broken and hostile .pt2 packages from the test models (pointwise.pt2, mlp.pt2 in
-MODELS), for the loader to refuse with a status and a message naming the entry (never a
+"""Builds broken and hostile .pt2 packages from the test models (pointwise.pt2, mlp.pt2,
+frozen.pt2 in MODELS), for the loader to refuse with a status and a message naming the entry (never a
 crash, a hang, an out-of-memory or a file written anywhere).
 
 Usage: python make_hostile.py MODELS OUT_DIR
@@ -10,6 +10,7 @@ metadata says INVALID_VEC_ISA (novec.pt2).
 """
 
 import os
+import re
 import struct
 import sys
 import warnings
@@ -162,6 +163,27 @@ edit_cpp("const_unknown_dtype", "constants_info_[0].dtype = cached_torch_dtype_f
          "constants_info_[0].dtype = cached_torch_dtype_quux;", INVALID, ["constant 0", "unknown dtype"])
 edit_cpp("short_weights", "constants_info_[0].data_size = 8192;", "constants_info_[0].data_size = 819200;",
          INVALID, ["constants table holds", "carries"])
+
+# A freezing=True package's packed constant (frozen: constant 1, the stem's oneDNN-packed
+# convolution weight [8, 3, 3, 3]) whose descriptor lies about its data.
+fz = entries("frozen.pt2")
+fcpp = find(fz, ".wrapper.cpp")
+
+
+def edit_frozen(case, pattern, new, texts):
+    src = fz[fcpp][1].decode()
+    edited, n = re.subn(pattern, new, src, count=1)
+    assert n == 1, pattern
+    write(case, [(info, edited.encode() if i == fcpp else d) for i, (info, d) in enumerate(fz)],
+          INVALID, texts)
+
+
+edit_frozen("packed_short", r"constants_info_\[1\]\.data_size = \d+;",
+            "constants_info_[1].data_size = 64;", ["constant 1", "oneDNN layout", "its data has 64"])
+edit_frozen("packed_shape", r"constants_info_\[1\]\.shape = \{8, 3, 3, 3\};",
+            "constants_info_[1].shape = {8, 3, 3, 2};", ["constant 1", "do not match the constant's shape"])
+edit_frozen("packed_version", r"constants_info_\[1\]\.opaque_metadata = \{1L,",
+            "constants_info_[1].opaque_metadata = {7L,", ["constant 1", "descriptor version 7"])
 
 edit_so("missing_shim_and_symbol", mlp, find(mlp, ".wrapper.so"),
         [(b"aoti_torch_cpu_addmm_out\0", b"aoti_torch_cpu_addmm_oux\0"), (b"memcpy\0", b"memcpz\0")],

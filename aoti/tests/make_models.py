@@ -209,14 +209,44 @@ class CholeskyInverse(nn.Module):
         return torch.cholesky_inverse(x)
 
 
-class ConvLinear(nn.Module):
+class Frozen(nn.Module):
+    """What freezing=True packs into oneDNN's layout and fuses: convolutions (batch norms
+    folded in) with relu / relu6 / silu after them, a residual add in place, a depthwise
+    convolution, a linear with its bias."""
+
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.fc = nn.Linear(8, 4)
+        g = torch.Generator().manual_seed(2)
+
+        def bn(c):
+            b = nn.BatchNorm2d(c)
+            b.running_mean.copy_(torch.randn(c, generator=g) * 0.1)
+            b.running_var.copy_(torch.rand(c, generator=g) + 0.5)
+            return b
+
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), bn(8), nn.ReLU())
+        self.dw = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8), bn(8), nn.ReLU6())
+        self.pw = nn.Sequential(nn.Conv2d(8, 8, 1), bn(8))
+        self.conv = nn.Conv2d(8, 16, 3, padding=1)
+        self.fc = nn.Linear(16, 4)
 
     def forward(self, x):
-        return self.fc(F.relu(self.conv(x)).mean(dim=(2, 3)))
+        y = self.stem(x)
+        y = F.relu(self.pw(self.dw(y)) + y)
+        y = F.silu(self.conv(y))
+        return self.fc(y.mean(dim=(2, 3)))
+
+
+class Upsample(nn.Module):
+    """A transposed convolution: freezing=True packs it for a oneDNN kernel libtensor_aoti
+    does not have (mkldnn__convolution_transpose_pointwise)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(3, 4, 2, stride=2)
+
+    def forward(self, x):
+        return self.up(x)
 
 
 class Nms(nn.Module):
@@ -239,9 +269,9 @@ def refused():
     return {
         "refuse_missing": (CholeskyInverse(), (torch.eye(4) * 2,), {},
                            ["aoti_torch_cpu_cholesky_inverse (aten.cholesky_inverse)"]),
-        "refuse_freezing": (ConvLinear().eval(), (torch.randn(1, 3, 8, 8, generator=g),),
+        "refuse_freezing": (Upsample().eval(), (torch.randn(1, 3, 8, 8, generator=g),),
                             {"freezing": True},
-                            ["freezing=True", "mkldnn._convolution_pointwise"]),
+                            ["freezing=True", "mkldnn__convolution_transpose_pointwise"]),
         "refuse_nms": (Nms(), (boxes, torch.rand(10, generator=g)), {},
                        ["proxy executor", "torchvision::nms"]),
         "refuse_multinomial": (Multinomial(), (torch.rand(2, 5, generator=g),), {},
@@ -312,6 +342,8 @@ def models():
         # Weights appended to the .so and mmap'ed by the model from its own file.
         "mmap_self": (Mlp(), (r(8, 32),), None, [], {"aot_inductor.force_mmap_weights": True}),
         "mutate": (Mutate(), (r(4, 16), r(4, 16)), None, [], {}),
+        # freezing=True: oneDNN-packed weights, unpacked at load (aoti/src/reader/onednn.rs)
+        "frozen": (Frozen().eval(), (r(2, 3, 16, 16),), None, [], {"freezing": True}),
     }
 
 
