@@ -360,15 +360,19 @@ fn check_packed(i: usize, c: &wrapper::Constant, code: i32) -> Result<()> {
             util::dtype_name(code)
         ));
     }
-    if let Err(b) = l.terms_for(&c.shape) {
-        return bad(b.msg);
-    }
     match l.span.checked_mul(util::itemsize(code) as u64) {
-        Some(need) if need <= c.data_size => Ok(()),
-        _ => bad(format!(
-            "its oneDNN layout of dims {:?} spans {} elements, its data has {} bytes",
-            l.dims, l.span, c.data_size
-        )),
+        Some(need) if need <= c.data_size => {}
+        _ => {
+            return bad(format!(
+                "its oneDNN layout of dims {:?} spans {} elements, its data has {} bytes",
+                l.dims, l.span, c.data_size
+            ))
+        }
+    }
+    // (after the span: what terms_for allocates is bounded by it)
+    match l.terms_for(&c.shape) {
+        Ok(_) => Ok(()),
+        Err(b) => bad(b.msg),
     }
 }
 

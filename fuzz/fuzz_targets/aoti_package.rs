@@ -1,8 +1,9 @@
 //! libtensor_aoti's package readers (aoti/src/reader/: the zip and its entries, the
 //! metadata and extern-kernel JSON, the ELF64 dynamic-symbol reader and its in-place
-//! rename, the wrapper-source parser and the constants table) on arbitrary bytes. The
-//! readers are pure (no libtensor, no FFI), so the target includes their source as is:
-//! libtensor_aoti is a cdylib only, and its shipped exports stay what they are.
+//! rename, the wrapper-source parser and the constants table, oneDNN's memory descriptors)
+//! on arbitrary bytes. The readers are pure (no libtensor, no FFI), so the target includes
+//! their source as is: libtensor_aoti is a cdylib only, and its shipped exports stay what
+//! they are.
 //! Oracles: no panic, no out-of-bounds access (ASan), no unbounded allocation; a rename
 //! keeps the length, changes only the renamed bytes and leaves a file that parses to the
 //! same symbols with the new names.
@@ -16,7 +17,7 @@ use libfuzzer_sys::fuzz_target;
 #[path = "../../aoti/src/reader/mod.rs"]
 mod reader;
 
-use reader::{elf::Elf, json::Json, package, wrapper};
+use reader::{elf::Elf, json::Json, onednn::Layout, package, wrapper};
 
 fn elf(data: &[u8]) {
     let Ok(e) = Elf::parse(data) else {
@@ -74,8 +75,27 @@ fn zip(data: &[u8]) {
     }
 }
 
+/// A oneDNN memory descriptor (a freezing=True constant's opaque_metadata): parsing does no
+/// per-index work; when the span is small, every element's offset is below it.
+fn onednn(data: &[u8]) {
+    let Ok(l) = Layout::parse(data) else {
+        return;
+    };
+    if l.span > 1 << 16 {
+        return;
+    }
+    let terms = l.terms_for(&l.dims).expect("a layout reads with its own dims");
+    let largest: u64 = terms.iter().map(|t| t.iter().max().copied().unwrap_or(0)).sum();
+    assert!(terms.iter().any(|t| t.is_empty()) || largest < l.span);
+    if let Some((st, off)) = l.strided_for(&l.dims) {
+        assert_eq!(st.len(), l.dims.len());
+        assert!(off >= 0);
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     zip(data);
     elf(data);
     text(data);
+    onednn(data);
 });

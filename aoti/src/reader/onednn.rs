@@ -18,18 +18,23 @@ const MAX_DIMS: usize = 12;
 /// Bytes up to and including `inner_idxs`, plus the extra flags.
 const MIN_LEN: usize = 8 + 96 + 8 + 96 + 96 + 8 + 8 + 96 + 8 + 96 + 96 + 4;
 
-/// A blocked oneDNN layout: the logical dims, libtensor's dtype code, and per dim the
-/// offset of each index (`terms[d][i]`, the part of the element offset that index i of dim
-/// d contributes; `offset0` is in `terms[0]`).
+/// A blocked oneDNN layout: the logical dims, libtensor's dtype code, the elements it spans,
+/// and what places an element (`terms`: per dim, the part of the element offset each index
+/// contributes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub dims: Vec<i64>,
     pub dtype: i32,
-    pub terms: Vec<Vec<u64>>,
+    /// Elements the padded layout spans: its largest offset, plus 1.
+    pub span: u64,
     /// Without inner blocks, a plain strided layout: its strides and offset0.
     pub plain: Option<(Vec<i64>, i64)>,
-    /// Elements the padded layout spans: the largest offset over the padded dims, plus 1.
-    pub span: u64,
+    strides: Vec<u64>,
+    /// Per dim, the product of its inner blocks.
+    block: Vec<u64>,
+    /// The inner blocks, outermost first: (size, dim).
+    inner: Vec<(u64, usize)>,
+    offset0: u64,
 }
 
 fn int(b: &[u8], at: usize) -> i32 {
@@ -137,67 +142,75 @@ impl Layout {
             }
         }
         let overflow = || invalid(format!("oneDNN layout of dims {dims:?} overflows"));
-        let mut terms = Vec::with_capacity(nd);
-        let mut span: u64 = 1;
-        for d in 0..nd {
-            // The largest term is at the largest padded index: every part grows with it.
-            let n = padded[d] as u64;
-            let mut t = Vec::with_capacity(dims[d] as usize);
-            let mut last = 0;
-            for i in 0..n {
-                let Some(v) = Self::term(
-                    i,
-                    d,
-                    block[d] as u64,
-                    strides[d] as u64,
-                    &blks[..nblks],
-                    &idxs[..nblks],
-                ) else {
-                    return overflow();
-                };
-                if (i as i64) < dims[d] {
-                    t.push(v);
-                }
-                last = v;
-            }
-            span = match span.checked_add(last) {
-                Some(s) => s,
-                None => return overflow(),
-            };
-            terms.push(t);
-        }
-        span = match span.checked_add(off0 as u64) {
-            Some(s) => s,
-            None => return overflow(),
-        };
-        for v in terms[0].iter_mut() {
-            *v += off0 as u64; // <= span - 1, which did not overflow
-        }
-        let plain = (nblks == 0).then(|| (strides[..nd].to_vec(), off0));
-        Ok(Layout {
-            dims,
+        let mut l = Layout {
+            dims: dims.clone(),
             dtype,
-            terms,
-            plain,
-            span,
-        })
+            span: 0,
+            plain: (nblks == 0).then(|| (strides[..nd].to_vec(), off0)),
+            strides: strides[..nd].iter().map(|&v| v as u64).collect(),
+            block: block[..nd].iter().map(|&v| v as u64).collect(),
+            inner: (0..nblks)
+                .map(|j| (blks[j] as u64, idxs[j] as usize))
+                .collect(),
+            offset0: off0 as u64,
+        };
+        // The largest offset is at the largest padded index of every dim: each part of a
+        // term grows with the index, and a padded dim's last index has every block digit
+        // at its largest.
+        let mut span = Some(1 + off0 as u64);
+        for (d, &p) in padded[..nd].iter().enumerate() {
+            let last = l.term(p as u64 - u64::from(p > 0), d);
+            span = span.zip(last).and_then(|(s, t)| s.checked_add(t));
+        }
+        // The elements (dims' product) fit in the span: a oneDNN layout never overlaps, and
+        // so terms_for allocates no more than the span.
+        let numel = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64));
+        match (span, numel) {
+            (Some(s), Some(n)) if n <= s => l.span = s,
+            _ => return overflow(),
+        }
+        Ok(l)
+    }
+
+    /// Per dim, the offset part of each index (`offset0` in dim 0's).
+    fn terms(&self) -> Vec<Vec<u64>> {
+        (0..self.dims.len())
+            .map(|d| {
+                let extra = if d == 0 { self.offset0 } else { 0 };
+                (0..self.dims[d] as u64)
+                    // below the padded dim's last term, which did not overflow (parse)
+                    .map(|i| self.term(i, d).unwrap_or(u64::MAX) + extra)
+                    .collect()
+            })
+            .collect()
     }
 
     /// The offset part of index `i` of dim `d`: its outer block times the dim's stride,
-    /// plus its digits in the inner blocks on dim d at their places in the block tile.
-    fn term(i: u64, d: usize, block: u64, stride: u64, blks: &[i64], idxs: &[i64]) -> Option<u64> {
-        let mut v = (i / block).checked_mul(stride)?;
-        let mut rest = i % block;
+    /// plus its digits in the inner blocks on dim d at their places in the block tile;
+    /// None on overflow.
+    fn term(&self, i: u64, d: usize) -> Option<u64> {
+        let mut v = (i / self.block[d]).checked_mul(self.strides[d])?;
+        let mut rest = i % self.block[d];
         let mut place: u64 = 1;
-        for j in (0..blks.len()).rev() {
-            let b = blks[j] as u64;
-            if idxs[j] as usize == d {
+        for &(b, bd) in self.inner.iter().rev() {
+            if bd == d {
                 v = v.checked_add((rest % b).checked_mul(place)?)?;
                 rest /= b;
             }
             place = place.checked_mul(b)?;
         }
         Some(v)
+    }
+
+    /// Whether `shape` is the layout's dims with the first two folded into one: a grouped
+    /// weight's (g, o, ..) as (g * o, ..), the shape ATen gives a packed grouped convolution
+    /// weight.
+    fn folds(&self, shape: &[i64]) -> bool {
+        let d = &self.dims;
+        d.len() == shape.len() + 1
+            && d.len() >= 2
+            && d[0].checked_mul(d[1]) == Some(shape[0])
+            && d[2..] == shape[1..]
     }
 
     /// When the layout read with `shape` (as `terms_for` reads it) is a plain strided one:
@@ -209,7 +222,7 @@ impl Layout {
         }
         // (g, o, ..) read as (g * o, ..): one stride when g's is o's stride times o.
         let d = &self.dims;
-        if self.terms_for(shape).is_err() || st[0] != d[1].checked_mul(st[1])? && d[0] > 1 {
+        if !self.folds(shape) || st[0] != d[1].checked_mul(st[1])? && d[0] > 1 {
             return None;
         }
         let mut s = vec![st[1]];
@@ -223,19 +236,16 @@ impl Layout {
     pub fn terms_for(&self, shape: &[i64]) -> Result<Vec<Vec<u64>>> {
         let d = &self.dims;
         if d.as_slice() == shape {
-            return Ok(self.terms.clone());
+            return Ok(self.terms());
         }
-        if d.len() == shape.len() + 1
-            && d.len() >= 2
-            && d[0].checked_mul(d[1]) == Some(shape[0])
-            && d[2..] == shape[1..]
-        {
+        if self.folds(shape) {
             let per = d[1] as usize;
+            let terms = self.terms();
             let first = (0..shape[0] as usize)
-                .map(|o| self.terms[0][o / per] + self.terms[1][o % per])
+                .map(|o| terms[0][o / per] + terms[1][o % per])
                 .collect();
             let mut t = vec![first];
-            t.extend(self.terms[2..].iter().cloned());
+            t.extend(terms[2..].iter().cloned());
             return Ok(t);
         }
         invalid(format!(
@@ -281,9 +291,8 @@ mod tests {
         let l = Layout::parse(&blob(&[24, 8, 3, 3], &[2304, 32, 768, 256], &[(32, 0)])).unwrap();
         assert_eq!(l.dtype, 6);
         assert_eq!(l.span, 2304);
-        let off = |o: usize, i: usize, h: usize, w: usize| {
-            l.terms[0][o] + l.terms[1][i] + l.terms[2][h] + l.terms[3][w]
-        };
+        let t = l.terms();
+        let off = |o: usize, i: usize, h: usize, w: usize| t[0][o] + t[1][i] + t[2][h] + t[3][w];
         assert_eq!(off(5, 2, 1, 2), 5 + 2 * 32 + 768 + 2 * 256);
         // Two blocks on one dim and one on another (OIhw4i16o4i): i splits into 4 x 4.
         let l = Layout::parse(&blob(
@@ -292,7 +301,8 @@ mod tests {
             &[(4, 1), (16, 0), (4, 1)],
         ))
         .unwrap();
-        let off = |o: usize, i: usize| l.terms[0][o] + l.terms[1][i];
+        let t = l.terms();
+        let off = |o: usize, i: usize| t[0][o] + t[1][i];
         // i = 6: digit 1 of the outer 4-block (x 64), o = 3 (x 4), digit 2 of the inner
         assert_eq!(off(3, 6), 64 + 3 * 4 + 2);
     }
@@ -309,7 +319,7 @@ mod tests {
         assert_eq!(b.strided_for(&[8, 1, 3, 3]), None);
         let b = Layout::parse(&blob(&[1000, 512], &[512, 1], &[])).unwrap();
         assert_eq!(b.strided_for(&[1000, 512]), Some((vec![512, 1], 0)));
-        let b = Layout::parse(&blob(&[16, 8], &[8, 1], &[(16, 0)])).unwrap();
+        let b = Layout::parse(&blob(&[16, 8], &[128, 16], &[(16, 0)])).unwrap();
         assert_eq!(b.strided_for(&[16, 8]), None);
     }
 
@@ -329,5 +339,9 @@ mod tests {
         assert!(Layout::parse(&b).is_err());
         // A stride whose product overflows.
         assert!(Layout::parse(&blob(&[8, 8], &[i64::MAX / 2, 1], &[])).is_err());
+        // Overlapping (more elements than offsets), and huge dims: refused before any
+        // per-index work.
+        assert!(Layout::parse(&blob(&[8, 8], &[1, 1], &[])).is_err());
+        assert!(Layout::parse(&blob(&[1 << 40, 1 << 20], &[0, 0], &[])).is_err());
     }
 }
