@@ -2,13 +2,15 @@
 (aoti/bench/make_models.py: zoo.py at size "bench") on the same inputs through
 
 - ours:    libtensor_aoti from a C host (bench_run.c), the freezing=False package;
+- ours_frozen: libtensor_aoti from the same C host, the freezing=True package (its packed
+           weights unpacked once at load, run by our kernels);
 - libtorch: the same package through torch::inductor::AOTIModelPackageLoader from a C++
            host (bench_libtorch.cpp: the wheel's headers and libraries, no Python);
 - frozen:  the freezing=True package (oneDNN-packed weights) through the same C++ host;
 - eager:   the PyTorch module under torch.inference_mode() (Python, a reference);
 
 at each thread count (OMP_NUM_THREADS for every process, torch.set_num_threads in the eager
-one). The four processes of a model stay up side by side and are driven in interleaved
+one). The five processes of a model stay up side by side and are driven in interleaved
 rounds of one run each (the order rotating each round), so that a change of the host's
 load falls on every side alike; a round also takes the host's noise gauge (a malloc(160)/
 free pair, in the C host). Reports medians, the ratios of ours to libtorch and to frozen,
@@ -65,7 +67,7 @@ with torch.inference_mode():
             break
 """
 
-SIDES = ("ours", "libtorch", "frozen", "eager")
+SIDES = ("ours", "ours_frozen", "libtorch", "frozen", "eager")
 
 
 class Side:
@@ -154,6 +156,7 @@ def bench_model(lib, models, name, threads, rounds, tmp):
     base = dict(os.environ, OMP_NUM_THREADS=str(threads), TENSOR_AOTI_QUIET="1")
     argvs = {
         "ours": [os.path.join(lib, "bench_run"), pt2] + ins,
+        "ours_frozen": [os.path.join(lib, "bench_run"), frozen] + ins,
         "libtorch": [os.path.join(lib, "bench_libtorch"), pt2] + ins,
         "frozen": [os.path.join(lib, "bench_libtorch"), frozen] + ins,
         "eager": [sys.executable, "-c", EAGER, os.path.join(HERE, "..", "tests"), name] + ins,
@@ -203,28 +206,28 @@ def fmt_ms(us):
 
 
 def table(rows):
-    print("| model | threads | ours ms | libtorch ms | frozen ms | eager ms | ours / libtorch "
-          "| ours / frozen | cold load ms ours / libtorch / frozen | peak RSS MB ours / libtorch "
-          "/ frozen | max rel. diff vs eager ours / libtorch / frozen | malloc pair ns | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    cols = ("ours", "ours_frozen", "libtorch", "frozen")
+    print("| model | threads | ours ms | ours (frozen pkg) ms | libtorch ms | frozen ms | eager ms "
+          "| ours / libtorch | ours / frozen | ours (frozen pkg) / frozen "
+          "| cold load ms ours / ours (frozen pkg) / libtorch / frozen "
+          "| peak RSS MB ours / ours (frozen pkg) / libtorch / frozen "
+          "| max rel. diff vs eager ours / ours (frozen pkg) / libtorch / frozen "
+          "| malloc pair ns | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    nan = float("nan")
     for r in rows:
         m, c, rss, cl = r["median_us"], r["cold_ms"], r["rss_mb"], r["close"]
-        if r["failed"]:
-            for s, why in r["failed"].items():
-                m[s] = c[s] = rss[s] = cl[s] = float("nan")
-            print(f"| {r['model']} | {r['threads']} | "
-                  + "; ".join(f"{s} fails: {why}" for s, why in r["failed"].items())
-                  + f" | {fmt_ms(m['libtorch'])} | {fmt_ms(m['frozen'])} | {fmt_ms(m['eager'])} | "
-                  f"- | - | - / {c['libtorch']:.0f} / {c['frozen']:.0f} | "
-                  f"- / {rss['libtorch']:.0f} / {rss['frozen']:.0f} | - | "
-                  f"{r['gauge_ns']:.1f} | {r['load']:.1f} |")
-            continue
-        print(f"| {r['model']} | {r['threads']} | {fmt_ms(m['ours'])} | {fmt_ms(m['libtorch'])} | "
-              f"{fmt_ms(m['frozen'])} | {fmt_ms(m['eager'])} | "
+        for s in SIDES:
+            for d in (m, c, rss, cl):
+                d.setdefault(s, nan)
+        fails = "".join(f" ({s} fails: {why})" for s, why in r["failed"].items())
+        print(f"| {r['model']}{fails} | {r['threads']} | "
+              + " | ".join(fmt_ms(m[s]) for s in cols + ("eager",)) + " | "
               f"{m['ours'] / m['libtorch']:.2f}x | {m['ours'] / m['frozen']:.2f}x | "
-              f"{c['ours']:.0f} / {c['libtorch']:.0f} / {c['frozen']:.0f} | "
-              f"{rss['ours']:.0f} / {rss['libtorch']:.0f} / {rss['frozen']:.0f} | "
-              f"{cl['ours']:.1e} / {cl['libtorch']:.1e} / {cl['frozen']:.1e} | "
+              f"{m['ours_frozen'] / m['frozen']:.2f}x | "
+              + " / ".join(f"{c[s]:.0f}" for s in cols) + " | "
+              + " / ".join(f"{rss[s]:.0f}" for s in cols) + " | "
+              + " / ".join(f"{cl[s]:.1e}" for s in cols) + " | "
               f"{r['gauge_ns']:.1f} | {r['load']:.1f} |")
 
 

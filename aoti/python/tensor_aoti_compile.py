@@ -42,7 +42,8 @@ ISAS = {
 }
 
 # What libtensor_aoti needs of every package it runs: no libtorch in the model's NEEDED
-# entries, and no oneDNN-packed weights.
+# entries. freezing=True packages run too, but their oneDNN-packed weights are unpacked at
+# load (time and memory) for the same kernels: plain weights are the better default.
 BASE = {"aot_inductor.link_libtorch": False, "freezing": False}
 
 
