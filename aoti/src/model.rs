@@ -305,7 +305,9 @@ fn diagnose(elf: &Elf, extern_json: Option<&str>, needed: &[Library]) -> Result<
 }
 
 /// The libraries the model's DT_NEEDED entries name, loaded (RTLD_LOCAL) to look symbols up
-/// in, or one refusal naming those that cannot be loaded.
+/// in, or one refusal naming those that cannot be loaded. RTLD_NODELETE: they stay for the
+/// process, as they do once a model loads (a model library is never unloaded); closing one
+/// again after a refusal would unload libgomp and lose what its initialisers allocated.
 fn needed_libraries(elf: &Elf) -> Result<Vec<Library>> {
     let mut libs = Vec::new();
     let mut missing = Vec::new();
@@ -314,7 +316,11 @@ fn needed_libraries(elf: &Elf) -> Result<Vec<Library>> {
             missing.push(format!("{n} (not a file name)"));
             continue;
         };
-        match Library::open(&c, libc::RTLD_LAZY | libc::RTLD_LOCAL, n) {
+        match Library::open(
+            &c,
+            libc::RTLD_LAZY | libc::RTLD_LOCAL | libc::RTLD_NODELETE,
+            n,
+        ) {
             Ok(l) => libs.push(l),
             Err(e) => {
                 let hint = if n.contains("libtorch") || n.contains("libc10") {

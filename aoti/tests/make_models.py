@@ -269,10 +269,8 @@ def refused():
     return {
         "refuse_missing": (CholeskyInverse(), (torch.eye(4) * 2,), {},
                            ["aoti_torch_cpu_cholesky_inverse (aten.cholesky_inverse)"]),
-        # (one thread: no libgomp in its NEEDED entries, which the loader's check would
-        # dlopen and close again, losing libgomp's initial allocation under valgrind)
         "refuse_freezing": (Upsample().eval(), (torch.randn(1, 3, 8, 8, generator=g),),
-                            {"freezing": True, "cpp.threads": 1},
+                            {"freezing": True},
                             ["freezing=True", "mkldnn__convolution_transpose_pointwise"]),
         "refuse_nms": (Nms(), (boxes, torch.rand(10, generator=g)), {},
                        ["proxy executor", "torchvision::nms"]),
