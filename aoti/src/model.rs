@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use crate::codefile::CodeFile;
 use crate::error::{self, err, fn_name, host, host_value, Error, Result};
-use crate::reader::{self, elf::Elf, onednn, package, wrapper};
+use crate::reader::{self, elf::Elf, package, wrapper};
 use crate::spec;
 use crate::sys::{self, tensor_t};
 use crate::util::{self, out, Handle, Owned, Tensor};
@@ -349,37 +349,23 @@ fn needed_libraries(elf: &Elf) -> Result<Vec<Library>> {
 /// reads, describes the constant's dtype and shape, and the layout it describes fits the
 /// constant's data.
 fn check_packed(i: usize, c: &wrapper::Constant, code: i32) -> Result<()> {
-    let bad = |m: String| {
-        err(
-            sys::TENSOR_ERR_INVALID_ARGUMENT,
-            format!("constant {i} ({}): {m}", c.name),
-        )
+    let bad = |m: String| Error {
+        status: sys::TENSOR_ERR_INVALID_ARGUMENT,
+        msg: format!("constant {i} ({}): {m}", c.name),
     };
-    let l = match onednn::Layout::parse(&c.opaque_metadata) {
-        Ok(l) => l,
-        Err(b) => return bad(b.msg),
-    };
-    if l.dtype != code {
-        return bad(format!(
-            "its oneDNN layout holds {}, the table says {}",
-            util::dtype_name(l.dtype),
-            util::dtype_name(code)
-        ));
-    }
+    let l = util::onednn_layout(&c.opaque_metadata, code).map_err(|e| bad(e.msg))?;
     match l.span.checked_mul(util::itemsize(code) as u64) {
         Some(need) if need <= c.data_size => {}
         _ => {
-            return bad(format!(
+            return Err(bad(format!(
                 "its oneDNN layout of dims {:?} spans {} elements, its data has {} bytes",
                 l.dims, l.span, c.data_size
-            ))
+            )))
         }
     }
     // (after the span: what terms_for allocates is bounded by it)
-    match l.terms_for(&c.shape) {
-        Ok(_) => Ok(()),
-        Err(b) => bad(b.msg),
-    }
+    l.terms_for(&c.shape).map_err(|b| bad(b.msg))?;
+    Ok(())
 }
 
 /// Checks the wrapper's constants table against the weights the `.so` carries

@@ -13,7 +13,6 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 
 use crate::error::{err, fn_name, shim, shim_value, Result};
-use crate::reader::onednn;
 use crate::sys::{self, tensor_t};
 use crate::util::{self, handle, make, out, Handle, Owned, Tensor};
 
@@ -438,17 +437,7 @@ fn weight_tensor(sizes: &[i64], strides: &[i64], dtype: i32) -> Result<Owned> {
 /// against each packed constant's data size before the model runs.
 fn unpack_onednn(data: *mut c_void, sizes: &[i64], dtype: i32, meta: &[u8]) -> Result<Handle> {
     let bad = |m: String| err(sys::TENSOR_ERR_INVALID_ARGUMENT, m);
-    let l = match onednn::Layout::parse(meta) {
-        Ok(l) => l,
-        Err(b) => return bad(b.msg),
-    };
-    if l.dtype != dtype {
-        return bad(format!(
-            "the oneDNN layout holds {}, the tensor is {}",
-            util::dtype_name(l.dtype),
-            util::dtype_name(dtype)
-        ));
-    }
+    let l = util::onednn_layout(meta, dtype)?;
     let dense = if sizes.len() == 4 {
         util::format_strides(sizes, sys::TENSOR_CHANNELS_LAST)?
     } else {

@@ -848,3 +848,21 @@ pub fn empty_permuted(sizes: &[i64], order: &[usize], dtype: i32) -> Result<Owne
     // refuses a repeated or missing dim); o is make's out-parameter.
     make(|o| unsafe { sys::tensor_permute(dense.get().raw(), back.as_ptr(), n, o) })
 }
+
+/// A oneDNN layout read from its serialized memory descriptor (`reader::onednn`) that holds
+/// `dtype`, or INVALID_ARGUMENT naming the field or the two dtypes.
+pub fn onednn_layout(blob: &[u8], dtype: i32) -> Result<crate::reader::onednn::Layout> {
+    let l = crate::reader::onednn::Layout::parse(blob)
+        .or_else(|b| err(sys::TENSOR_ERR_INVALID_ARGUMENT, b.msg))?;
+    if l.dtype != dtype {
+        return err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!(
+                "the oneDNN layout holds {}, the tensor is {}",
+                dtype_name(l.dtype),
+                dtype_name(dtype)
+            ),
+        );
+    }
+    Ok(l)
+}

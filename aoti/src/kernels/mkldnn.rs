@@ -401,6 +401,38 @@ pub extern "C" fn aoti_torch_cpu_mkldnn__convolution_pointwise(
     })
 }
 
+/// The two binary convolutions: `unary(conv(x) op other)` in a new output, the post-ops
+/// checked as ATen checks them (`in_place`: `add` only, and `other` not overlapping `x`).
+#[allow(clippy::type_complexity)]
+fn conv_binary(
+    x: Tensor,
+    other: Tensor,
+    w: Tensor,
+    b: *mut AtenTensorHandle,
+    [padding, stride, dilation]: [(*const i64, i64); 3],
+    groups: i64,
+    (binary_attr, alpha): (*const std::ffi::c_char, *const f64),
+    unary: (*const *const std::ffi::c_char, *const *const f64, i64),
+    in_place: bool,
+) -> Result<Owned> {
+    let attr = required_str(binary_attr, "binary_attr")?;
+    if in_place && attr != "add" {
+        return err(
+            sys::TENSOR_ERR_INVALID_ARGUMENT,
+            format!("binary post-op \"{attr}\": the in-place form fuses add only"),
+        );
+    }
+    let op = Binary::parse(&attr)?;
+    check_alpha(alpha)?;
+    let un = after_binary(unary.0, unary.1, unary.2)?;
+    let mut y = conv(x, w, b, padding, stride, dilation, groups)?;
+    if in_place {
+        super::no_overlap(other, x, "other")?;
+    }
+    epilogue(&mut y, Some((other, op)), un)?;
+    Ok(y)
+}
+
 #[no_mangle]
 pub extern "C" fn aoti_torch_cpu_mkldnn__convolution_pointwise_binary(
     x: AtenTensorHandle,
@@ -425,20 +457,22 @@ pub extern "C" fn aoti_torch_cpu_mkldnn__convolution_pointwise_binary(
     shim(fn_name!(), || {
         let (x, o, w) = (handle(x, "X")?, handle(other, "other")?, handle(w, "W")?);
         let r = out(ret0, "ret0")?;
-        let op = Binary::parse(&required_str(binary_attr, "binary_attr")?)?;
-        check_alpha(alpha)?;
-        let un = after_binary(unary_attr, unary_scalars, unary_scalars_len_)?;
         let _ = unary_algorithm; // relu and none take none
-        let mut y = conv(
+        let y = conv_binary(
             x,
+            o,
             w,
             b,
-            (padding, padding_len_),
-            (stride, stride_len_),
-            (dilation, dilation_len_),
+            [
+                (padding, padding_len_),
+                (stride, stride_len_),
+                (dilation, dilation_len_),
+            ],
             groups,
+            (binary_attr, alpha),
+            (unary_attr, unary_scalars, unary_scalars_len_),
+            false,
         )?;
-        epilogue(&mut y, Some((o, op)), un)?;
         *r = y.into_raw();
         Ok(())
     })
@@ -470,27 +504,22 @@ pub extern "C" fn aoti_torch_cpu_mkldnn__convolution_pointwise_binary_(
     shim(fn_name!(), || {
         let (o, x, w) = (handle(other, "other")?, handle(x, "X")?, handle(w, "W")?);
         let r = out(ret0, "ret0")?;
-        let attr = required_str(binary_attr, "binary_attr")?;
-        if attr != "add" {
-            return err(
-                sys::TENSOR_ERR_INVALID_ARGUMENT,
-                format!("binary post-op \"{attr}\": the in-place form fuses add only"),
-            );
-        }
-        check_alpha(alpha)?;
-        let un = after_binary(unary_attr, unary_scalars, unary_scalars_len_)?;
         let _ = unary_algorithm; // relu and none take none
-        let mut y = conv(
+        let y = conv_binary(
             x,
+            o,
             w,
             b,
-            (padding, padding_len_),
-            (stride, stride_len_),
-            (dilation, dilation_len_),
+            [
+                (padding, padding_len_),
+                (stride, stride_len_),
+                (dilation, dilation_len_),
+            ],
             groups,
+            (binary_attr, alpha),
+            (unary_attr, unary_scalars, unary_scalars_len_),
+            true,
         )?;
-        super::no_overlap(o, x, "other")?;
-        epilogue(&mut y, Some((o, Binary::Add)), un)?;
         o.copy_from(y.get())?;
         *r = o.alias()?.into_raw();
         Ok(())
