@@ -45,7 +45,7 @@ def md_bytes(m):
     return bytes(torch.ops.mkldnn._get_mkldnn_serialized_md(m).tolist())
 
 
-def packed(m, shape, dtype, md=None, keep=None):
+def packed(m, shape, dtype, md=None):
     """(rc, handle) of our tensor over oneDNN tensor m's bytes, as a model's constant."""
     md = md_bytes(m) if md is None else md
     buf = (C.c_uint8 * len(md)).from_buffer_copy(md)
@@ -55,11 +55,6 @@ def packed(m, shape, dtype, md=None, keep=None):
         arr([1] + [0] * (len(shape) - 1)), 0, shimtest.DT[dtype], 0, 0, C.byref(h), 3, buf,
         len(md))
     return rc, h
-
-
-def dense(t, shape):
-    """t's values read back (its sizes must be `shape`)."""
-    return to_torch(t)
 
 
 def conv_weight(cout, cin_g, k, groups, dtype, x_shape, padding, stride, dilation):
@@ -78,9 +73,10 @@ def unpack_case(name, w, m):
     want_strides = (w.contiguous(memory_format=torch.channels_last).stride() if w.dim() == 4
                     else w.contiguous().stride())
     check(torch.equal(got, w), f"{name}: values differ from the dense weight")
-    if w.dim() == 4:  # a plain layout is a view with its own strides; a blocked one a copy
-        check(got.stride() == want_strides or torch.equal(got, w),
-              f"{name}: strides {got.stride()}")
+    if w.dim() == 4:  # a convolution weight: channels-last, copied or (plain) in place
+        # (a size-1 dim's stride is free: torch keeps an ambiguous weight's own strides)
+        same = all(a == b for a, b, n in zip(got.stride(), want_strides, w.shape) if n > 1)
+        check(same, f"{name}: strides {got.stride()}, want {want_strides}")
     lt.tensor_release(h)
 
 
