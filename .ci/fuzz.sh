@@ -6,6 +6,7 @@
 #   bash .ci/fuzz.sh [seconds-per-target] [target...]
 #   FUZZ_RUNS=N bash .ci/fuzz.sh 0 c_api      a number of executions instead of a time
 #   FUZZ_JOBS=2 ...                            parallel fuzzing jobs per target
+#   FUZZ_PARALLEL=N ...                        targets fuzzed at once (default: the cores)
 #   FUZZ_MINIMIZE=1 bash .ci/fuzz.sh 0 [target...]
 #       no fuzzing: rewrites each seed corpus as a greedy edge cover of seeds + campaign corpus
 #       (fuzz/minimize.py over one run of every input: few inputs that reach every edge those
@@ -75,10 +76,10 @@ minimize() {
   mv "$scratch/seeds" "$seeds"
 }
 
-for t in "${targets[@]}"; do
-  bin=fuzz/target/$TRIPLE/release/$t
-  seeds=fuzz/corpus/$t
-  work=fuzz/target/corpus/$t
+# fuzz_one TARGET: one target's campaign (its report on stdout); fails when it crashed.
+fuzz_one() {
+  local t=$1 bin=fuzz/target/$TRIPLE/release/$1 seeds=fuzz/corpus/$1 work=fuzz/target/corpus/$1
+  local limit start log=fuzz/target/$1.log rc=0 jobs=()
   mkdir -p "$work" "fuzz/artifacts/$t"
   if [ ! -d "$seeds" ]; then
     echo "fuzz: NOTICE: no seed corpus $seeds for target $t: starting from an empty corpus"
@@ -86,14 +87,11 @@ for t in "${targets[@]}"; do
   fi
   if [ -n "${FUZZ_MINIMIZE:-}" ]; then
     minimize "$t" "$bin" "$seeds" "$work"
-    continue
+    return
   fi
   if [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS"); else limit=(-max_total_time="$SECONDS_PER_TARGET"); fi
   echo "+ $bin ${limit[*]} (-jobs/-workers=\$FUZZ_JOBS if > 1) -malloc_limit_mb=2000000 -rss_limit_mb=2048 -max_len=512 -artifact_prefix=fuzz/artifacts/$t/ $work $seeds"
   start=$(date +%s)
-  log=fuzz/target/$t.log
-  rc=0
-  jobs=()
   if [ "${FUZZ_JOBS:-1}" -gt 1 ]; then jobs=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS"); fi
   "$bin" "${limit[@]}" "${jobs[@]}" -malloc_limit_mb=2000000 \
     -rss_limit_mb=2048 -max_len=512 -print_final_stats=1 -artifact_prefix="fuzz/artifacts/$t/" \
@@ -103,7 +101,31 @@ for t in "${targets[@]}"; do
   if [ "$rc" != 0 ]; then
     tail -n 60 "$log"
     echo "fuzz: target $t FAILED (exit $rc; input in fuzz/artifacts/$t/, full log $log)" >&2
-    exit 1
+    return 1
   fi
   echo "fuzz: $t clean after $(($(date +%s) - start)) s"
+}
+
+# Targets run side by side, FUZZ_PARALLEL at once (default: one per core; 1 with FUZZ_JOBS
+# or FUZZ_MINIMIZE), each report printed whole when its batch is done.
+parallel=${FUZZ_PARALLEL:-$(nproc)}
+if [ "${FUZZ_JOBS:-1}" -gt 1 ] || [ -n "${FUZZ_MINIMIZE:-}" ]; then parallel=1; fi
+failed=()
+for ((i = 0; i < ${#targets[@]}; i += parallel)); do
+  batch=("${targets[@]:i:parallel}")
+  pids=()
+  for t in "${batch[@]}"; do
+    fuzz_one "$t" >"fuzz/target/$t.report" 2>&1 &
+    pids+=($!)
+  done
+  for j in "${!batch[@]}"; do
+    rc=0
+    wait "${pids[j]}" || rc=$?
+    cat "fuzz/target/${batch[j]}.report"
+    [ "$rc" = 0 ] || failed+=("${batch[j]}")
+  done
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: FAILED: ${failed[*]}" >&2
+  exit 1
+fi

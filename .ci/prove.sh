@@ -6,8 +6,10 @@
 # Steps:
 #   abi    python3 .ci/abi.py check: the exported ABI against .ci/abi_baseline.txt
 #   cusan  the C/C++ tests built with -fsanitize=address,undefined against libtensor.so
+#          (only where asan cannot run: asan runs the same C tests, with the same flags,
+#          against an instrumented library, a superset)
 #   asan   nightly: the library built with -Zsanitizer=address; its unit tests, and the C
-#          tests (-fsanitize=address) against that instrumented libtensor.so
+#          tests (-fsanitize=address,undefined) against that instrumented libtensor.so
 #          Both run with the default cache configuration (TENSOR_NO_CACHING unset): the
 #          per-thread caches step aside for ASan on their own, and a planted use after
 #          release (.ci/planted_use_after_release.c) must be stopped and reported.
@@ -84,6 +86,10 @@ planted_use_after_release() {
 }
 
 step_cusan() {
+  if [[ " ${STEPS[*]} " == *" asan "* ]] && have_nightly rust-src; then
+    echo "cusan: covered by asan (the same C tests and flags against an instrumented library)"
+    return
+  fi
   run env -u TENSOR_NO_CACHING TENSOR_SANITIZE=address,undefined cargo test --test c_api -- --nocapture
   # The caches step aside under ASan by default; their own code runs under it too, kept on.
   run env TENSOR_NO_CACHING=0 TENSOR_C_ONLY="$CACHE_HEAVY" TENSOR_SANITIZE=address,undefined \
@@ -100,8 +106,14 @@ step_asan() {
   # symbols from it (rustc links its own ASan runtime only into executables).
   run env -u TENSOR_NO_CACHING RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
     RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan \
-    TENSOR_SANITIZE=address ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+    TENSOR_SANITIZE=address,undefined ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
     cargo +nightly test --target "$TARGET" --lib --test c_api -- --nocapture
+  # The caches' own code under ASan too, kept on, in the tests that churn them most.
+  run env TENSOR_NO_CACHING=0 TENSOR_C_ONLY="$CACHE_HEAVY" \
+    RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
+    RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan \
+    TENSOR_SANITIZE=address,undefined ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+    cargo +nightly test --target "$TARGET" --test c_api c_and_cpp_programs_pass -- --nocapture
   planted_use_after_release "target/asan/$TARGET/debug/c_tests/lib"
 }
 
@@ -134,7 +146,7 @@ step_miri() {
   fi
   run cargo +nightly miri setup
   # Unit tests of the reference counts, storages (and their boxes' slack alignment), DLPack,
-  # the copy engine's scalar paths, and snapshots racing views (about 2.5 minutes); tests
+  # the copy engine's scalar paths, and snapshots racing views (about a minute); tests
   # that call into libc or take minutes under Miri are #[cfg_attr(miri, ignore)].
   # The copy tests that sweep every dtype pair or big tensors take minutes under Miri: the
   # scalar paths are covered by the smaller ones listed.

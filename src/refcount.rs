@@ -1035,12 +1035,15 @@ mod tests {
     fn concurrent_retain_release_and_lock() {
         let (p, r, d) = probe();
         let w = p.downgrade();
+        // Miri runs each step about 10^4 times slower (and checks every access of each
+        // interleaving it schedules): fewer rounds there.
+        let rounds = if cfg!(miri) { 500 } else { 10_000 };
         std::thread::scope(|s| {
             for _ in 0..4 {
                 let p = p.clone();
                 let w = w.clone();
                 s.spawn(move || {
-                    for _ in 0..10_000 {
+                    for _ in 0..rounds {
                         let q = p.clone();
                         let l = w.lock().unwrap();
                         drop(q);
