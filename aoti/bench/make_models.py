@@ -1,8 +1,9 @@
 """Compiles the benchmark models (aoti/tests/zoo.py at size "bench": zoo.BENCH_MODELS) into
 OUT_DIR, each twice with the documented recipe (aoti/python/tensor_aoti_compile.py,
 vectorized for this CPU, link_libtorch=False): `<name>.pt2` with freezing=False (the package
-both libtensor_aoti and libtorch run) and `<name>.frozen.pt2` with freezing=True (libtorch
-only: oneDNN-packed weights). Saves the inputs (`<name>.in<i>.npy`) and eager PyTorch's
+both libtensor_aoti and libtorch run) and `<name>.frozen.pt2` with freezing=True
+(oneDNN-packed weights, batch norms folded; libtorch runs it with oneDNN, libtensor_aoti with
+its own kernels). Saves the inputs (`<name>.in<i>.npy`) and eager PyTorch's
 outputs (`<name>.out<i>.npy`). A package already in OUT_DIR is kept.
 
 Usage: python make_models.py OUT_DIR [name ...]

@@ -122,6 +122,11 @@ for threads in (1, 2):
                       (600, 130, 500), (3136, 27, 32)]:
         check_mm(m, k, n, "nt")
         check_mm(m, k, n, "nn", colmajor=True)
+    # Packed row tiles at a ResNet's channel counts (64 .. 640 columns: a last panel of one or
+    # two vectors), the 128-row blocks' tails, blocks of k (128) and of columns (480).
+    for (m, k, n) in [(301, 129, 64), (257, 576, 128), (263, 40, 640), (300, 7, 320)]:
+        check_mm(m, k, n, "nt")
+    check_addmm(301, 150, 128, "nt", 0.5, 2.0, [128])
     # Outputs transposed (the product swapped) or strided (neither stride 1).
     for (m, k, n) in [(5, 33, 7), (300, 40, 20), (9, 130, 50)]:
         for layout in ("nt", "nn"):
