@@ -1,8 +1,9 @@
 /* Memory you can see and control (issue 10), from C against the real libtensor.so: the
- * big-block cache limit and off switch (API and TENSOR_CACHE_LIMIT, read once), reserved
- * vs allocated vs cached bytes in tensor_memory_stats_t (exact figures), and the opt-in
- * storage snapshot that finds a small view pinning a big storage. The environment with
- * TENSOR_NO_CACHING and TENSOR_MEMORY_TRACKING is in test_memory_env.c. */
+ * big-block cache (blocks above 64 KiB), its limit and off switch (API and
+ * TENSOR_CACHE_LIMIT, read once), reserved vs allocated vs cached bytes in
+ * tensor_memory_stats_t (exact figures), and the opt-in storage snapshot that finds a small
+ * view pinning a big storage. The environment with TENSOR_NO_CACHING and
+ * TENSOR_MEMORY_TRACKING is in test_memory_env.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
 #include <stdint.h>
@@ -222,6 +223,42 @@ static void test_medium_block_cache(void) {
  * reserved_bytes one 64-byte block while it lives, one allocation), and nothing cached
  * when it dies: the bytes went with the object. A resize moves them to a block of their
  * own, which is then counted and cached as any other. */
+/* Blocks above 64 KiB and under 2 MiB are big blocks too, in classes of an eighth of the
+ * next power of two: reserved at their class's capacity, cached when freed and reused by a
+ * request of the same class (a model's intermediates, run after run, fault no page in). */
+static void test_band_block_cache(void) {
+  int64_t n300k[1] = {75000}; /* 300000 bytes: class 327680 (5 x 64 KiB) */
+  int64_t n320k[1] = {80000}; /* 320000 bytes: the same class */
+  int64_t n70k[1] = {17500};  /* 70000 bytes: class 81920 (5 x 16 KiB) */
+  tensor_t *a, *b, *c;
+  void *pa;
+  tensor_memory_stats_t s0, s;
+  (void)tensor_empty_cache();
+  s0 = harness_memory_stats();
+  CHECK_OK(tensor_empty(n300k, 1, TENSOR_FLOAT32, &a));
+  pa = tensor_data_ptr(a);
+  CHECK(((uintptr_t)pa & 63) == 0);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes + 300000);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 327680);
+  tensor_release(a);
+  s = harness_memory_stats();
+  CHECK(s.live_bytes == s0.live_bytes && s.cached_bytes == 327680);
+  CHECK(s.reserved_bytes == s0.reserved_bytes + 327680);
+  CHECK_OK(tensor_empty(n320k, 1, TENSOR_FLOAT32, &b)); /* the same block again */
+  CHECK(tensor_data_ptr(b) == pa);
+  s = harness_memory_stats();
+  CHECK(s.cached_bytes == 0 && s.live_bytes == s0.live_bytes + 320000);
+  CHECK_OK(tensor_empty(n70k, 1, TENSOR_FLOAT32, &c)); /* another class: a new block */
+  CHECK(harness_memory_stats().reserved_bytes == s0.reserved_bytes + 327680 + 81920);
+  tensor_release(b);
+  tensor_release(c);
+  CHECK(harness_memory_stats().cached_bytes == 327680 + 81920);
+  CHECK(tensor_empty_cache() == 327680 + 81920);
+  s = harness_memory_stats();
+  CHECK(s.cached_bytes == 0 && s.reserved_bytes == s0.reserved_bytes);
+}
+
 static void test_inline_small_storage(void) {
   int64_t four[1] = {4}, sixty_four[1] = {64};
   tensor_t *a = NULL, *b = NULL;
@@ -440,6 +477,7 @@ int main(void) {
   test_small_block_cache();
   test_inline_small_storage();
   test_medium_block_cache();
+  test_band_block_cache();
   test_small_cache_thread_exit();
   test_old_struct_size();
   test_snapshot();

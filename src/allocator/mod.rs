@@ -1,6 +1,7 @@
-//! Where storage bytes come from: the built-in allocator (64-byte aligned; big blocks
-//! 2 MiB-aligned with transparent-huge-page advice, and reused through a small cache of
-//! freed big blocks) or a caller's C vtable, plus the library-wide memory statistics.
+//! Where storage bytes come from: the built-in allocator (64-byte aligned; blocks of 2 MiB
+//! or more 2 MiB-aligned with transparent-huge-page advice; blocks above 64 KiB reused
+//! through a bounded cache of freed big blocks) or a caller's C vtable, plus the
+//! library-wide memory statistics.
 //!
 //! One file per job: this one the vtable, the default allocator and the built-in
 //! allocator's routing by size; [`system`] the blocks from and back to the system;
@@ -33,7 +34,7 @@ pub(crate) use stats::{
 /// object (`storage::StorageImpl`: one allocation for both, the bytes on a cache line of
 /// their own), instead of a small block: one line.
 pub(crate) const INLINE_BYTES: usize = ALIGNMENT;
-pub(crate) use system::{page_size, prefault_for_write, ALIGNMENT, HUGE_THRESHOLD};
+pub(crate) use system::{page_size, prefault_for_write, ALIGNMENT};
 
 use crate::error::{Error, Result, Status};
 use stats::{stats_alloc, stats_free};
@@ -155,12 +156,12 @@ pub fn empty_cache() -> u64 {
 }
 
 fn builtin_alloc(nbytes: usize) -> *mut u8 {
-    if nbytes >= HUGE_THRESHOLD {
-        big::alloc(nbytes)
-    } else if nbytes <= small::SMALL_MAX {
+    if nbytes <= small::SMALL_MAX {
         small::alloc(nbytes)
     } else if nbytes <= small::MID_MAX {
         small::alloc_mid(nbytes)
+    } else if big::is_big(nbytes) {
+        big::alloc(nbytes)
     } else {
         system::fresh_alloc(nbytes)
     }
@@ -176,12 +177,12 @@ unsafe fn builtin_free(p: *mut u8, nbytes: usize) {
     // tests as builtin_alloc), as the callees' contracts ask.
     // SAFETY: see above.
     unsafe {
-        if nbytes >= HUGE_THRESHOLD {
-            big::free(p, nbytes);
-        } else if nbytes <= small::SMALL_MAX {
+        if nbytes <= small::SMALL_MAX {
             small::free(p, nbytes);
         } else if nbytes <= small::MID_MAX {
             small::free_mid(p, nbytes);
+        } else if big::is_big(nbytes) {
+            big::free(p, nbytes);
         } else {
             system::system_free(p, nbytes);
         }

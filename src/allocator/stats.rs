@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Bytes held by the caches (big blocks and every thread's blocks of up to 64 KiB).
 pub(super) static CACHED_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Bytes the built-in allocator holds from the system: live blocks (big ones counted at
-/// their 2 MiB-rounded capacity) plus cached blocks.
+/// their capacity, `big::big_capacity`) plus cached blocks.
 pub(super) static RESERVED_BYTES: AtomicU64 = AtomicU64::new(0);
 static LIVE_STORAGES: AtomicU64 = AtomicU64::new(0);
 static LIVE_EXTERNAL: AtomicU64 = AtomicU64::new(0);
@@ -82,7 +82,9 @@ pub struct MemoryStats {
     pub live_external_storages: u64,
     /// Bytes the built-in allocator holds from the system and has not returned: the
     /// blocks of live storages (blocks <= 1 KiB counted at their size rounded up to 64
-    /// bytes, blocks >= 2 MiB at their size rounded up to 2 MiB; the bytes of a storage of
+    /// bytes, blocks >= 2 MiB at their size rounded up to 2 MiB, blocks above 64 KiB and
+    /// under 2 MiB at their size rounded up to a multiple of an eighth of the next power of
+    /// two, e.g. 300000 bytes to 327680; the bytes of a storage of
     /// at most 64, held inside its StorageImpl object, as one 64-byte block) plus
     /// `cached_bytes`. Like PyTorch's "reserved" (allocated is `live_bytes`, which also
     /// counts custom-allocator storages; reserved does not). malloc's own overhead is not

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 pub(crate) const ALIGNMENT: usize = 64;
 /// Blocks at least this big are 2 MiB aligned and, up to the big-block cache's limit,
 /// advised as huge pages (one fault per 2 MiB instead of per 4 KiB).
-pub(crate) const HUGE_THRESHOLD: usize = 2 << 20;
+pub(super) const HUGE_THRESHOLD: usize = 2 << 20;
 pub(super) const HUGE_ALIGN: usize = 2 << 20;
 
 /// A new block of `nbytes` (> 0) from the system, `ALIGNMENT`-aligned (`HUGE_ALIGN` from

@@ -50,13 +50,15 @@ pub extern "C" fn tensor_memory_stats(out: *mut MemoryStats) -> tensor_status_t 
 /// up to 8 blocks per class: at most 68 KiB per thread), and blocks of 1-64 KiB to its
 /// cache of the last 8 freed (at most 256 KiB per thread, oldest out first, reused by a
 /// request of exactly the same size), returned when that thread exits or calls this
-/// function. Other blocks under 2 MiB go straight back to malloc. Blocks of
-/// 2 MiB or more go to a cache
-/// (keyed by size rounded up to 2 MiB) so that ops run in a loop do not page-fault again;
-/// they stay reserved (`reserved_bytes`, `cached_bytes` in `tensor_memory_stats_t`) until
-/// a same-sized allocation reuses them, a newer block evicts them (the cache holds at most
-/// `cache_limit_bytes` and 16 blocks, oldest out first), `tensor_set_cache_limit` lowers
-/// the limit, or this call. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
+/// function. Bigger blocks go to a cache shared by all threads (keyed by capacity: the
+/// size rounded up to 2 MiB from 2 MiB, below to a multiple of an eighth of the next power
+/// of two, at most a quarter more) so that ops run in a loop, and a model run after run,
+/// do not page-fault again; they stay reserved (`reserved_bytes`, `cached_bytes` in
+/// `tensor_memory_stats_t`) until an allocation of the same capacity reuses them, a newer
+/// block evicts them (the cache holds at most `cache_limit_bytes` and 64 blocks, oldest
+/// out first), `tensor_set_cache_limit` lowers the limit, or this call. Under a memory
+/// checker the blocks of 64 KiB - 2 MiB go straight back to malloc instead, at their exact
+/// size. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
 /// size. Cached blocks are never counted in `live_bytes`. Safe to call at any time, from
 /// any thread (blocks up to 64 KiB: the calling thread's only).
 ///
