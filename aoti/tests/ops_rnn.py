@@ -88,6 +88,7 @@ def state(b, h, dtype, kind):
     return torch.randn(b, h).to(dtype).unsqueeze(0).expand(1, b, h).as_strided((1, b, h), (0, h, 1))
 
 
+NO_ATEN = set()
 for trial in range(90):
     dtype = [torch.float32, torch.bfloat16, torch.float16][trial % 3]
     T, B, I, Hs = g.randint(1, 7), g.randint(1, 5), g.randint(1, 9), g.randint(1, 9)
@@ -104,12 +105,33 @@ for trial in range(90):
     hx = state(B, Hs, dtype, g.randint(0, 1))
     cx = state(B, Hs, wide if g.random() < 0.5 else dtype, g.randint(0, 1))
     args = [x, w0, w1, w2, w3, hx, cx]
-    want = aten([x.contiguous()] + args[1:], reverse, Hs, has_biases, batch_first)
+    try:
+        want = aten([x.contiguous()] + args[1:], reverse, Hs, has_biases, batch_first)
+    except RuntimeError as e:
+        # oneDNN has no 16-bit LSTM on CPUs without AVX-512 BF16 / FP16 (an AVX2 host):
+        # the values against the float64 recurrence, the outputs' layouts not checked.
+        if dtype == torch.float32:
+            raise
+        if dtype not in NO_ATEN:
+            NO_ATEN.add(dtype)
+            print(f"ops_rnn: NOTICE: {dtype} against the float64 recurrence, ATen refuses it "
+                  f"here: {str(e).splitlines()[0][:90]}")
+        bias = w2 + w3 if has_biases else torch.zeros(4 * Hs)
+        want = None
+        ref = reference(x, w0, w1, bias, hx, cx, reverse)
     rc, got = ours(args, reverse, 2, Hs, has_biases, batch_first)
     what = (f"{dtype} T{T} B{B} I{I} H{Hs} reverse {reverse} biases {has_biases} "
             f"batch_first {batch_first} x {x.stride()} cx {cx.dtype} bias {w2.dtype}")
     check(rc == 0, f"{what}: rc {rc}")
     if rc != 0:
+        continue
+    if want is None:
+        for name, o, w in zip(("output", "hy", "cy"), got[:3], ref):
+            check(tuple(o.shape) == tuple(w.shape), f"{what}: {name} {tuple(o.shape)} "
+                  f"vs {tuple(w.shape)}")
+            e = err(o, w) if tuple(o.shape) == tuple(w.shape) else float("inf")
+            check(e <= 2 * TOL[dtype] * (1 + w.abs().max().item()),
+                  f"{what}: {name} max error {e:.3g} against float64 (tolerance 2 x {TOL[dtype]})")
         continue
     for name, o, w in zip(("output", "hy", "cy"), got[:3], want[:3]):
         check(same_meta(o, w), f"{what}: {name} {tuple(o.shape)} {o.dtype} {o.stride()} "
