@@ -104,15 +104,13 @@ step_asan() {
   fi
   # The C programs link gcc's libasan; the instrumented library resolves the __asan_*
   # symbols from it (rustc links its own ASan runtime only into executables).
-  run env -u TENSOR_NO_CACHING RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
-    RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan \
-    TENSOR_SANITIZE=address,undefined ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+  local asan=(RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes"
+    RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan
+    TENSOR_SANITIZE=address,undefined ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1)
+  run env -u TENSOR_NO_CACHING "${asan[@]}" \
     cargo +nightly test --target "$TARGET" --lib --test c_api -- --nocapture
   # The caches' own code under ASan too, kept on, in the tests that churn them most.
-  run env TENSOR_NO_CACHING=0 TENSOR_C_ONLY="$CACHE_HEAVY" \
-    RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
-    RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan \
-    TENSOR_SANITIZE=address,undefined ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+  run env TENSOR_NO_CACHING=0 TENSOR_C_ONLY="$CACHE_HEAVY" "${asan[@]}" \
     cargo +nightly test --target "$TARGET" --test c_api c_and_cpp_programs_pass -- --nocapture
   planted_use_after_release "target/asan/$TARGET/debug/c_tests/lib"
 }

@@ -57,8 +57,8 @@ pub extern "C" fn tensor_memory_stats(out: *mut MemoryStats) -> tensor_status_t 
 /// `tensor_memory_stats_t`) until an allocation of the same capacity reuses them, a newer
 /// block evicts them (the cache holds at most `cache_limit_bytes` and 64 blocks, oldest
 /// out first), `tensor_set_cache_limit` lowers the limit, or this call. Under a memory
-/// checker the blocks of 64 KiB - 2 MiB go straight back to malloc instead, at their exact
-/// size. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
+/// checker (unless `TENSOR_NO_CACHING=0`) the blocks of 64 KiB - 2 MiB go straight back
+/// to malloc instead, at their exact size. Limit 0 (`tensor_set_cache_limit`) caches nothing of either
 /// size. Cached blocks are never counted in `live_bytes`. Safe to call at any time, from
 /// any thread (blocks up to 64 KiB: the calling thread's only).
 ///
