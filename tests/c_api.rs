@@ -30,6 +30,8 @@
 //! The programs in `examples_c/` are built and run the same way (they exit non-zero when
 //! a check fails).
 //!
+//! The programs build and run side by side, one per core (`TENSOR_C_JOBS=N`: N at a time).
+//!
 //! `TENSOR_C_ONLY=a,b` runs only the programs with those file stems; `TENSOR_C_REQUIRE_PKGS=1`
 //! turns a missing pkg-config package into a failure instead of a skip (CI, after it
 //! installed them).
@@ -257,8 +259,19 @@ fn run(exe: &Path, src: &Path) -> Result<String, String> {
     }
 }
 
-/// Builds and runs every C / C++ program of `dir`; programs whose pkg-config packages are
-/// missing are skipped with a notice.
+/// How many programs build and run at once: `TENSOR_C_JOBS`, else the available cores (the
+/// programs are separate processes with private temporary names).
+fn jobs() -> usize {
+    std::env::var("TENSOR_C_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Builds and runs every C / C++ program of `dir`, `jobs()` at a time, each one's output
+/// printed whole when it ends; programs whose pkg-config packages are missing are skipped
+/// with a notice.
 fn build_and_run_all(dir: &str, bin_name: &str) {
     let lib = library_dir();
     let bin = lib.parent().unwrap().join(bin_name);
@@ -276,6 +289,7 @@ fn build_and_run_all(dir: &str, bin_name: &str) {
     }
     let require = std::env::var("TENSOR_C_REQUIRE_PKGS").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
+    let mut todo = Vec::new();
     for src in &sources {
         if let Some(why) = directive(src, "skip")
             .first()
@@ -292,12 +306,26 @@ fn build_and_run_all(dir: &str, bin_name: &str) {
             }
             continue;
         }
-        let exe = bin.join(src.file_stem().unwrap());
-        match build(src, &lib, &exe).and_then(|_| run(&exe, src)) {
-            Ok(out) => print!("{out}"),
-            Err(e) => failures.push(e),
-        }
+        todo.push(src);
     }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs().min(todo.len()) {
+            s.spawn(|| {
+                while let Some(src) =
+                    todo.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    let exe = bin.join(src.file_stem().unwrap());
+                    match build(src, &lib, &exe).and_then(|_| run(&exe, src)) {
+                        Ok(out) => print!("{out}"),
+                        Err(e) => failed.lock().unwrap().push(e),
+                    }
+                }
+            });
+        }
+    });
+    failures.extend(failed.into_inner().unwrap());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
