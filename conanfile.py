@@ -41,7 +41,7 @@ class LibtensorConan(ConanFile):
         "Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml", "CMakeLists.txt",
         "LICENSE-*", "src/*", "include/*", "cmake/*",
         "aoti/*",  # a member of the Cargo workspace (not built here; cargo loads its manifest)
-        "benches/*",  # (Cargo.toml names the benchmarks; cargo wants their files to exist)
+        "benches/*",  # tensor-bench, a member of the Cargo workspace too (its manifest is loaded)
     )
 
     def set_version(self):

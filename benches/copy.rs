@@ -8,7 +8,7 @@
 //! alternating loop (memcpy, op, memcpy, op, ...) and time one side each, so both see the
 //! same machine conditions (this machine is shared) and their ratio is stable.
 //!
-//! `cargo bench --bench copy`
+//! `cargo bench -p tensor-bench --bench copy`
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use std::ptr::null_mut;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the criterion medians of `cargo bench --bench core` (from
+"""Prints the criterion medians of `cargo bench -p tensor-bench --bench core` (from
 target/criterion/<group>/<bench>/new/estimates.json) as a Markdown table, each with its
 ratio to the malloc160_free pair of the same group."""
 import json
