@@ -15,7 +15,13 @@ use std::path::PathBuf;
 fn main() {
     let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=cmake/tensor.map");
+    // By its absolute path, as the link argument below names it: two checkouts built into one
+    // CARGO_TARGET_DIR share this script's output (cargo keys it by the path inside the
+    // workspace), and a reused output naming a checkout since deleted must run again.
+    println!(
+        "cargo:rerun-if-changed={}",
+        crate_dir.join("cmake/tensor.map").display()
+    );
 
     // `cfg(tensor_asan)`: this build is instrumented by AddressSanitizer (nightly
     // `-Zsanitizer=address`, .ci/prove.sh asan), so src/sanitizer.rs links ASan's interface

@@ -12,7 +12,8 @@
 #      --prefix P3 with LIBDIR lib64, then find_package + pkg-config there
 #   4. add_subdirectory(<checkout>), Release; tensor::tensor static with BUILD_SHARED_LIBS=OFF
 #   5. FetchContent from the local checkout (git, at HEAD: committed changes only), with a
-#      cargo --target triple (the host's: the path a cross build takes)
+#      cargo --target triple (the host's: the path a cross build takes); its cargo is a
+#      stand-in that checks CMake's arguments and hands over step 3's archive
 # All CMake-from-source builds run with CARGO_TARGET_DIR set, to one shared directory (the
 # checkout's target/ unless CARGO_TARGET_DIR is already set), so cargo reuses its builds.
 # Usage: cmake/test_consumer/run.sh   (from anywhere; needs cargo, cmake, pkg-config, cc, c++, git)
@@ -176,11 +177,31 @@ fi
 STATIC_ONLY=static-only cmake_consumer subdir_static -DTENSOR_CONSUME=subdirectory -DTENSOR_SOURCE="$root" \
   -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
 
+# Step 5's cargo is a stand-in: a real build of the fetched checkout would compile every
+# dependency once more (a cargo target dir of its own: two checkouts of one package share
+# build-script outputs in one target dir, and this one names its own absolute paths) for the
+# library step 3 built from the same commit. The stand-in checks the arguments CMake gives
+# cargo (`--target TRIPLE`, the dev profile, TENSOR_CARGO_TARGET_DIR) and puts step 3's
+# archive where a --target build writes it; CMake stages it from there as from cargo's.
 host=$(rustc -vV | sed -n 's/^host: //p')
-say "5. FetchContent from the local checkout (git, HEAD $(git -C "$root" rev-parse --short HEAD)), Debug, --target $host"
+say "5. FetchContent from the local checkout (git, HEAD $(git -C "$root" rev-parse --short HEAD)), Debug, TENSOR_CARGO_TARGET=$host (cargo: a stand-in)"
+mkdir -p "$work/xtarget"
+cat >"$work/fake-cargo" <<FAKE
+#!/bin/sh
+echo "\$*" >"$work/fake-cargo.args"
+case " \$* " in *" --target $host "*) ;; *) echo "fake cargo: no --target $host in: \$*" >&2; exit 1 ;; esac
+case " \$* " in *" --profile dev "*) ;; *) echo "fake cargo: no --profile dev in: \$*" >&2; exit 1 ;; esac
+case " \$* " in *" --manifest-path $work/fetch/_deps/"*) ;; *) echo "fake cargo: not the fetched manifest: \$*" >&2; exit 1 ;; esac
+[ "\$CARGO_TARGET_DIR" = "$work/xtarget" ] || { echo "fake cargo: CARGO_TARGET_DIR=\$CARGO_TARGET_DIR" >&2; exit 1; }
+mkdir -p "\$CARGO_TARGET_DIR/$host/debug"
+cp "$CARGO_TARGET_DIR/debug/libtensor.a" "\$CARGO_TARGET_DIR/$host/debug/libtensor.a"
+FAKE
+chmod +x "$work/fake-cargo"
 cmake_consumer fetch -DTENSOR_CONSUME=fetchcontent -DTENSOR_GIT="$root" \
-  -DTENSOR_GIT_TAG="$(git -C "$root" rev-parse HEAD)" -DCMAKE_BUILD_TYPE=Debug -DTENSOR_CARGO_TARGET="$host"
-[ -f "$CARGO_TARGET_DIR/$host/debug/libtensor.a" ] || fail "cargo did not build into CARGO_TARGET_DIR/$host/debug"
+  -DTENSOR_GIT_TAG="$(git -C "$root" rev-parse HEAD)" -DCMAKE_BUILD_TYPE=Debug \
+  -DTENSOR_CARGO_TARGET="$host" -DTENSOR_CARGO="$work/fake-cargo" -DTENSOR_CARGO_TARGET_DIR="$work/xtarget"
+[ -s "$work/fake-cargo.args" ] || fail "CMake did not run cargo (TENSOR_CARGO) for the fetched checkout"
+echo "cargo $(cat "$work/fake-cargo.args")"
 
 echo
 echo "consumer test passed in $(( $(date +%s) - t0 )) s: make install, multiarch + DESTDIR, CMake standalone + ctest + install," \
