@@ -20,6 +20,7 @@ run cargo clippy -p tensor_aoti --all-targets -- -D warnings
 # Apart: built together, the two packages' shared dependencies (half) unify their features
 # and the whole of libtensor compiles again, for a library identical in what it does.
 run cargo build --lib -p tensor
+run cargo build --lib -p tensor_aoti # (cargo test does not link the cdylib the tests load)
 run cargo test -p tensor_aoti -- --nocapture
 # Installed with `make install WITH_AOTI=1`, consumed with pkg-config and find_package, run on
 # the example model the tests just used (make_models.py names the cache directory it keeps
