@@ -4,7 +4,7 @@
 
 use super::gemm::{gemm_any, gemm_serial, Mat};
 use super::parallel::{self, Shared};
-use super::{contiguous, expect_dim, same_dtype, sgemm, AtenTensorHandle, F32, F64};
+use super::{contiguous, expect_dim, same_dtype, vmath, AtenTensorHandle, F32, F64};
 use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
 use crate::util::{self, handle, out, Element, Owned, Tensor};
@@ -70,13 +70,13 @@ pub extern "C" fn aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
         };
         // logsumexp [B, H, L] laid out as (B, L, H).transpose(1, 2).
         let mut lse = util::empty_permuted(&[bsz, h, l], &[0, 2, 1], work)?;
-        #[cfg(target_arch = "x86_64")]
-        if dtype == F32 && sgemm::available() {
+        if let (F32, Some(isa)) = (dtype, vmath::Isa::best()) {
             let mask = match mask {
                 Some(m) => Some(additive_mask_f32(m, [bsz, h, l, s])?),
                 None => None,
             };
             attention_f32(
+                isa,
                 q,
                 k,
                 v,
@@ -166,7 +166,6 @@ fn not_broadcast(mut er: crate::error::Error, m: Tensor, full: [i64; 4]) -> crat
 /// `m` as the float32 additive mask of the scores: [B, H, L, S] (`full`) broadcast from it
 /// (zero strides), its last dim contiguous. A bool mask becomes 0 where true and -inf where
 /// false; another dtype is converted.
-#[cfg(target_arch = "x86_64")]
 fn additive_mask_f32(m: Tensor, full: [i64; 4]) -> Result<Owned> {
     let add = if m.dtype() == sys::TENSOR_BOOL {
         let mut f = util::empty(m.sizes(), F32)?;
@@ -190,17 +189,16 @@ fn additive_mask_f32(m: Tensor, full: [i64; 4]) -> Result<Owned> {
 }
 
 /// Rows of the query per task of the float32 kernel (its scores: `QB x S` floats).
-#[cfg(target_arch = "x86_64")]
 const QB: usize = 32;
 
-/// Flash attention in float32 on AVX-512F, straight on the caller's tensors (any strides):
+/// Flash attention in float32 in vectors of `isa` (AVX-512F; AVX2 + FMA), straight on the caller's tensors (any strides):
 /// one task per (batch, head, block of `QB` query rows) on the model's OpenMP threads, each
 /// `scores = scale * q @ k^T` (a GEMM), softmax over each row with the mask added and the
 /// causal columns left out (vector `exp`), `out = scores @ v` (a GEMM into the output's
 /// rows). `mask` is `additive_mask_f32`'s; `outp` and `lse` as for `attention`, float32.
-#[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 fn attention_f32(
+    isa: vmath::Isa,
     q: Tensor,
     k: Tensor,
     v: Tensor,
@@ -271,8 +269,7 @@ fn attention_f32(
                 let mrow = mv
                     .as_ref()
                     .map(|(m, ms)| &m[bi * ms[0] + hi * ms[1] + i * ms[2]..][..s]);
-                // SAFETY: AVX-512F is present (the caller checked sgemm::available).
-                let lse_v = unsafe { softmax_row(&mut scores[r * s..r * s + kk], keep, mrow) };
+                let lse_v = softmax_row(isa, &mut scores[r * s..r * s + kk], keep, mrow);
                 // SAFETY: element (bi, hi, i) of lse, written only by this task (the one of
                 // row i's block of head (bi, hi)); lse outlives the run.
                 unsafe { *lptr.get().add(bi * ls[0] + hi * ls[1] + i * ls[2]) = lse_v };
@@ -300,7 +297,6 @@ fn attention_f32(
 }
 
 /// The float32 matrix at element `at` of `v` with strides `rs`, `cs`.
-#[cfg(target_arch = "x86_64")]
 fn view(v: &[f32], at: usize, rs: usize, cs: usize) -> Mat {
     Mat {
         ptr: v.as_ptr().wrapping_add(at).cast_mut().cast(),
@@ -316,56 +312,67 @@ fn view(v: &[f32], at: usize, rs: usize, cs: usize) -> Mat {
 ///
 /// # Safety
 ///
-/// AVX-512F is present.
+/// `L`'s ISA is present.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn softmax_row(row: &mut [f32], keep: usize, mask: Option<&[f32]>) -> f32 {
-    use std::arch::x86_64::*;
+#[inline(always)]
+unsafe fn softmax_row_lanes<L: vmath::Lanes>(
+    row: &mut [f32],
+    keep: usize,
+    mask: Option<&[f32]>,
+) -> f32 {
     let keep = keep.min(row.len());
-    let lanes = |j: usize| -> __mmask16 { ((1u32 << (keep - j).min(16)) - 1) as u16 };
     let p = row.as_mut_ptr();
-    let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
-    for j in (0..keep).step_by(16) {
-        let lm = lanes(j);
-        // SAFETY: the unmasked lanes are elements j..keep of row (and of mask, whose
-        // length is at least row's): in bounds.
+    // SAFETY: L's ISA (the caller's), here and in every block below; their loads and stores
+    // of n = keep - j lanes from j are elements j..keep of row (and of mask, whose length
+    // is at least row's): in bounds.
+    let mut vmax = unsafe { L::splat(f32::NEG_INFINITY) };
+    for j in (0..keep).step_by(L::N) {
+        let n = keep - j;
+        // SAFETY: see above; the lanes past n are -inf (and 0 in the mask): no effect on
+        // the max.
         unsafe {
-            let mut x = _mm512_maskz_loadu_ps(lm, p.add(j));
+            let mut x = L::load_fill(p.add(j), n, f32::NEG_INFINITY);
             if let Some(m) = mask {
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(lm, m[..keep].as_ptr().add(j)));
-                _mm512_mask_storeu_ps(p.add(j), lm, x);
+                x = L::add(x, L::load(m[..keep].as_ptr().add(j), n));
+                L::store(p.add(j), n, x);
             }
-            vmax = _mm512_mask_max_ps(vmax, lm, vmax, x);
+            vmax = L::max(vmax, x);
         }
     }
-    let mx = _mm512_reduce_max_ps(vmax);
+    // SAFETY: see above.
+    let mx = unsafe { L::hmax(vmax) };
     if mx == f32::NEG_INFINITY {
         row.fill(0.0);
         return 0.0;
     }
-    let (vmx, mut vsum) = (_mm512_set1_ps(mx), _mm512_setzero_ps());
-    for j in (0..keep).step_by(16) {
-        let lm = lanes(j);
-        // SAFETY: as above.
+    // SAFETY: see above.
+    let (vmx, mut vsum) = unsafe { (L::splat(mx), L::zero()) };
+    for j in (0..keep).step_by(L::N) {
+        let n = keep - j;
+        // SAFETY: see above; the lanes past n are exp(-inf) = 0 in the sum.
         unsafe {
-            let e = super::vmath::exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lm, p.add(j)), vmx));
-            _mm512_mask_storeu_ps(p.add(j), lm, e);
-            vsum = _mm512_mask_add_ps(vsum, lm, vsum, e);
+            let e = vmath::exp::<L>(L::sub(L::load_fill(p.add(j), n, f32::NEG_INFINITY), vmx));
+            L::store(p.add(j), n, e);
+            vsum = L::add(vsum, e);
         }
     }
-    let sum = _mm512_reduce_add_ps(vsum);
-    let inv = _mm512_set1_ps(1.0 / sum);
-    for j in (0..keep).step_by(16) {
-        let lm = lanes(j);
-        // SAFETY: as above.
+    // SAFETY: see above.
+    let sum = unsafe { L::hsum(vsum) };
+    // SAFETY: see above.
+    let inv = unsafe { L::splat(1.0 / sum) };
+    for j in (0..keep).step_by(L::N) {
+        let n = keep - j;
+        // SAFETY: see above.
         unsafe {
-            let x = _mm512_maskz_loadu_ps(lm, p.add(j));
-            _mm512_mask_storeu_ps(p.add(j), lm, _mm512_mul_ps(x, inv));
+            let x = L::load(p.add(j), n);
+            L::store(p.add(j), n, L::mul(x, inv));
         }
     }
     row[keep..].fill(0.0);
     mx + sum.ln()
 }
+
+vmath::lanes_fn!(fn softmax_row<'a>(row: &'a mut [f32], keep: usize, mask: Option<&'a [f32]>) -> f32 = softmax_row_lanes);
 
 /// A bool mask already converted to float (1 / 0) into the additive mask it means: 0
 /// where kept, -inf where masked. `full` is the mask buffer just allocated (`empty`).

@@ -5,6 +5,7 @@
 
 use super::gemm::{gemm_any, gemm_serial, strided, Mat};
 use super::parallel::{self, Shared};
+use super::vmath;
 use super::{
     as_f32, contiguous, expect_sizes, same_dtype, spatial_param, AtenTensorHandle, BF16, F16, F32,
 };
@@ -232,7 +233,8 @@ pub(super) trait ConvFloat:
     /// `acc[i] += w[i] * x[i]`.
     fn fma(acc: &mut [Self], w: &[Self], x: &[Self]);
     /// One output row of a channels-last depthwise convolution by a kernel of this type's
-    /// own (float32 on AVX-512F: `dw_row_f32`), or false: the caller runs the generic loop.
+    /// own (float32 in vectors of this CPU's `vmath::Isa`: `dw_row_f32`), or false: the caller
+    /// runs the generic loop.
     fn depthwise_row(_row: &mut DwRow<'_, Self>) -> bool {
         false
     }
@@ -296,13 +298,13 @@ impl ConvFloat for f32 {
         fma_f32(acc, w, x)
     }
     fn depthwise_row(row: &mut DwRow<'_, f32>) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        if super::sgemm::available() {
-            // SAFETY: AVX-512F is present (checked just above).
-            unsafe { dw_row_f32(row) };
-            return true;
+        match vmath::Isa::best() {
+            Some(isa) => {
+                dw_row_f32(isa, row);
+                true
+            }
+            None => false,
         }
-        false
     }
 }
 
@@ -918,10 +920,8 @@ fn depthwise2d_nhwc<T: ConvFloat>(
     ost: &[i64],
 ) {
     let (oh_n, ow_n) = (g.osp[0], g.osp[1]);
-    let (kh_n, kw_n) = (g.ksz[0], g.ksz[1]);
-    let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
     let c = g.xs[1] as usize;
-    let taps = kh_n * kw_n;
+    let taps = g.ksz[0] * g.ksz[1];
     // The weight as [tap][c] (it is [c][tap] in memory).
     let mut wt = vec![T::default(); taps * c];
     for ch in 0..c {
@@ -952,34 +952,42 @@ fn depthwise2d_nhwc<T: ConvFloat>(
                 out: orow,
                 oh,
             };
-            if T::depthwise_row(&mut job) {
-                continue;
-            }
-            let orow = job.out;
-            for ow in 0..ow_n {
-                let acc = &mut orow[ow * c..(ow + 1) * c];
-                match bv {
-                    Some(b) => acc.copy_from_slice(&b[..c]),
-                    None => acc.fill(T::default()),
-                }
-                for kh in 0..kh_n {
-                    let ih = oh as i64 * g.stride[0] - g.padding[0] + kh as i64 * g.dilation[0];
-                    if ih < 0 || ih >= ih_n {
-                        continue;
-                    }
-                    for kw in 0..kw_n {
-                        let iw = ow as i64 * g.stride[1] - g.padding[1] + kw as i64 * g.dilation[1];
-                        if iw < 0 || iw >= iw_n {
-                            continue;
-                        }
-                        let src = xbase + (ih as usize * iw_n as usize + iw as usize) * c;
-                        let t = kh * kw_n + kw;
-                        T::fma(acc, &wt[t * c..(t + 1) * c], &xv[src..src + c]);
-                    }
-                }
+            if !T::depthwise_row(&mut job) {
+                dw_row_generic(&mut job);
             }
         }
     });
+}
+
+/// `DwRow` by the generic loop (any `ConvFloat`): per output pixel, its channels from the
+/// bias, then per kernel tap inside the input one `fma` over the channels.
+fn dw_row_generic<T: ConvFloat>(r: &mut DwRow<'_, T>) {
+    let g = r.g;
+    let (ow_n, kh_n, kw_n) = (g.osp[1], g.ksz[0], g.ksz[1]);
+    let (ih_n, iw_n) = (g.xs[2], g.xs[3]);
+    let c = g.xs[1] as usize;
+    for ow in 0..ow_n {
+        let acc = &mut r.out[ow * c..(ow + 1) * c];
+        match r.bias {
+            Some(b) => acc.copy_from_slice(&b[..c]),
+            None => acc.fill(T::default()),
+        }
+        for kh in 0..kh_n {
+            let ih = r.oh as i64 * g.stride[0] - g.padding[0] + kh as i64 * g.dilation[0];
+            if ih < 0 || ih >= ih_n {
+                continue;
+            }
+            for kw in 0..kw_n {
+                let iw = ow as i64 * g.stride[1] - g.padding[1] + kw as i64 * g.dilation[1];
+                if iw < 0 || iw >= iw_n {
+                    continue;
+                }
+                let src = r.xbase + (ih as usize * iw_n as usize + iw as usize) * c;
+                let t = kh * kw_n + kw;
+                T::fma(acc, &r.wt[t * c..(t + 1) * c], &r.x[src..src + c]);
+            }
+        }
+    }
 }
 
 /// One output row of a channels-last depthwise convolution (`depthwise2d_nhwc`): the input
@@ -995,17 +1003,20 @@ pub(super) struct DwRow<'a, T> {
     oh: usize,
 }
 
-/// `DwRow` in float32 on AVX-512F: the row's pixels in tiles of 8 (the last one shorter), a tile
-/// with a pixel near an edge checking each tap's input column (the taps in the padding
-/// skipped); per tile, every block of 16 channels in turn (the tile's input pixels stay in
-/// L1 across them), the accumulators in registers, each tap's weight vector loaded once.
+vmath::lanes_fn!(fn dw_row_f32<'a>(r: &mut DwRow<'a, f32>) = dw_row_f32_lanes);
+
+/// `DwRow` in float32 vectors of `L` (inlined into the entry point of its ISA): the row's
+/// pixels in tiles of 8 (the last one shorter), a tile with a pixel near an edge checking
+/// each tap's input column (the taps in the padding skipped); per tile, every block of
+/// `L::N` channels in turn (the tile's input pixels stay in L1 across them), the
+/// accumulators in registers, each tap's weight vector loaded once.
 ///
 /// # Safety
 ///
-/// AVX-512F is present.
+/// `L`'s ISA is present.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn dw_row_f32(r: &mut DwRow<'_, f32>) {
+#[inline(always)]
+unsafe fn dw_row_f32_lanes<L: vmath::Lanes>(r: &mut DwRow<'_, f32>) {
     let g = r.g;
     let c = g.xs[1] as usize;
     let (ow_n, kw_n) = (g.osp[1], g.ksz[1]);
@@ -1044,11 +1055,11 @@ unsafe fn dw_row_f32(r: &mut DwRow<'_, f32>) {
             ($($n:literal)*) => {
                 match (p, interior) {
                     $(
-                        // SAFETY: AVX-512F (the caller's); pixels ow..ow + p <= ow_n, interior
-                        // (every tap inside the row) when the taps go unchecked.
-                        ($n, true) => unsafe { t.run::<$n, false>(ow) },
+                        // SAFETY: L's ISA (the caller's); pixels ow..ow + p <= ow_n,
+                        // interior (every tap inside the row) when the taps go unchecked.
+                        ($n, true) => unsafe { t.run::<L, $n, false>(ow) },
                         // SAFETY: as above, the taps checked.
-                        ($n, false) => unsafe { t.run::<$n, true>(ow) },
+                        ($n, false) => unsafe { t.run::<L, $n, true>(ow) },
                     )*
                     _ => unreachable!(),
                 }
@@ -1083,46 +1094,45 @@ impl DwTile<'_> {
     ///
     /// # Safety
     ///
-    /// AVX-512F is present; `ow + P <= ow_n`, and without `CHECK` the pixels are interior.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn run<const P: usize, const CHECK: bool>(&self, ow: usize) {
-        use std::arch::x86_64::*;
+    /// `L`'s ISA is present; `ow + P <= ow_n`, and without `CHECK` the pixels are interior.
+    #[inline(always)]
+    unsafe fn run<L: vmath::Lanes, const P: usize, const CHECK: bool>(&self, ow: usize) {
         let c = self.c;
         let (xp, wp) = (self.x.as_ptr(), self.wt.as_ptr());
-        for cb in (0..c).step_by(16) {
-            let m: __mmask16 = ((1u32 << (c - cb).min(16)) - 1) as u16;
+        for cb in (0..c).step_by(L::N) {
+            let n = (c - cb).min(L::N);
             let bias = match self.bias {
-                // SAFETY: the unmasked lanes are channels cb.. < c of the bias (c elements).
-                Some(b) => unsafe { _mm512_maskz_loadu_ps(m, b[..c].as_ptr().add(cb)) },
-                None => _mm512_setzero_ps(),
+                // SAFETY: channels cb..cb + n <= c of the bias (c elements).
+                Some(b) => unsafe { L::load(b[..c].as_ptr().add(cb), n) },
+                // SAFETY: L's ISA (the caller's).
+                None => unsafe { L::zero() },
             };
             let mut acc = [bias; P];
             for &(kh, xrow) in self.rows {
                 for kw in 0..self.kw_n {
                     let iw0 = ow as i64 * self.sw - self.pw + kw as i64 * self.dw;
-                    // SAFETY: tap kh * kw_n + kw's channels cb.. < c inside wt ([tap][c]).
-                    let wv =
-                        unsafe { _mm512_maskz_loadu_ps(m, wp.add((kh * self.kw_n + kw) * c + cb)) };
+                    // SAFETY: tap kh * kw_n + kw's channels cb..cb + n <= c inside wt
+                    // ([tap][c]).
+                    let wv = unsafe { L::load(wp.add((kh * self.kw_n + kw) * c + cb), n) };
                     for (p, a) in acc.iter_mut().enumerate() {
                         let iw = iw0 + p as i64 * self.sw;
                         if CHECK && !(0..self.iw_n).contains(&iw) {
                             continue;
                         }
                         let xi = xrow + iw as usize * c + cb;
-                        debug_assert!(xi + (c - cb).min(16) <= self.x.len());
+                        debug_assert!(xi + n <= self.x.len());
                         // SAFETY: input pixel (ih, iw0 + p * sw) is inside the row (checked,
                         // or an interior pixel), so inside the dense channels-last input;
-                        // its channels cb.. < c (the unmasked lanes) inside x's extent.
-                        *a = unsafe {
-                            _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xp.add(xi)), wv, *a)
-                        };
+                        // its channels cb..cb + n <= c inside x's extent.
+                        *a = unsafe { L::fmadd(L::load(xp.add(xi), n), wv, *a) };
                     }
                 }
             }
             for (p, a) in acc.iter().enumerate() {
-                debug_assert!((ow + p) * c + cb < self.olen);
-                // SAFETY: output pixel ow + p < ow_n, channels cb.. < c: inside the row.
-                unsafe { _mm512_mask_storeu_ps(self.out.add((ow + p) * c + cb), m, *a) };
+                debug_assert!((ow + p) * c + cb + n <= self.olen);
+                // SAFETY: output pixel ow + p < ow_n, channels cb..cb + n <= c: inside the
+                // row.
+                unsafe { L::store(self.out.add((ow + p) * c + cb), n, *a) };
             }
         }
     }
@@ -1226,6 +1236,99 @@ fn im2col_row<T: Copy + Default>(g: &Geometry, x: &[T], base: usize, kf: usize, 
     }
 }
 
-// ------------------------------------------------------------------------------------------
-// Scaled dot-product attention (CPU flash): out [B, H, L, Ev] with the strides of
-// (B, L, H, Ev).transpose(1, 2), logsumexp [B, H, L] with those of (B, L, H).transpose(1, 2).
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator of values in [-1, 1).
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+        fn value(&mut self) -> f32 {
+            (self.next() % 2048) as f32 / 1024.0 - 1.0
+        }
+        fn below(&mut self, n: i64) -> i64 {
+            (self.next() % n as u64) as i64
+        }
+    }
+
+    /// Every ISA's depthwise row kernel this CPU runs (AVX-512F; AVX2 + FMA, whichever CPU
+    /// the tests run on) agrees with the generic loop on random geometries: channel counts
+    /// around the vector widths (tails), kernels 1-7, strides, padding, dilation, rows near
+    /// the edges and rows with no interior pixel.
+    #[test]
+    fn depthwise_row_kernels_match_the_generic_loop() {
+        let isas = vmath::Isa::all();
+        let mut rng = Lcg(7);
+        for trial in 0..300 {
+            let c = 1 + rng.below(40);
+            let k = [1, 3, 5, 7][rng.below(4) as usize];
+            let (s, d) = (1 + rng.below(2), 1 + rng.below(2) * (trial % 3 / 2) as i64);
+            let p = rng.below(k / 2 + 2);
+            let span = d * (k - 1) + 1;
+            let ih = (span - 2 * p).max(1) + rng.below(12);
+            let iw = (span - 2 * p).max(1) + rng.below(20);
+            let (oh, ow) = ((ih + 2 * p - span) / s + 1, (iw + 2 * p - span) / s + 1);
+            let xs = [1, c, ih, iw];
+            let xst = [ih * iw * c, 1, iw * c, c];
+            let osp = [oh as usize, ow as usize];
+            let ksz = [k as usize, k as usize];
+            let g = Geometry {
+                xs: &xs,
+                xst: &xst,
+                osp: &osp,
+                ksz: &ksz,
+                stride: &[s, s],
+                padding: &[p, p],
+                dilation: &[d, d],
+            };
+            let c = c as usize;
+            let x: Vec<f32> = (0..(ih * iw) as usize * c).map(|_| rng.value()).collect();
+            let wt: Vec<f32> = (0..k as usize * k as usize * c)
+                .map(|_| rng.value())
+                .collect();
+            let bias: Vec<f32> = (0..c).map(|_| rng.value()).collect();
+            let with_bias = trial % 4 != 0;
+            for row in 0..osp[0] {
+                let mut want = vec![f32::NAN; osp[1] * c];
+                let mut job = DwRow {
+                    g: &g,
+                    x: &x,
+                    xbase: 0,
+                    wt: &wt,
+                    bias: with_bias.then_some(&bias[..]),
+                    out: &mut want,
+                    oh: row,
+                };
+                dw_row_generic(&mut job);
+                for &isa in &isas {
+                    let mut got = vec![f32::NAN; osp[1] * c];
+                    let mut job = DwRow {
+                        g: &g,
+                        x: &x,
+                        xbase: 0,
+                        wt: &wt,
+                        bias: with_bias.then_some(&bias[..]),
+                        out: &mut got,
+                        oh: row,
+                    };
+                    dw_row_f32(isa, &mut job);
+                    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                            "{isa:?}: trial {trial} (c {c}, k {k}, s {s}, p {p}, d {d}, \
+                             {ih} x {iw}), row {row}, element {i}: {a} != {b}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(!isas.is_empty() || !is_x86_feature_detected!("avx2"));
+    }
+}

@@ -17,6 +17,7 @@
 use super::conv::convolution;
 use super::matmul::linear;
 use super::parallel::{self, Shared};
+use super::vmath;
 use super::{optional_str, required_str, spatial_param, AtenTensorHandle, F32};
 use crate::error::{err, fn_name, shim, Result};
 use crate::sys;
@@ -78,7 +79,7 @@ impl Unary {
     }
 
     /// `v = op(v)` over `v`: one loop per op, so that each is compiled (and vectorized)
-    /// on its own; `sigmoid` and `swish` with a vector `exp` on AVX-512F.
+    /// on its own; `sigmoid`, `swish` and `gelu` with a vector `exp` / `erf` (`vmath`).
     fn apply(self, v: &mut [f32]) {
         fn each(v: &mut [f32], f: impl Fn(f32) -> f32) {
             for x in v {
@@ -93,7 +94,7 @@ impl Unary {
             Unary::Relu => each(v, |x| if x < 0.0 { 0.0 } else { x }),
             Unary::Sigmoid | Unary::Swish => {
                 let swish = matches!(self, Unary::Swish);
-                let done = sigmoid_x16(v, swish);
+                let done = sigmoid_vec(v, swish);
                 if swish {
                     each(&mut v[done..], |x| x * sigmoid(x));
                 } else {
@@ -106,7 +107,7 @@ impl Unary {
             Unary::LeakyRelu(a) => each(v, |x| if x < 0.0 { x * a } else { x }),
             Unary::Hardtanh(lo, hi) => each(v, |x| x.max(lo).min(hi)),
             Unary::Gelu { tanh: false } => {
-                let done = gelu_x16(v);
+                let done = gelu_vec(v);
                 each(&mut v[done..], |x| {
                     0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
                 })
@@ -121,69 +122,71 @@ impl Unary {
     }
 }
 
-/// `gelu(x)` (the erf form) of the leading multiple of 16 elements of `v` with AVX-512F
-/// (`vmath::erf_ps`); returns how many it did (0 without AVX-512F).
-fn gelu_x16(v: &mut [f32]) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn run(v: &mut [f32]) -> usize {
-            use std::arch::x86_64::*;
-            let n = v.len() / 16 * 16;
-            let half = _mm512_set1_ps(0.5);
-            let r2 = _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2);
-            for c in v[..n].chunks_exact_mut(16) {
-                // SAFETY: c holds 16 floats (chunks_exact_mut).
-                unsafe {
-                    let x = _mm512_loadu_ps(c.as_ptr());
-                    let e = super::vmath::erf_ps(_mm512_mul_ps(x, r2));
-                    let y = _mm512_mul_ps(
-                        _mm512_mul_ps(half, x),
-                        _mm512_add_ps(_mm512_set1_ps(1.0), e),
-                    );
-                    _mm512_storeu_ps(c.as_mut_ptr(), y);
-                }
-            }
-            n
+/// `gelu(x)` (the erf form) of every element of `v` in vectors of this CPU's widest ISA
+/// (`vmath::erf`); returns how many it did (`v.len()`, or 0 on a CPU without one).
+fn gelu_vec(v: &mut [f32]) -> usize {
+    match vmath::Isa::best() {
+        Some(isa) => {
+            gelu_on(isa, v);
+            v.len()
         }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            return unsafe { run(v) };
-        }
+        None => 0,
     }
-    let _ = v;
-    0
 }
 
-/// `sigmoid(x)` (`swish`: `x * sigmoid(x)`) of the leading multiple of 16 elements of `v`
-/// with AVX-512F (`vmath::exp_ps`); returns how many it did (0 without AVX-512F).
-fn sigmoid_x16(v: &mut [f32], swish: bool) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn run(v: &mut [f32], swish: bool) -> usize {
-            use std::arch::x86_64::*;
-            let n = v.len() / 16 * 16;
-            let one = _mm512_set1_ps(1.0);
-            for c in v[..n].chunks_exact_mut(16) {
-                // SAFETY: c holds 16 floats (chunks_exact_mut).
-                unsafe {
-                    let x = _mm512_loadu_ps(c.as_ptr());
-                    let e = super::vmath::exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x));
-                    let s = _mm512_div_ps(one, _mm512_add_ps(one, e));
-                    let y = if swish { _mm512_mul_ps(x, s) } else { s };
-                    _mm512_storeu_ps(c.as_mut_ptr(), y);
-                }
-            }
-            n
+/// `sigmoid(x)` (`swish`: `x * sigmoid(x)`) of every element of `v` in vectors of this
+/// CPU's widest ISA (`vmath::exp`); returns how many it did (`v.len()`, or 0).
+fn sigmoid_vec(v: &mut [f32], swish: bool) -> usize {
+    match vmath::Isa::best() {
+        Some(isa) => {
+            sigmoid_on(isa, v, swish);
+            v.len()
         }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            return unsafe { run(v, swish) };
+        None => 0,
+    }
+}
+
+vmath::lanes_fn!(fn gelu_on(v: &mut [f32]) = gelu_lanes);
+vmath::lanes_fn!(fn sigmoid_on(v: &mut [f32], swish: bool) = sigmoid_lanes);
+
+/// `gelu_vec` in vectors of `L`.
+///
+/// # Safety
+///
+/// `L`'s ISA is present.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn gelu_lanes<L: vmath::Lanes>(v: &mut [f32]) {
+    for c in v.chunks_mut(L::N) {
+        // SAFETY: L's ISA (the caller's); c holds c.len() <= L::N floats.
+        unsafe {
+            let x = L::load(c.as_ptr(), c.len());
+            let e = vmath::erf::<L>(L::mul(x, L::splat(std::f32::consts::FRAC_1_SQRT_2)));
+            let y = L::mul(L::mul(L::splat(0.5), x), L::add(L::splat(1.0), e));
+            L::store(c.as_mut_ptr(), c.len(), y);
         }
     }
-    let _ = (v, swish);
-    0
+}
+
+/// `sigmoid_vec` in vectors of `L`.
+///
+/// # Safety
+///
+/// `L`'s ISA is present.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn sigmoid_lanes<L: vmath::Lanes>(v: &mut [f32], swish: bool) {
+    for c in v.chunks_mut(L::N) {
+        // SAFETY: L's ISA (the caller's); c holds c.len() <= L::N floats.
+        unsafe {
+            let one = L::splat(1.0);
+            let x = L::load(c.as_ptr(), c.len());
+            let e = vmath::exp::<L>(L::sub(L::zero(), x));
+            let s = L::div(one, L::add(one, e));
+            let y = if swish { L::mul(x, s) } else { s };
+            L::store(c.as_mut_ptr(), c.len(), y);
+        }
+    }
 }
 
 /// A binary post-op, `y op other`.
