@@ -19,9 +19,10 @@
 //!   costs `k * n` against `m * k * n`) or a short k and some rows (`SHORT_K`), or any other
 //!   layout of B with many rows.
 //!
-//! On AVX2 + FMA (no AVX-512F) only the dot tiles run, as `3 x 4` tiles of 8 lanes, for
-//! products of k >= `AVX2_DOTS_MIN_K`. Everything else (and other CPUs) goes to the `gemm`
-//! crate (`gemm.rs`).
+//! On AVX2 + FMA (no AVX-512F) the dot tiles (`3 x 4` tiles of 8 lanes, for k >=
+//! `AVX2_DOTS_MIN_K`) and the row tiles over B in place (`6 x 16`, blocks of 64 rows of B)
+//! run for products of up to `AVX2_DOTS_MAX_M` rows. Everything else (and other CPUs) goes
+//! to the `gemm` crate (`gemm.rs`).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -44,17 +45,18 @@ const PF_AHEAD: usize = 128;
 const PF_SPREAD: usize = 8;
 const PF_B: usize = 256;
 
-/// Row tiles: rows of A, columns of B (three vectors, 24 accumulators).
+/// Row tiles on AVX-512F: rows of A, columns of B (three vectors, 24 accumulators; AVX2's:
+/// `RowTiles`).
 const RM: usize = 8;
 const RN: usize = 48;
 /// Row tiles: k per block (a panel, 128 * 48 * 4 = 24 KiB, stays in L1 while the tiles of a
-/// block of rows pass over it), rows of A per block, columns of B per block (ten panels).
+/// block of rows pass over it), rows of A per block (columns of B per block: ten panels,
+/// `RowTiles::RNC`).
 const RKC: usize = 128;
 /// Row tiles over B in place with one tile of rows: k per block (short: the blocks of all
 /// the panels read a band of B's rows, in memory order).
 const RKC_FEW: usize = 32;
 const RMC: usize = 128;
-const RNC: usize = 480;
 /// Row tiles over B in place: how many rows of B ahead a tile prefetches.
 const RPF: usize = 24;
 /// Rows of A from which an NT product packs B (k * n copies, small against m * k * n).
@@ -153,6 +155,10 @@ pub unsafe fn gemm(
             // (transposed together when swapped: the same elements), and `how` matches
             // their layout.
             unsafe { g.run(how) };
+        } else if how == How::Rows && m <= AVX2_DOTS_MAX_M {
+            // SAFETY: AVX2 and FMA are present (an Isa of 8 lanes); the views as above, B
+            // and C contiguous along n (Rows), k > 0.
+            unsafe { g.rows_avx2() };
         } else if how == How::Dots && k >= AVX2_DOTS_MIN_K && m <= AVX2_DOTS_MAX_M {
             // SAFETY: AVX2 and FMA are present (an Isa of 8 lanes); the views as above, A
             // and B contiguous along k (Dots), k > 0.
@@ -169,12 +175,38 @@ pub unsafe fn gemm(
 /// accumulator, once per block of k) cost too large a share of a shorter product, e.g.
 /// attention's `q @ k^T` over a head of 64.
 const AVX2_DOTS_MIN_K: usize = 256;
-/// On AVX2, the dot tiles run up to this many rows of A (the products of a decoder step,
-/// small batches: the weight read once, in place). With more, the `gemm` crate's packed
-/// 16 x 6 tiles are faster (`aoti/bench/gemm_floor.py --cold` on an AMD EPYC: BERT's
-/// 128-row products 83 GFLOP/s there, 70 on 3 x 4 dot tiles; GPT-2's 16-row LM head 36 and
-/// 48).
+/// On AVX2, the dot and row tiles run up to this many rows of A (the products of a decoder
+/// step, small batches: the weight read once, in place, in memory order). With more, the
+/// `gemm` crate's packed 16 x 6 tiles are faster (`aoti/bench/gemm_floor.py --cold` on an
+/// AMD EPYC: BERT's 128-row products 83 GFLOP/s there, 70 on 3 x 4 dot tiles; GPT-2's
+/// 16-row LM head 36 and 48).
 const AVX2_DOTS_MAX_M: usize = 32;
+
+/// The row tiles of one ISA: rows of A per tile, columns of B per panel (up to three
+/// vectors: `RM * RN / N` accumulators, 24 of AVX-512F's 32 registers, 12 of AVX2's 16),
+/// columns per block (ten panels) and rows of B per block.
+#[cfg(target_arch = "x86_64")]
+trait RowTiles: vmath::Lanes {
+    const RM: usize;
+    const RN: usize;
+    const RNC: usize = 10 * Self::RN;
+    const RKC: usize = RKC;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RowTiles for vmath::Avx512 {
+    const RM: usize = RM;
+    const RN: usize = RN;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RowTiles for vmath::Avx2 {
+    const RM: usize = 6;
+    const RN: usize = 16;
+    /// (GPT-2's 16-row Conv1D products, `gemm_floor.py --cold`: 38-47 GFLOP/s at 64, 32-47
+    /// at 128 and 256, 32-37 at 16.)
+    const RKC: usize = 64;
+}
 
 /// A prefetch hint of the cache line at `p` (`_MM_HINT_T0`: into L1, `T1`: L2).
 #[cfg(target_arch = "x86_64")]
@@ -325,7 +357,7 @@ impl Gemm {
             // SAFETY: the caller's contract; gemm chose Dots for k-contiguous A and B.
             How::Dots => unsafe { self.dots::<vmath::Avx512>() },
             // SAFETY: the caller's contract; gemm chose Rows for n-contiguous B and C.
-            How::Rows => unsafe { self.rows(None) },
+            How::Rows => unsafe { self.rows::<vmath::Avx512>(None) },
             How::Packed => PANELS.with(|cell| {
                 let mut own = Vec::new();
                 let mut guard = cell.try_borrow_mut();
@@ -334,7 +366,7 @@ impl Gemm {
                     Err(_) => &mut own,
                 };
                 // SAFETY: the caller's contract; gemm chose Packed for n-contiguous C.
-                unsafe { self.rows(Some(buf)) }
+                unsafe { self.rows::<vmath::Avx512>(Some(buf)) }
             }),
         }
     }
@@ -412,6 +444,18 @@ impl Gemm {
         }
     }
 
+    /// `rows(None)` in AVX2 registers.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 and FMA are present; as `rows` with no buffer.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn rows_avx2(&self) {
+        // SAFETY: AVX2 and FMA (this function's), the ISA of vmath::Avx2; the rest the
+        // caller's.
+        unsafe { self.rows::<vmath::Avx2>(None) }
+    }
+
     /// `dots` in AVX2 registers.
     ///
     /// # Safety
@@ -487,40 +531,43 @@ impl Gemm {
     /// # Safety
     ///
     /// As `gemm`, k > 0, C's rows contiguous, B's too when `buf` is None.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn rows(&self, mut buf: Option<&mut Vec<f32>>) {
+    #[inline(always)]
+    unsafe fn rows<L: RowTiles>(&self, mut buf: Option<&mut Vec<f32>>) {
+        let (rm, rn, rnc) = (L::RM, L::RN, L::RNC);
+        // The packed panels are AVX-512F's (pack_columns: RN wide).
+        assert!(buf.is_none() || rn == RN);
         let (m, n, k) = (self.m, self.n, self.k);
-        let few = m <= RM && buf.is_none();
-        let kc = k.div_ceil(k.div_ceil(if few { RKC_FEW } else { RKC }));
+        let few = m <= rm && buf.is_none();
+        let kc = k.div_ceil(k.div_ceil(if few { RKC_FEW } else { L::RKC }));
         if let Some(buf) = buf.as_mut() {
-            let len = kc * RNC.min(n).div_ceil(RN) * RN;
+            let len = kc * rnc.min(n).div_ceil(rn) * rn;
             if buf.len() < len {
                 buf.resize(len, 0.0);
             }
         }
         for (p0, kl, st) in k_blocks(k, kc, self.read_c, self.alpha, self.beta) {
-            for j0 in (0..n).step_by(RNC) {
-                let nl = RNC.min(n - j0);
-                let panels = nl.div_ceil(RN);
+            for j0 in (0..n).step_by(rnc) {
+                let nl = rnc.min(n - j0);
+                let panels = nl.div_ceil(rn);
                 if let Some(buf) = buf.as_mut() {
-                    self.pack(&mut buf[..panels * RN * kl], j0, nl, p0, kl);
+                    self.pack(&mut buf[..panels * rn * kl], j0, nl, p0, kl);
                 }
                 for i0 in (0..m).step_by(RMC) {
                     let i1 = (i0 + RMC).min(m);
                     for panel in 0..panels {
-                        let nr = RN.min(nl - panel * RN);
+                        let nr = rn.min(nl - panel * rn);
                         let (bp, rsb) = match buf.as_ref() {
-                            Some(buf) => (buf[panel * RN * kl..].as_ptr(), RN as isize),
+                            Some(buf) => (buf[panel * rn * kl..].as_ptr(), rn as isize),
                             None => (
                                 self.b.ptr.cast_const().wrapping_offset(
-                                    p0 as isize * self.b.rs + (j0 + panel * RN) as isize,
+                                    p0 as isize * self.b.rs + (j0 + panel * rn) as isize,
                                 ),
                                 self.b.rs,
                             ),
                         };
                         let mut i = i0;
                         while i < i1 {
-                            let mr = RM.min(i1 - i);
+                            let mr = rm.min(i1 - i);
                             let t = Rows {
                                 kl,
                                 a: self.a.ptr.cast_const().wrapping_offset(
@@ -534,19 +581,19 @@ impl Gemm {
                                     (Some(_), _) => 0,
                                     // The same row's band two panels on (the tiles of one
                                     // block of k walk B's rows in memory order).
-                                    (None, true) => 2 * RN as isize,
+                                    (None, true) => 2 * rn as isize,
                                     (None, false) => RPF as isize * self.b.rs,
                                 },
                                 c: self.c.ptr.wrapping_offset(
-                                    i as isize * self.c.rs + (j0 + panel * RN) as isize,
+                                    i as isize * self.c.rs + (j0 + panel * rn) as isize,
                                 ),
                                 rsc: self.c.rs,
                                 nr,
                             };
-                            // SAFETY: rows i..i+mr <= m, columns j0 + panel * RN + nr <= n,
+                            // SAFETY: rows i..i+mr <= m, columns j0 + panel * rn + nr <= n,
                             // k range p0..p0+kl <= k: inside the views; a packed panel is
-                            // kl * RN floats of buf.
-                            unsafe { t.dispatch(mr, st) };
+                            // kl * rn floats of buf.
+                            unsafe { t.dispatch::<L>(mr, st) };
                             i += mr;
                         }
                     }
@@ -870,90 +917,93 @@ struct Rows {
 impl Rows {
     /// # Safety
     ///
-    /// As `run`, for `mr` (1..=RM) rows.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn dispatch(&self, mr: usize, st: Store) {
-        let v = self.nr.div_ceil(16);
+    /// `L`'s ISA is present; as `run`, for `mr` (1..=L::RM) rows.
+    #[inline(always)]
+    unsafe fn dispatch<L: RowTiles>(&self, mr: usize, st: Store) {
+        let v = self.nr.div_ceil(L::N);
         macro_rules! dispatch {
             ($($m:literal)*) => {
                 match (mr, v) {
                     $(
                         // SAFETY: the caller's contract, for mr rows, 3 vectors of columns.
-                        ($m, 3) => unsafe { self.run::<$m, 3>(st) },
+                        ($m, 3) => unsafe { self.run::<L, $m, 3>(st) },
                         // SAFETY: as above, 2 vectors.
-                        ($m, 2) => unsafe { self.run::<$m, 2>(st) },
+                        ($m, 2) => unsafe { self.run::<L, $m, 2>(st) },
                         // SAFETY: as above, 1 vector.
-                        ($m, 1) => unsafe { self.run::<$m, 1>(st) },
+                        ($m, 1) => unsafe { self.run::<L, $m, 1>(st) },
                     )*
                     _ => unreachable!(),
                 }
             };
         }
-        dispatch!(8 7 6 5 4 3 2 1)
+        if L::RM == 6 {
+            dispatch!(6 5 4 3 2 1)
+        } else {
+            dispatch!(8 7 6 5 4 3 2 1)
+        }
     }
 
-    /// `M x 16 V` sums over `kl` (M <= RM, V <= 3), of which the first `nr` columns are
-    /// stored by `st` into C's rows (contiguous).
+    /// `M x (L::N V)` sums over `kl` (M <= L::RM, V <= 3), of which the first `nr` columns
+    /// are stored by `st` into C's rows (contiguous).
     ///
     /// # Safety
     ///
-    /// Rows `0..M` of A (`kl` elements each) are readable, and the first `nr` elements of
-    /// `kl` rows of B; C's `M x nr` corner (rows at `rsc`, columns contiguous) is writable
-    /// (and readable when it is read).
-    #[target_feature(enable = "avx512f")]
-    unsafe fn run<const M: usize, const V: usize>(&self, st: Store) {
-        let zero = _mm512_setzero_ps();
-        let mut acc = [[zero; 3]; RM];
+    /// `L`'s ISA is present; rows `0..M` of A (`kl` elements each) are readable, and the
+    /// first `nr` elements of `kl` rows of B; C's `M x nr` corner (rows at `rsc`, columns
+    /// contiguous) is writable (and readable when it is read).
+    #[inline(always)]
+    unsafe fn run<L: RowTiles, const M: usize, const V: usize>(&self, st: Store) {
+        // SAFETY: L's ISA (the caller's), here and in every block below.
+        let zero = unsafe { L::zero() };
+        let mut acc = [[zero; 3]; M];
         let nr = self.nr;
-        let mut mask = [0 as __mmask16; 3];
-        for (h, mk) in mask.iter_mut().enumerate() {
-            let cols = nr.saturating_sub(16 * h).min(16);
-            *mk = ((1u32 << cols) - 1) as u16;
+        // The columns of each vector: all but the last vector's are full.
+        let mut cols = [0usize; 3];
+        for (h, c) in cols.iter_mut().enumerate() {
+            *c = nr.saturating_sub(L::N * h).min(L::N);
         }
         let (a, rsa, csa, b, rsb) = (self.a, self.rsa, self.csa, self.b, self.rsb);
         for p in 0..self.kl {
             let brow = b.wrapping_offset(p as isize * rsb);
             let mut bv = [zero; 3];
             for (h, v) in bv.iter_mut().enumerate().take(V) {
-                // SAFETY: the unmasked lanes are columns < nr of row p < kl of B: readable.
-                *v = unsafe { _mm512_maskz_loadu_ps(mask[h], brow.add(16 * h)) };
+                // SAFETY: the loaded lanes are columns < nr of row p < kl of B: readable.
+                *v = unsafe { L::load(brow.add(L::N * h), cols[h]) };
             }
             if self.prefetch != 0 {
                 let ahead = brow.wrapping_offset(self.prefetch);
                 for h in 0..V {
-                    // A hint only: never faults.
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16 * h).cast());
+                    prefetch::<_MM_HINT_T0>(ahead.wrapping_add(L::N * h));
                 }
             }
-            for (r, acc) in acc.iter_mut().enumerate().take(M) {
-                // SAFETY: element p < kl of row r < M of A: readable.
-                let x = unsafe { *a.offset(r as isize * rsa + p as isize * csa) };
-                let av = _mm512_set1_ps(x);
-                for h in 0..V {
-                    acc[h] = _mm512_fmadd_ps(av, bv[h], acc[h]);
+            for (r, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: element p < kl of row r < M of A: readable; L's ISA.
+                unsafe {
+                    let av = L::splat(*a.offset(r as isize * rsa + p as isize * csa));
+                    for h in 0..V {
+                        acc[h] = L::fmadd(av, bv[h], acc[h]);
+                    }
                 }
             }
         }
-        let (alpha, beta) = (_mm512_set1_ps(st.alpha), _mm512_set1_ps(st.beta));
-        for (r, acc) in acc.iter().enumerate().take(M) {
+        // SAFETY: L's ISA.
+        let (alpha, beta) = unsafe { (L::splat(st.alpha), L::splat(st.beta)) };
+        for (r, acc) in acc.iter().enumerate() {
             let row = self.c.wrapping_offset(r as isize * self.rsc);
             for h in 0..V {
-                let cp = row.wrapping_add(16 * h);
-                let v = if st.first && !st.read_c {
-                    _mm512_mul_ps(beta, acc[h])
-                } else {
-                    // SAFETY: the unmasked lanes are columns < nr of row r of C: readable
-                    // (it is read).
-                    let old = unsafe { _mm512_maskz_loadu_ps(mask[h], cp) };
-                    let old = if st.first {
-                        _mm512_mul_ps(alpha, old)
+                let cp = row.wrapping_add(L::N * h);
+                // SAFETY: the loaded and stored lanes are columns < nr of row r of C:
+                // readable (when it is read) and writable; L's ISA.
+                unsafe {
+                    let v = if st.first && !st.read_c {
+                        L::mul(beta, acc[h])
                     } else {
-                        old
+                        let old = L::load(cp, cols[h]);
+                        let old = if st.first { L::mul(alpha, old) } else { old };
+                        L::fmadd(beta, acc[h], old)
                     };
-                    _mm512_fmadd_ps(beta, acc[h], old)
-                };
-                // SAFETY: the unmasked lanes are columns < nr of row r of C: writable.
-                unsafe { _mm512_mask_storeu_ps(cp, mask[h], v) };
+                    L::store(cp, cols[h], v);
+                }
             }
         }
     }
@@ -1026,10 +1076,10 @@ fn sum8(v: [__m512; 8]) -> __m512 {
 mod tests {
     use super::*;
 
-    /// `gemm` against a float64 reference on the NT products of small batches (the dot
-    /// tiles on AVX-512F and on AVX2, whichever this CPU runs: tails of k and of the tiles,
-    /// C strided, read or not, scaled) and on a few other layouts; `gemm` may decline a
-    /// layout (false: nothing written), never compute it wrongly.
+    /// `gemm` against a float64 reference on the products of small batches, NT (the dot
+    /// tiles) and NN (the row tiles over B in place), on AVX-512F or AVX2, whichever this
+    /// CPU runs: tails of k and of the tiles, C strided, read or not, scaled; `gemm` may
+    /// decline a layout (false: nothing written), never compute it wrongly.
     #[test]
     fn products_match_a_float64_reference() {
         let mut seed = 11u64;
