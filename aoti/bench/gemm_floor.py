@@ -61,7 +61,7 @@ if os.path.exists(BLAS):
 SHAPES = [("bert qkv/out", 128, 768, 768, "nt"), ("bert ffn up", 128, 768, 3072, "nt"),
           ("bert ffn down", 128, 3072, 768, "nt"), ("gpt2 qkv", 16, 768, 2304, "nn"),
           ("gpt2 out", 16, 768, 768, "nn"), ("gpt2 ffn up", 16, 768, 3072, "nn"),
-          ("gpt2 ffn down", 16, 3072, 768, "nn"), ("gpt2 lm head", 1, 768, 50257, "nt")]
+          ("gpt2 ffn down", 16, 3072, 768, "nn"), ("gpt2 lm head", 16, 768, 50257, "nt")]
 SHAPES += [(f"linear m={m}", m, 768, 3072, lay) for lay in ("nt", "nn") for m in (1, 2, 4, 8)]
 SHAPES += [("mobilenet_v2 1x1 14x14", 196, 96, 576, "nt"),
            ("mobilenet_v2 1x1 7x7", 49, 160, 960, "nt"),

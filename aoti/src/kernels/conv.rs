@@ -1296,29 +1296,23 @@ mod tests {
             let bias: Vec<f32> = (0..c).map(|_| rng.value()).collect();
             let with_bias = trial % 4 != 0;
             for row in 0..osp[0] {
-                let mut want = vec![f32::NAN; osp[1] * c];
-                let mut job = DwRow {
-                    g: &g,
-                    x: &x,
-                    xbase: 0,
-                    wt: &wt,
-                    bias: with_bias.then_some(&bias[..]),
-                    out: &mut want,
-                    oh: row,
-                };
-                dw_row_generic(&mut job);
-                for &isa in &isas {
-                    let mut got = vec![f32::NAN; osp[1] * c];
-                    let mut job = DwRow {
+                // Output row `row` by `kernel`.
+                let run = |kernel: &dyn Fn(&mut DwRow<'_, f32>)| {
+                    let mut out = vec![f32::NAN; osp[1] * c];
+                    kernel(&mut DwRow {
                         g: &g,
                         x: &x,
                         xbase: 0,
                         wt: &wt,
                         bias: with_bias.then_some(&bias[..]),
-                        out: &mut got,
+                        out: &mut out,
                         oh: row,
-                    };
-                    dw_row_f32(isa, &mut job);
+                    });
+                    out
+                };
+                let want = run(&|job| dw_row_generic(job));
+                for &isa in &isas {
+                    let got = run(&|job| dw_row_f32(isa, job));
                     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                         assert!(
                             (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
