@@ -20,7 +20,7 @@
 //!   layout of B with many rows.
 //!
 //! On AVX2 + FMA (no AVX-512F) the dot tiles (`3 x 4` tiles of 8 lanes, for k >=
-//! `AVX2_DOTS_MIN_K`) and the row tiles over B in place (`6 x 16`, blocks of 64 rows of B)
+//! `AVX2_DOTS_MIN_K`) and the row tiles over B in place (`6 x 16`, blocks of 32 rows of B)
 //! run for products of up to `AVX2_DOTS_MAX_M` rows. Everything else (and other CPUs) goes
 //! to the `gemm` crate (`gemm.rs`).
 
@@ -203,9 +203,12 @@ impl RowTiles for vmath::Avx512 {
 impl RowTiles for vmath::Avx2 {
     const RM: usize = 6;
     const RN: usize = 16;
-    /// (GPT-2's 16-row Conv1D products, `gemm_floor.py --cold`: 38-47 GFLOP/s at 64, 32-47
-    /// at 128 and 256, 32-37 at 16.)
-    const RKC: usize = 64;
+    /// (gpt2_step at 1 thread, its Conv1D products 16 x 768 x 2304 / 768 / 3072 and
+    /// 16 x 3072 x 768; medians of interleaved runs of the same package: 101.6-104.0 ms at
+    /// 32, 102.0-105.8 at 48, 105.1-106.6 at 64, 106.5 at 128, 108.4 at 16. The cold
+    /// floors of `gemm_floor.py --cold`, 1 GiB of weight copies in turn, favour 64: 38-47
+    /// GFLOP/s there, 32-37 at 16.)
+    const RKC: usize = 32;
 }
 
 /// A prefetch hint of the cache line at `p` (`_MM_HINT_T0`: into L1, `T1`: L2).
