@@ -191,8 +191,9 @@ fn additive_mask_f32(m: Tensor, full: [i64; 4]) -> Result<Owned> {
 /// Rows of the query per task of the float32 kernel (its scores: `QB x S` floats).
 const QB: usize = 32;
 
-/// Flash attention in float32 in vectors of `isa` (AVX-512F; AVX2 + FMA), straight on the caller's tensors (any strides):
-/// one task per (batch, head, block of `QB` query rows) on the model's OpenMP threads, each
+/// Flash attention in float32 in vectors of `isa` (AVX-512F; AVX2 + FMA), straight on the
+/// caller's tensors (any strides): one task per (batch, head, block of `QB` query rows) on
+/// the model's OpenMP threads, each
 /// `scores = scale * q @ k^T` (a GEMM), softmax over each row with the mask added and the
 /// causal columns left out (vector `exp`), `out = scores @ v` (a GEMM into the output's
 /// rows). `mask` is `additive_mask_f32`'s; `outp` and `lse` as for `attention`, float32.

@@ -1240,24 +1240,6 @@ fn im2col_row<T: Copy + Default>(g: &Geometry, x: &[T], base: usize, kf: usize, 
 mod tests {
     use super::*;
 
-    /// A small deterministic generator of values in [-1, 1).
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-        fn value(&mut self) -> f32 {
-            (self.next() % 2048) as f32 / 1024.0 - 1.0
-        }
-        fn below(&mut self, n: i64) -> i64 {
-            (self.next() % n as u64) as i64
-        }
-    }
-
     /// Every ISA's depthwise row kernel this CPU runs (AVX-512F; AVX2 + FMA, whichever CPU
     /// the tests run on) agrees with the generic loop on random geometries: channel counts
     /// around the vector widths (tails), kernels 1-7, strides, padding, dilation, rows near
@@ -1265,15 +1247,18 @@ mod tests {
     #[test]
     fn depthwise_row_kernels_match_the_generic_loop() {
         let isas = vmath::Isa::all();
-        let mut rng = Lcg(7);
+        let mut rng = super::super::Lcg(7);
         for trial in 0..300 {
-            let c = 1 + rng.below(40);
-            let k = [1, 3, 5, 7][rng.below(4) as usize];
-            let (s, d) = (1 + rng.below(2), 1 + rng.below(2) * (trial % 3 / 2) as i64);
-            let p = rng.below(k / 2 + 2);
+            let c = 1 + rng.below(40) as i64;
+            let k = [1, 3, 5, 7][rng.below(4)];
+            let (s, d) = (
+                1 + rng.below(2) as i64,
+                1 + (rng.below(2) * (trial % 3 / 2)) as i64,
+            );
+            let p = rng.below(k as usize / 2 + 2) as i64;
             let span = d * (k - 1) + 1;
-            let ih = (span - 2 * p).max(1) + rng.below(12);
-            let iw = (span - 2 * p).max(1) + rng.below(20);
+            let ih = (span - 2 * p).max(1) + rng.below(12) as i64;
+            let iw = (span - 2 * p).max(1) + rng.below(20) as i64;
             let (oh, ow) = ((ih + 2 * p - span) / s + 1, (iw + 2 * p - span) / s + 1);
             let xs = [1, c, ih, iw];
             let xst = [ih * iw * c, 1, iw * c, c];

@@ -70,6 +70,31 @@ mod sort;
 mod unpool;
 mod vmath;
 
+/// A small deterministic generator for the kernels' unit tests: a 64-bit LCG, its high bits.
+#[cfg(test)]
+struct Lcg(u64);
+
+#[cfg(test)]
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    /// A value in `0..n`.
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// A value in [-1, 1), a multiple of 1 / 1024.
+    fn value(&mut self) -> f32 {
+        (self.next() % 2048) as f32 / 1024.0 - 1.0
+    }
+}
+
 /// [`crate::dispatch!`] over every dtype a kernel that only moves elements takes: the real
 /// ones and complex64 / complex128 (as [`complex::Complex`]).
 macro_rules! dispatch_all {

@@ -235,22 +235,25 @@ trait DotTiles {
     unsafe fn tile(t: &Dots, mr: usize, nr: usize, st: Store);
 }
 
+/// `$t.$run::<M, N>($st)` for the `(M, N)` of the listed tile shapes that is `($mr, $nr)`.
+macro_rules! tile_dispatch {
+    ($t:ident.$run:ident($st:expr), $mr:expr, $nr:expr; $($m:literal, $n:literal;)*) => {
+        match ($mr, $nr) {
+            // SAFETY: the caller's contract, for a tile of mr x nr.
+            $(($m, $n) => unsafe { $t.$run::<$m, $n>($st) },)*
+            _ => unreachable!(),
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 impl DotTiles for vmath::Avx512 {
     const MR: usize = MR;
     const NR: usize = NR;
     #[inline(always)]
     unsafe fn tile(t: &Dots, mr: usize, nr: usize, st: Store) {
-        macro_rules! dispatch {
-            ($($m:literal, $n:literal;)*) => {
-                match (mr, nr) {
-                    // SAFETY: the caller's contract, for a tile of mr x nr.
-                    $(($m, $n) => unsafe { t.run::<$m, $n>(st) },)*
-                    _ => unreachable!(),
-                }
-            };
-        }
-        dispatch! {
+        tile_dispatch! {
+            t.run(st), mr, nr;
             4, 6; 4, 5; 4, 4; 4, 3; 4, 2; 4, 1;
             3, 6; 3, 5; 3, 4; 3, 3; 3, 2; 3, 1;
             2, 6; 2, 5; 2, 4; 2, 3; 2, 2; 2, 1;
@@ -265,16 +268,8 @@ impl DotTiles for vmath::Avx2 {
     const NR: usize = 4;
     #[inline(always)]
     unsafe fn tile(t: &Dots, mr: usize, nr: usize, st: Store) {
-        macro_rules! dispatch {
-            ($($m:literal, $n:literal;)*) => {
-                match (mr, nr) {
-                    // SAFETY: the caller's contract, for a tile of mr x nr.
-                    $(($m, $n) => unsafe { t.run_avx2::<$m, $n>(st) },)*
-                    _ => unreachable!(),
-                }
-            };
-        }
-        dispatch! {
+        tile_dispatch! {
+            t.run_avx2(st), mr, nr;
             3, 4; 3, 3; 3, 2; 3, 1;
             2, 4; 2, 3; 2, 2; 2, 1;
             1, 4; 1, 3; 1, 2; 1, 1;
@@ -827,10 +822,7 @@ impl Dots {
             }
         }
     }
-}
 
-#[cfg(target_arch = "x86_64")]
-impl Dots {
     /// `Dots::run` in AVX2 registers (M <= 3, N <= 4: 12 accumulators), each sum reduced
     /// across its lanes on its own.
     ///
@@ -1085,13 +1077,8 @@ mod tests {
     /// decline a layout (false: nothing written), never compute it wrongly.
     #[test]
     fn products_match_a_float64_reference() {
-        let mut seed = 11u64;
-        let mut next = move |n: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) % n as u64) as usize
-        };
+        let mut rng = super::super::Lcg(11);
+        let mut next = |n: usize| rng.below(n);
         let mut ran = 0;
         for trial in 0..60 {
             let m = 1 + next(32);

@@ -20,36 +20,39 @@ enum Kind {
 }
 
 impl Isa {
-    /// Every vector ISA of `lanes_fn!` this CPU has, widest first (std caches the
-    /// detection): the tests run each kernel on each.
-    #[cfg(test)]
-    pub fn all() -> Vec<Isa> {
-        #[allow(unused_mut)]
-        let mut v = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx512f") {
-                v.push(Isa(Kind::Avx512));
-            }
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                v.push(Isa(Kind::Avx2));
-            }
+    /// The ISAs of `lanes_fn!`, widest first.
+    #[cfg(target_arch = "x86_64")]
+    const KINDS: [Kind; 2] = [Kind::Avx512, Kind::Avx2];
+    #[cfg(not(target_arch = "x86_64"))]
+    const KINDS: [Kind; 0] = [];
+
+    /// Whether this CPU runs `kind` (std caches the detection).
+    fn detected(kind: Kind) -> bool {
+        match kind {
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
         }
-        v
     }
 
-    /// The widest of `all`, or None (another CPU: the callers' scalar loops run).
+    /// Every vector ISA of `lanes_fn!` this CPU has, widest first: the tests run each
+    /// kernel on each.
+    #[cfg(test)]
+    pub fn all() -> Vec<Isa> {
+        Self::KINDS
+            .into_iter()
+            .filter(|&k| Self::detected(k))
+            .map(Isa)
+            .collect()
+    }
+
+    /// The widest ISA this CPU has, or None (another CPU: the callers' scalar loops run).
     pub fn best() -> Option<Isa> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx512f") {
-                return Some(Isa(Kind::Avx512));
-            }
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                return Some(Isa(Kind::Avx2));
-            }
-        }
-        None
+        Self::KINDS
+            .into_iter()
+            .find(|&k| Self::detected(k))
+            .map(Isa)
     }
 
     /// No `Isa` exists on a CPU without the ISAs of `lanes_fn!`.
