@@ -12,14 +12,19 @@
 at each thread count (OMP_NUM_THREADS for every process, torch.set_num_threads in the eager
 one). The five processes of a model stay up side by side and are driven in interleaved
 rounds of one run each (the order rotating each round), so that a change of the host's
-load falls on every side alike; a round also takes the host's noise gauge (a malloc(160)/
-free pair, in the C host). Reports medians, the ratios of ours to libtorch and to frozen,
-the cold load (process start to first output: spawn to the first run's result), the peak RSS
-of each process, the first outputs' largest difference from eager PyTorch (relative to the
-output's largest magnitude; tokens: equal or not), the machine's load average, and the
-bytes of shared libraries each host loads beyond the system's.
+load falls on every side alike, each run --gap-ms (50) after the one before: a process's
+OpenMP threads spin on after its run (libgomp's GOMP_SPINCOUNT), and at 2 threads on 2 cores
+that took about 10 ms from the next process's run (resnet18, ours: 35 ms alone, 45.6 ms
+interleaved with a second copy, 35.3 with 20 ms gaps). A round also takes the host's noise
+gauge (a malloc(160)/free pair, in the C host). Reports medians, the ratios of ours to
+libtorch and to frozen, the cold load (process start to first output: spawn to the first
+run's result), the peak RSS of each process, the first outputs' largest difference from
+eager PyTorch (relative to the output's largest magnitude; tokens: equal or not), the
+machine's load average, and the bytes of shared libraries each host loads beyond the
+system's.
 
 Usage: python bench.py LIBDIR MODELDIR [--rounds N] [--threads 1,2] [--models a,b] [--json F]
+       [--gap-ms MS]
 (LIBDIR: bench_run, bench_libtorch, libtensor.so.0, libtensor_aoti.so; MODELDIR: made by
 make_models.py). Prints markdown tables.
 """
@@ -147,7 +152,7 @@ def installed_bytes(binary):
     return total
 
 
-def bench_model(lib, models, name, threads, rounds, tmp):
+def bench_model(lib, models, name, threads, rounds, tmp, gap):
     nin = len([f for f in os.listdir(models) if f.startswith(f"{name}.in")])
     nout = len([f for f in os.listdir(models) if f.startswith(f"{name}.out")])
     ins = [os.path.join(models, f"{name}.in{i}.npy") for i in range(nin)]
@@ -186,6 +191,7 @@ def bench_model(lib, models, name, threads, rounds, tmp):
         for r in range(rounds):
             order = up[r % len(up):] + up[:r % len(up)]
             for s in order:
+                time.sleep(gap)
                 sides[s].times.append(sides[s].ask("r") / 1e3)
             gauge.append(gauge_ns(lib))
         for s in up:
@@ -239,6 +245,7 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--models", dest="names", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--gap-ms", type=float, default=50.0)
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     import zoo
@@ -248,7 +255,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for t in [int(x) for x in a.threads.split(",")]:
             for name in names:
-                rows.append(bench_model(a.lib, a.models, name, t, a.rounds, tmp))
+                rows.append(bench_model(a.lib, a.models, name, t, a.rounds, tmp, a.gap_ms / 1e3))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     table(rows)
     ours = installed_bytes(os.path.join(a.lib, "bench_run"))

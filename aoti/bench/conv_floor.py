@@ -4,8 +4,9 @@ the benchmark's CNNs (torchvision's resnet18, mobilenet_v2, efficientnet_b0 at 1
 aoti_torch_cpu_convolution (exported as ltai_torch_cpu_convolution) and through ATen's
 convolution (what libtorch runs for that package: oneDNN or its own kernels), in one process,
 interleaved rounds, on OMP_NUM_THREADS threads (and torch.set_num_threads): the input
-channels-last (Inductor's layout for CPU convolutions), the weight contiguous, no bias (batch
-norm follows as the model's own loop). Prints, per model, the rows by our time (the dearest
+channels-last (Inductor's layout for CPU convolutions), the weight channels-last too (resnet18's
+package copies its weights so in its own loop before the convolutions; for 1 x 1 and depthwise
+weights the two layouts are one), no bias (batch norm follows as the model's own loop). Prints, per model, the rows by our time (the dearest
 first) and the sum over the model's convolutions (each counted as often as the model has it).
 
 Usage: OMP_NUM_THREADS=1 python conv_floor.py LIBDIR [ROUNDS] [--models=a,b] [--top=N]
@@ -63,7 +64,7 @@ def main():
         rows = []
         for (xs, ws, st, pad, dil, grp), count in convs(model).items():
             x = torch.randn(xs).contiguous(memory_format=torch.channels_last)
-            w = torch.randn(ws)
+            w = torch.randn(ws).contiguous(memory_format=torch.channels_last)
             hx, hw = wrap(x), wrap(w)
             macs = x.shape[0] * ws[0] * ws[1] * ws[2] * ws[3]
             want = torch.ops.aten.convolution(x, w, None, st, pad, dil, False, [0, 0], grp)
