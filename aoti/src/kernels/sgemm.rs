@@ -191,6 +191,10 @@ trait RowTiles: vmath::Lanes {
     const RN: usize;
     const RNC: usize = 10 * Self::RN;
     const RKC: usize = RKC;
+    /// B in place, more rows of A than one tile: whether a tile prefetches B's rows two
+    /// panels on along the row (what the next panel's tiles read: the blocks' own walk,
+    /// as with one tile of rows) rather than `RPF` rows down its own panel.
+    const ALONG_ROWS: bool = false;
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -203,12 +207,12 @@ impl RowTiles for vmath::Avx512 {
 impl RowTiles for vmath::Avx2 {
     const RM: usize = 6;
     const RN: usize = 16;
-    /// (gpt2_step at 1 thread, its Conv1D products 16 x 768 x 2304 / 768 / 3072 and
-    /// 16 x 3072 x 768; medians of interleaved runs of the same package: 101.6-104.0 ms at
-    /// 32, 102.0-105.8 at 48, 105.1-106.6 at 64, 106.5 at 128, 108.4 at 16. The cold
-    /// floors of `gemm_floor.py --cold`, 1 GiB of weight copies in turn, favour 64: 38-47
-    /// GFLOP/s there, 32-37 at 16.)
-    const RKC: usize = 32;
+    /// (gpt2_step's Conv1D products 16 x 768 x 2304 / 768 / 3072 and 16 x 3072 x 768,
+    /// `gemm_floor.py --cold`, 1 GiB of weight copies in turn, with the prefetch along the
+    /// rows: 53-57 GFLOP/s at 64, 45-46 at 32, 42-50 at 96. Down the panel, RPF rows
+    /// ahead, reached the next block's rows with 32: 40-49 GFLOP/s.)
+    const RKC: usize = 64;
+    const ALONG_ROWS: bool = true;
 }
 
 /// A prefetch hint of the cache line at `p` (`_MM_HINT_T0`: into L1, `T1`: L2).
@@ -575,11 +579,12 @@ impl Gemm {
                                 csa: self.a.cs,
                                 b: bp,
                                 rsb,
-                                prefetch: match (&buf, few) {
+                                prefetch: match (&buf, few || L::ALONG_ROWS) {
                                     (Some(_), _) => 0,
                                     // The same row's band two panels on (the tiles of one
                                     // block of k walk B's rows in memory order).
                                     (None, true) => 2 * rn as isize,
+                                    // Down the panel, RPF rows on.
                                     (None, false) => RPF as isize * self.b.rs,
                                 },
                                 c: self.c.ptr.wrapping_offset(
@@ -948,39 +953,21 @@ impl Rows {
     /// contiguous) is writable (and readable when it is read).
     #[inline(always)]
     unsafe fn run<L: RowTiles, const M: usize, const V: usize>(&self, st: Store) {
-        // SAFETY: L's ISA (the caller's), here and in every block below.
-        let zero = unsafe { L::zero() };
-        let mut acc = [[zero; 3]; M];
         let nr = self.nr;
         // The columns of each vector: all but the last vector's are full.
         let mut cols = [0usize; 3];
         for (h, c) in cols.iter_mut().enumerate() {
             *c = nr.saturating_sub(L::N * h).min(L::N);
         }
-        let (a, rsa, csa, b, rsb) = (self.a, self.rsa, self.csa, self.b, self.rsb);
-        for p in 0..self.kl {
-            let brow = b.wrapping_offset(p as isize * rsb);
-            let mut bv = [zero; 3];
-            for (h, v) in bv.iter_mut().enumerate().take(V) {
-                // SAFETY: the loaded lanes are columns < nr of row p < kl of B: readable.
-                *v = unsafe { L::load(brow.add(L::N * h), cols[h]) };
+        // SAFETY: the caller's contract, for the panel's nr columns (all V vectors full
+        // when nr is V * N).
+        let acc = unsafe {
+            if nr == V * L::N {
+                self.sums::<L, M, V, true>(&cols)
+            } else {
+                self.sums::<L, M, V, false>(&cols)
             }
-            if self.prefetch != 0 {
-                let ahead = brow.wrapping_offset(self.prefetch);
-                for h in 0..V {
-                    prefetch::<_MM_HINT_T0>(ahead.wrapping_add(L::N * h));
-                }
-            }
-            for (r, acc) in acc.iter_mut().enumerate() {
-                // SAFETY: element p < kl of row r < M of A: readable; L's ISA.
-                unsafe {
-                    let av = L::splat(*a.offset(r as isize * rsa + p as isize * csa));
-                    for h in 0..V {
-                        acc[h] = L::fmadd(av, bv[h], acc[h]);
-                    }
-                }
-            }
-        }
+        };
         // SAFETY: L's ISA.
         let (alpha, beta) = unsafe { (L::splat(st.alpha), L::splat(st.beta)) };
         for (r, acc) in acc.iter().enumerate() {
@@ -1001,6 +988,57 @@ impl Rows {
                 }
             }
         }
+    }
+
+    /// The tile's `M x (L::N V)` sums over `kl`: B's rows by unmasked loads when `FULL`
+    /// (every one of the V vectors' columns inside nr), else only the first `cols[h]`
+    /// columns of vector h.
+    ///
+    /// # Safety
+    ///
+    /// As `run`; `FULL` only when nr is `V * L::N`.
+    #[inline(always)]
+    unsafe fn sums<L: RowTiles, const M: usize, const V: usize, const FULL: bool>(
+        &self,
+        cols: &[usize; 3],
+    ) -> [[L::V; 3]; M] {
+        // SAFETY: L's ISA (the caller's), here and in every block below.
+        let zero = unsafe { L::zero() };
+        let mut acc = [[zero; 3]; M];
+        let (rsa, csa, rsb) = (self.rsa, self.csa, self.rsb);
+        let (mut ap, mut brow) = (self.a, self.b);
+        for _ in 0..self.kl {
+            let mut bv = [zero; 3];
+            for (h, v) in bv.iter_mut().enumerate().take(V) {
+                // SAFETY: the loaded lanes are columns < nr of this row (< kl) of B:
+                // readable (all N of them when FULL).
+                *v = unsafe {
+                    if FULL {
+                        L::load(brow.add(L::N * h), L::N)
+                    } else {
+                        L::load(brow.add(L::N * h), cols[h])
+                    }
+                };
+            }
+            if self.prefetch != 0 {
+                let ahead = brow.wrapping_offset(self.prefetch);
+                for h in 0..V {
+                    prefetch::<_MM_HINT_T0>(ahead.wrapping_add(L::N * h));
+                }
+            }
+            for (r, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: this element (< kl) of row r < M of A: readable; L's ISA.
+                unsafe {
+                    let av = L::splat(*ap.offset(r as isize * rsa));
+                    for h in 0..V {
+                        acc[h] = L::fmadd(av, bv[h], acc[h]);
+                    }
+                }
+            }
+            ap = ap.wrapping_offset(csa);
+            brow = brow.wrapping_offset(rsb);
+        }
+        acc
     }
 }
 
