@@ -688,11 +688,11 @@ fn nhwc(sizes: &[i64], strides: &[i64]) -> bool {
 
 /// A 2-D convolution over channels-last input and output by im2col + GEMM, in blocks of
 /// output rows: each block's im2col rows (about `COL_BLOCK` elements: the thread's L2 holds
-/// them between the copy and the product) go into the thread's scratch buffer and are
-/// multiplied there by the group's weight (channels-last: rows of (kh, kw, ci)) into the
-/// block's output rows. With blocks enough the blocks are the tasks on the model's OpenMP
-/// threads; with few (small images, many channels) they run in turn, each product split
-/// over the threads.
+/// them between the copy and the product; at least `MIN_BLOCK_POSITIONS` output positions)
+/// go into the thread's scratch buffer and are multiplied there by the group's weight
+/// (channels-last: rows of (kh, kw, ci)) into the block's output rows. With blocks enough
+/// the blocks are the tasks on the model's OpenMP threads; with few (small images, many
+/// channels) they run in turn, each product split over the threads.
 #[allow(clippy::too_many_arguments)]
 fn conv2d_nhwc<T: ConvFloat>(
     g: &Geometry,
@@ -716,7 +716,9 @@ fn conv2d_nhwc<T: ConvFloat>(
     let Some(row_elems) = row_elems else {
         return err(sys::TENSOR_ERR_OVERFLOW, "im2col buffer size overflows");
     };
-    let rows_per = (COL_BLOCK / row_elems.max(1)).clamp(1, oh_n.max(1));
+    let rows_per = (COL_BLOCK / row_elems.max(1))
+        .max(MIN_BLOCK_POSITIONS.div_ceil(ow_n.max(1)))
+        .clamp(1, oh_n.max(1));
     let blocks = oh_n.div_ceil(rows_per);
     let tasks = g.xs[0] as usize * groups * blocks;
     let threads = parallel::threads();
@@ -756,8 +758,17 @@ fn conv2d_nhwc<T: ConvFloat>(
     }
 }
 
-/// Elements of im2col rows per block of `conv2d_nhwc` (512 KiB of float32).
+/// Elements of im2col rows per block of `conv2d_nhwc` (512 KiB of float32), unless that
+/// is fewer than `MIN_BLOCK_POSITIONS` output positions.
 const COL_BLOCK: usize = 1 << 17;
+/// Output positions (rows of the block's product) per block of `conv2d_nhwc`, at least (or
+/// the whole image): the product packs the weight for its tiles once per block, which a
+/// small block pays for each of its few rows, and at two threads too few blocks split
+/// unevenly. (resnet18's 14 x 14 and 7 x 7 layers, 2304 and 4608 elements per position,
+/// had blocks of 56 and 28 positions. Measured on an AMD EPYC with AVX2, resnet18 through
+/// `bench_run`, medians of interleaved runs: 1 thread 64.4 ms with no minimum, 58.4 at
+/// 196, 60.3 at 256; 2 threads 35.3 ms, 33.9 at 128, 32.4-33.0 at 196, 34.5 at 256.)
+const MIN_BLOCK_POSITIONS: usize = 196;
 
 /// What the blocks of one `conv2d_nhwc` share: task `t` is image `t / (groups * blocks)`,
 /// group `t / blocks % groups`, output rows `rows_per * (t % blocks)..` (at most rows_per).
