@@ -18,10 +18,10 @@ that took about 10 ms from the next process's run (resnet18, ours: 35 ms alone, 
 interleaved with a second copy, 35.3 with 20 ms gaps). A round also takes the host's noise
 gauge (a malloc(160)/free pair, in the C host). Reports medians, the ratios of ours to
 libtorch and to frozen, the cold load (process start to first output: spawn to the first
-run's result), the peak RSS of each process, the first outputs' largest difference from
-eager PyTorch (relative to the output's largest magnitude; tokens: equal or not), the
-machine's load average, and the bytes of shared libraries each host loads beyond the
-system's.
+run's result), the peak RSS of each process and its RSS after the runs, the first outputs'
+largest difference from eager PyTorch (relative to the output's largest magnitude; tokens:
+equal or not), the machine's load average, and the bytes of shared libraries each host
+loads beyond the system's.
 
 Usage: python bench.py LIBDIR MODELDIR [--rounds N] [--threads 1,2] [--models a,b] [--json F]
        [--gap-ms MS]
@@ -100,6 +100,8 @@ class Side:
         return float(out)
 
     def finish(self):
+        with open(f"/proc/{self.p.pid}/status") as f:
+            self.steady_mb = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
         self.rss_mb = self.ask("q") / 1024
         self.p.wait()
 
@@ -203,7 +205,8 @@ def bench_model(lib, models, name, threads, rounds, tmp, gap):
     med = {s: statistics.median(sides[s].times) for s in up}
     return dict(model=name, threads=threads, rounds=rounds, median_us=med,
                 cold_ms={s: sides[s].cold_ms for s in up},
-                rss_mb={s: sides[s].rss_mb for s in up}, close=close, failed=failed,
+                rss_mb={s: sides[s].rss_mb for s in up},
+                steady_mb={s: sides[s].steady_mb for s in up}, close=close, failed=failed,
                 gauge_ns=statistics.median(gauge), load=os.getloadavg()[0])
 
 
@@ -217,14 +220,16 @@ def table(rows):
           "| ours / libtorch | ours / frozen | ours (frozen pkg) / frozen "
           "| cold load ms ours / ours (frozen pkg) / libtorch / frozen "
           "| peak RSS MB ours / ours (frozen pkg) / libtorch / frozen "
+          "| RSS after the runs MB ours / ours (frozen pkg) / libtorch / frozen "
           "| max rel. diff vs eager ours / ours (frozen pkg) / libtorch / frozen "
           "| malloc pair ns | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     nan = float("nan")
     for r in rows:
         m, c, rss, cl = r["median_us"], r["cold_ms"], r["rss_mb"], r["close"]
+        steady = r.get("steady_mb", {})
         for s in SIDES:
-            for d in (m, c, rss, cl):
+            for d in (m, c, rss, steady, cl):
                 d.setdefault(s, nan)
         fails = "".join(f" ({s} fails: {why})" for s, why in r["failed"].items())
         print(f"| {r['model']}{fails} | {r['threads']} | "
@@ -233,6 +238,7 @@ def table(rows):
               f"{m['ours_frozen'] / m['frozen']:.2f}x | "
               + " / ".join(f"{c[s]:.0f}" for s in cols) + " | "
               + " / ".join(f"{rss[s]:.0f}" for s in cols) + " | "
+              + " / ".join(f"{steady[s]:.0f}" for s in cols) + " | "
               + " / ".join(f"{cl[s]:.1e}" for s in cols) + " | "
               f"{r['gauge_ns']:.1f} | {r['load']:.1f} |")
 

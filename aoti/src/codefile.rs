@@ -211,19 +211,88 @@ impl CodeFile {
         r
     }
 
-    /// Seals a memfd against writes, growing and shrinking (nothing changes the code once
-    /// loaded); a no-op for the fallbacks.
+    /// Seals a memfd against growing and shrinking (before `dlopen`: nothing changes the
+    /// code's size once it is loaded); a no-op for the fallbacks.
+    pub fn seal_size(&self) {
+        self.add_seals(libc::F_SEAL_GROW | libc::F_SEAL_SHRINK);
+    }
+
+    /// Seals a memfd against writes and further seals (after `release`: nothing changes
+    /// the code once loaded); a no-op for the fallbacks.
     pub fn seal(&self) {
+        self.add_seals(libc::F_SEAL_WRITE | libc::F_SEAL_SEAL);
+    }
+
+    fn add_seals(&self, seals: libc::c_int) {
         if self.kind == "memfd" {
-            let seals =
-                libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
             // SAFETY: fcntl on a descriptor this CodeFile owns; F_ADD_SEALS takes an int.
             unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_ADD_SEALS, seals) };
         }
     }
 
+    /// Frees the file's whole pages inside `range` (bytes of the file) that nothing reads
+    /// again, a hole that reads as zeros (a memfd's pages are memory: the process's own
+    /// RSS). Whether the kernel punched it (a file system without holes leaves the bytes).
+    pub fn release(&self, range: std::ops::Range<usize>) -> bool {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0);
+        if page == 0 {
+            return false;
+        }
+        let (a, b) = (range.start.next_multiple_of(page), range.end / page * page);
+        let (Ok(at), Ok(len)) = (
+            libc::off_t::try_from(a),
+            libc::off_t::try_from(b.saturating_sub(a)),
+        ) else {
+            return false;
+        };
+        // SAFETY: fallocate on a descriptor this CodeFile owns; a hole in [at, at + len),
+        // the file's size kept.
+        len > 0
+            && unsafe {
+                libc::fallocate(
+                    self.fd.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    at,
+                    len,
+                )
+            } == 0
+    }
+
     /// The path `dlopen` opens (`/proc/self/fd/...N`, unique for this load).
     pub fn path(&self) -> &std::ffi::CStr {
         &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CodeFile;
+    use std::io::{Read, Seek, Write};
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn release_frees_only_the_whole_pages_inside_the_range() {
+        let code = CodeFile::create().expect("a code file");
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let bytes: Vec<u8> = (0..4 * page).map(|i| (i % 251) as u8 + 1).collect();
+        code.file().unwrap().write_all(&bytes).unwrap();
+        let blocks = || code.file().unwrap().metadata().unwrap().blocks();
+        let before = blocks();
+        // From the middle of page 0 to the middle of page 3: pages 1 and 2 are freed.
+        assert!(code.release(page / 2..3 * page + page / 2));
+        let mut f = code.file().unwrap();
+        f.rewind().unwrap();
+        let mut got = Vec::new();
+        f.read_to_end(&mut got).unwrap();
+        assert_eq!(got.len(), bytes.len(), "the size is kept");
+        assert_eq!(got[..page], bytes[..page]);
+        assert!(got[page..3 * page].iter().all(|&b| b == 0));
+        assert_eq!(got[3 * page..], bytes[3 * page..]);
+        assert!(blocks() < before, "{} blocks, {before} before", blocks());
+        // Less than a whole page: nothing to free.
+        assert!(!code.release(page + 1..2 * page + 1));
+        code.seal();
     }
 }

@@ -371,8 +371,14 @@ fn check_packed(i: usize, c: &wrapper::Constant, code: i32) -> Result<()> {
 /// Checks the wrapper's constants table against the weights the `.so` carries
 /// (`_binary_constants_bin_start` .. `_end`, or, for `USE_MMAP_SELF`, the blob appended
 /// to the file whose size the start's header gives): every constant's view fits its data
-/// and all the data fits the blob.
-fn check_constants(elf: &Elf, bytes: &[u8], constants: &[wrapper::Constant]) -> Result<()> {
+/// and all the data fits the blob. Returns where in the file the blob is when it is the
+/// `.so`'s own data, which the model's runtime copies out when it is created (CPU
+/// `load_constants`: a malloc'd blob, `constant_ptr`'s memcpy), and which no run reads.
+fn check_constants(
+    elf: &Elf,
+    bytes: &[u8],
+    constants: &[wrapper::Constant],
+) -> Result<Option<std::ops::Range<usize>>> {
     let bad = |m: String| err(sys::TENSOR_ERR_INVALID_ARGUMENT, m);
     let mut total: u64 = 0;
     for (i, c) in constants.iter().enumerate() {
@@ -404,7 +410,7 @@ fn check_constants(elf: &Elf, bytes: &[u8], constants: &[wrapper::Constant]) -> 
         }
     }
     if total == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let (Some(start), Some(end)) = (
         elf.defined("_binary_constants_bin_start"),
@@ -438,7 +444,7 @@ fn check_constants(elf: &Elf, bytes: &[u8], constants: &[wrapper::Constant]) -> 
             "the constants table holds {total} bytes of weights, the model .so carries {have}"
         ));
     }
-    Ok(())
+    Ok((have == size).then(|| off..off + size as usize))
 }
 
 /// Where a model's parts come from.
@@ -553,7 +559,7 @@ impl Model {
             None => None,
         };
         // Read, diagnose and rename the imports of the code before it is loaded.
-        let needed = code.edit(|bytes| {
+        let (needed, weights) = code.edit(|bytes| {
             let elf = Elf::parse(bytes).map_err(|b| from_reader(path, b))?;
             let needed = needed_libraries(&elf).map_err(|e| Error {
                 msg: format!("'{path}': {}", e.msg),
@@ -563,17 +569,18 @@ impl Model {
                 msg: format!("'{path}': {}", e.msg),
                 ..e
             })?;
-            if let Some(c) = &constants {
-                check_constants(&elf, bytes, c).map_err(|e| Error {
+            let weights = match &constants {
+                Some(c) => check_constants(&elf, bytes, c).map_err(|e| Error {
                     msg: format!("'{path}': {}", e.msg),
                     ..e
-                })?;
-            }
+                })?,
+                None => None,
+            };
             elf.rename_undefined(bytes, MODEL_PREFIX, SHIM_PREFIX)
                 .map_err(|b| from_reader(path, b))?;
-            Ok(needed)
+            Ok((needed, weights))
         })?;
-        code.seal();
+        code.seal_size();
         let lib = Library::open(
             code.path(),
             libc::RTLD_NOW | libc::RTLD_LOCAL,
@@ -619,10 +626,18 @@ impl Model {
             specs: Err(String::new()),
             cpu_isa: CString::new(isa.replace('\0', "")).unwrap_or_default(),
         };
+        // The weights in the loaded code, watched while the runtime creates its constants.
+        let watch = weights.as_ref().and_then(|r| {
+            let at = m._lib.sym("_binary_constants_bin_start")?.as_ptr() as usize;
+            Some(at..at.saturating_add(r.len()))
+        });
+        let container = &mut m.container;
         // SAFETY: create is the model's CreateWithDevice (interface.h's signature): an
         // out-parameter for the container, 1 model, the device string "cpu" and no cubin
         // directory (NULL is allowed).
-        let rc = unsafe { create(&mut m.container, 1, c"cpu".as_ptr(), ptr::null()) };
+        let (rc, in_place) = crate::shim::watching(watch.clone().unwrap_or(0..0), || unsafe {
+            create(container, 1, c"cpu".as_ptr(), ptr::null())
+        });
         if rc != 0 || m.container.is_null() {
             let why = m.model_error();
             m.container = ptr::null_mut();
@@ -631,6 +646,13 @@ impl Model {
                 format!("creating the model of '{path}' failed: {why}"),
             );
         }
+        // The runtime has copied the weights out of the code (CPU `load_constants`), and
+        // made no constant over them in place: their pages of the code file are freed (the
+        // weights would be resident twice).
+        if let (Some(r), Some(_), false) = (weights, watch, in_place) {
+            m._code.release(r);
+        }
+        m._code.seal();
         // SAFETY: n_in is the model's GetNumInputs (interface.h's signature), called on
         // the live container create made, with a writable count.
         let rc_in = unsafe { n_in(m.container, &mut m.num_inputs) };

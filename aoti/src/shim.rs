@@ -289,6 +289,25 @@ pub extern "C" fn aoti_torch_empty_strided_pinned() -> i32 {
     unsupported(fn_name!(), "pinned memory needs CUDA")
 }
 
+thread_local! {
+    /// While `watching` runs: an address range and whether a blob tensor was made over any
+    /// byte of it.
+    static WATCH: std::cell::Cell<Option<(usize, usize, bool)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` on this thread and tells whether, meanwhile, a tensor was made over any byte of
+/// `range` (addresses) as a blob (`create_tensor_from_blob`, `_v2`): the model's loader asks
+/// so of the weights in its `.so` while the model's runtime creates its constants.
+pub fn watching<R>(range: std::ops::Range<usize>, f: impl FnOnce() -> R) -> (R, bool) {
+    let before = WATCH.with(|w| w.replace(Some((range.start, range.end, false))));
+    let r = f();
+    let seen = WATCH
+        .with(|w| w.replace(before))
+        .is_some_and(|(_, _, hit)| hit);
+    (r, seen)
+}
+
 /// c10's `for_blob(data).storage_offset(off)`: `data` is the storage base, element 0 is at
 /// `storage_offset`; the storage is the bytes the layout reaches from the base. Not owned:
 /// the caller (the model's constants, or its workspace) keeps `data` alive.
@@ -320,6 +339,14 @@ fn from_blob(
             status: sys::TENSOR_ERR_OVERFLOW,
             msg: format!("storage_offset {storage_offset} with sizes {sizes:?} strides {strides:?} overflows"),
         })?;
+    WATCH.with(|w| {
+        if let Some((a, b, _)) = w.get() {
+            let p = data as usize;
+            if p < b && p.saturating_add(nbytes.max(1)) > a {
+                w.set(Some((a, b, true)));
+            }
+        }
+    });
     let mut s: *mut sys::storage_t = std::ptr::null_mut();
     // SAFETY: libtensor only records `data` (no deleter: the caller keeps it alive, shim.h's
     // contract for a blob, which covers the bytes the layout reaches, nbytes); s is a
