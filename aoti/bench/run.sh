@@ -8,11 +8,13 @@
 # 1 and 2 threads). Arguments go to bench.py, e.g.
 #   bash aoti/bench/run.sh                        # every model, 1 and 2 threads, 20 rounds
 #   bash aoti/bench/run.sh --models bert --threads 2 --rounds 50
-# Needs Debian's libsleef3 (both hosts), g++, a few GB of disk for the packages.
+# Installs Debian's libsleef3 / libsleef-dev when missing (both hosts need it); needs g++ and a
+# few GB of disk for the packages.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 . .ci/lib.sh
+[ -e /usr/include/sleef.h ] || apt_install libsleef3 libsleef-dev
 ci_venv torch numpy torchvision transformers
 version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
 aoti_version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' aoti/Cargo.toml | head -n 1)

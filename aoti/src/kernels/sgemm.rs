@@ -117,6 +117,28 @@ pub unsafe fn gemm(
     let Some(isa) = vmath::Isa::best() else {
         return false;
     };
+    // SAFETY: the caller's contract; `isa` is this CPU's.
+    unsafe { gemm_on(isa, m, n, k, c, read_c, alpha, beta, a, b) }
+}
+
+/// `gemm` on the kernels of `isa` (the tests run each ISA this CPU has).
+///
+/// # Safety
+///
+/// `gemm`'s, and this CPU runs `isa`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_on(
+    isa: vmath::Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    c: View,
+    read_c: bool,
+    alpha: f32,
+    beta: f32,
+    a: View,
+    b: View,
+) -> bool {
     // C with contiguous columns (its rows not): the transposed product C^T = B^T A^T.
     let (m, n, c, a, b) = if c.cs != 1 && c.rs == 1 {
         (n, m, c.t(), b.t(), a.t())
@@ -1117,7 +1139,8 @@ mod tests {
     fn products_match_a_float64_reference() {
         let mut rng = super::super::Lcg(11);
         let mut next = |n: usize| rng.below(n);
-        let mut ran = 0;
+        let isas = vmath::Isa::all();
+        let mut ran = vec![0; isas.len()];
         for trial in 0..60 {
             let m = 1 + next(32);
             let k = if trial % 3 == 0 {
@@ -1138,60 +1161,65 @@ mod tests {
             // C with a row stride past n (and a column stride of 1).
             let ldc = n + 3;
             let c0: Vec<f32> = (0..m * ldc).map(|i| val(i + 9)).collect();
-            let mut c = c0.clone();
             let view = |p: *const f32, rs: isize, cs: isize| View {
                 ptr: p.cast_mut(),
                 rs,
                 cs,
             };
-            // SAFETY: every view addresses, for its m x k / k x n / m x n indices, elements
-            // of its own Vec; C overlaps neither input.
-            let done = unsafe {
-                gemm(
-                    m,
-                    n,
-                    k,
-                    view(c.as_mut_ptr(), ldc as isize, 1),
-                    read_c,
-                    alpha,
-                    beta,
-                    view(a.as_ptr(), k as isize, 1),
-                    view(b.as_ptr(), brs, bcs),
-                )
-            };
-            if !done {
-                assert_eq!(c, c0, "trial {trial}: declined, yet C changed");
-                continue;
-            }
-            ran += 1;
-            for i in 0..m {
-                for j in 0..n {
-                    let dot: f64 = (0..k)
-                        .map(|p| {
-                            let bv = b[(p as isize * brs + j as isize * bcs) as usize];
-                            a[i * k + p] as f64 * bv as f64
-                        })
-                        .sum();
-                    let old = if read_c {
-                        alpha as f64 * c0[i * ldc + j] as f64
-                    } else {
-                        0.0
-                    };
-                    let want = old + beta as f64 * dot;
-                    let got = c[i * ldc + j] as f64;
-                    assert!(
-                        (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
-                        "trial {trial} ({m} x {k} x {n}, nt {nt}): C[{i}, {j}] = {got}, want {want}"
+            for (&isa, ran) in isas.iter().zip(&mut ran) {
+                let mut c = c0.clone();
+                // SAFETY: every view addresses, for its m x k / k x n / m x n indices,
+                // elements of its own Vec; C overlaps neither input; `isa` is this CPU's.
+                let done = unsafe {
+                    gemm_on(
+                        isa,
+                        m,
+                        n,
+                        k,
+                        view(c.as_mut_ptr(), ldc as isize, 1),
+                        read_c,
+                        alpha,
+                        beta,
+                        view(a.as_ptr(), k as isize, 1),
+                        view(b.as_ptr(), brs, bcs),
+                    )
+                };
+                if !done {
+                    assert_eq!(c, c0, "trial {trial} ({isa:?}): declined, yet C changed");
+                    continue;
+                }
+                *ran += 1;
+                for i in 0..m {
+                    for j in 0..n {
+                        let dot: f64 = (0..k)
+                            .map(|p| {
+                                let bv = b[(p as isize * brs + j as isize * bcs) as usize];
+                                a[i * k + p] as f64 * bv as f64
+                            })
+                            .sum();
+                        let old = if read_c {
+                            alpha as f64 * c0[i * ldc + j] as f64
+                        } else {
+                            0.0
+                        };
+                        let want = old + beta as f64 * dot;
+                        let got = c[i * ldc + j] as f64;
+                        assert!(
+                            (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                            "trial {trial} ({isa:?}, {m} x {k} x {n}, nt {nt}): C[{i}, {j}] = \
+                             {got}, want {want}"
+                        );
+                    }
+                    assert_eq!(
+                        c[i * ldc + n..(i + 1) * ldc],
+                        c0[i * ldc + n..(i + 1) * ldc]
                     );
                 }
-                assert_eq!(
-                    c[i * ldc + n..(i + 1) * ldc],
-                    c0[i * ldc + n..(i + 1) * ldc]
-                );
             }
         }
-        // Some product ran on our kernels wherever they run (AVX-512F, or AVX2's dot tiles).
-        assert!(ran > 0 || vmath::Isa::best().is_none());
+        // Some product ran on our kernels on each ISA (AVX-512F's, AVX2's row and dot
+        // tiles).
+        assert!(ran.iter().all(|&r| r > 0), "products run per ISA: {ran:?}");
     }
 
     #[test]
