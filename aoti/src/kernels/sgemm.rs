@@ -53,11 +53,23 @@ const RN: usize = 48;
 /// block of rows pass over it), rows of A per block (columns of B per block: ten panels,
 /// `RowTiles::RNC`).
 const RKC: usize = 128;
+const RMC: usize = 128;
 /// Row tiles over B in place with one tile of rows: k per block (short: the blocks of all
 /// the panels read a band of B's rows, in memory order).
 const RKC_FEW: usize = 32;
-const RMC: usize = 128;
-/// Row tiles over B in place: how many rows of B ahead a tile prefetches.
+/// Row tiles over B in place, more than one tile but at most `STREAM_MAX_M` rows of A (a
+/// decoder step, small batches: B read from memory once, each panel by a few tiles): k per
+/// block, and each tile prefetches B's rows two panels on along the row (what the next
+/// panel's tiles read), as with one tile. GPT-2's Conv1D products (16 x 768 x 2304 / 768 /
+/// 3072, 16 x 3072 x 768), `gemm_floor.py --cold`, 1 GiB of weight copies in turn: on a
+/// Sapphire Rapids (8 x 48 tiles) 41-46 GFLOP/s with blocks of 128 rows of B prefetched
+/// `RPF` rows down the panel, 68-79 this way (32: 65-82, 128: 47-62); on an AMD EPYC (AVX2,
+/// 6 x 16) 40-49 with blocks of 32 down the panel, 53-57 this way (32: 45-46, 96: 42-50).
+const RKC_STREAM: usize = 64;
+const STREAM_MAX_M: usize = 32;
+/// Row tiles over B in place, more rows of A (each panel read by many tiles, from L1 after
+/// the first): how many rows of B ahead a tile prefetches down its panel (128 x 768 x 768:
+/// 126-130 GFLOP/s, 120 the streaming way).
 const RPF: usize = 24;
 /// Rows of A from which an NT product packs B (k * n copies, small against m * k * n).
 const PACK_MIN_M: usize = 256;
@@ -212,11 +224,6 @@ trait RowTiles: vmath::Lanes {
     const RM: usize;
     const RN: usize;
     const RNC: usize = 10 * Self::RN;
-    const RKC: usize = RKC;
-    /// B in place, more rows of A than one tile: whether a tile prefetches B's rows two
-    /// panels on along the row (what the next panel's tiles read: the blocks' own walk,
-    /// as with one tile of rows) rather than `RPF` rows down its own panel.
-    const ALONG_ROWS: bool = false;
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -229,12 +236,6 @@ impl RowTiles for vmath::Avx512 {
 impl RowTiles for vmath::Avx2 {
     const RM: usize = 6;
     const RN: usize = 16;
-    /// (gpt2_step's Conv1D products 16 x 768 x 2304 / 768 / 3072 and 16 x 3072 x 768,
-    /// `gemm_floor.py --cold`, 1 GiB of weight copies in turn, with the prefetch along the
-    /// rows: 53-57 GFLOP/s at 64, 45-46 at 32, 42-50 at 96. Down the panel, RPF rows
-    /// ahead, reached the next block's rows with 32: 40-49 GFLOP/s.)
-    const RKC: usize = 64;
-    const ALONG_ROWS: bool = true;
 }
 
 /// A prefetch hint of the cache line at `p` (`_MM_HINT_T0`: into L1, `T1`: L2).
@@ -562,7 +563,14 @@ impl Gemm {
         assert!(buf.is_none() || rn == RN);
         let (m, n, k) = (self.m, self.n, self.k);
         let few = m <= rm && buf.is_none();
-        let kc = k.div_ceil(k.div_ceil(if few { RKC_FEW } else { L::RKC }));
+        let stream = m <= STREAM_MAX_M && buf.is_none();
+        let kc = k.div_ceil(k.div_ceil(if few {
+            RKC_FEW
+        } else if stream {
+            RKC_STREAM
+        } else {
+            RKC
+        }));
         if let Some(buf) = buf.as_mut() {
             let len = kc * rnc.min(n).div_ceil(rn) * rn;
             if buf.len() < len {
@@ -601,7 +609,7 @@ impl Gemm {
                                 csa: self.a.cs,
                                 b: bp,
                                 rsb,
-                                prefetch: match (&buf, few || L::ALONG_ROWS) {
+                                prefetch: match (&buf, stream) {
                                     (Some(_), _) => 0,
                                     // The same row's band two panels on (the tiles of one
                                     // block of k walk B's rows in memory order).
