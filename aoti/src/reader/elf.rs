@@ -57,6 +57,8 @@ pub struct Elf {
     /// File ranges of the structures read here (headers, dynamic entries, symbols, hash
     /// tables, relocations, version records): a rename must not write into them.
     read: Vec<(usize, usize)>,
+    /// File offset of DT_VERSYM (`.gnu.version`: a u16 version index per symbol), if any.
+    versym: Option<usize>,
     /// Length of the file.
     pub len: usize,
 }
@@ -106,6 +108,7 @@ const DT_PLTREL: u64 = 20;
 const DT_JMPREL: u64 = 23;
 const DT_RUNPATH: u64 = 29;
 const DT_GNU_HASH: u64 = 0x6fff_fef5;
+const DT_VERSYM: u64 = 0x6fff_fff0;
 const DT_VERDEF: u64 = 0x6fff_fffc;
 const DT_VERDEFNUM: u64 = 0x6fff_fffd;
 const DT_VERNEED: u64 = 0x6fff_fffe;
@@ -184,6 +187,7 @@ impl Elf {
             needed: Vec::new(),
             other_strings: Vec::new(),
             read: vec![(0, 64), (phoff, phoff.saturating_add(phnum * 56))],
+            versym: None,
             len: d.len(),
         };
         elf.read.push((dyn_off, dyn_off.saturating_add(dyn_size)));
@@ -250,6 +254,11 @@ impl Elf {
                 }
                 elf.other_strings.push(off);
             }
+        }
+        if let Some(v) = one(DT_VERSYM) {
+            let off = elf.file_range(v, 2 * nsyms as u64, "DT_VERSYM")?;
+            elf.read.push((off, off + 2 * nsyms));
+            elf.versym = Some(off);
         }
         if let Some(v) = one(DT_VERNEED) {
             let n = one(DT_VERNEEDNUM).unwrap_or(0);
@@ -425,6 +434,37 @@ impl Elf {
     /// rewrite would change it too. Returns the number of names rewritten.
     pub fn rename_undefined(&self, d: &mut [u8], from: &[u8], to: &[u8]) -> Result<usize> {
         assert_eq!(from.len(), to.len());
+        self.rewrite(d, |n| n.starts_with(from), to, false)
+    }
+
+    /// Rewrites the name of the undefined symbol `name` to `to` (same length), as
+    /// `rename_undefined` does, and makes the import unversioned (its DT_VERSYM entry
+    /// `VER_NDX_GLOBAL`), so that it binds to `to` whichever library defines it (a
+    /// `malloc@GLIBC_2.2.5` import binds only to glibc's). Returns whether it was imported.
+    pub fn retarget_import(&self, d: &mut [u8], name: &str, to: &[u8]) -> Result<bool> {
+        assert_eq!(name.len(), to.len());
+        Ok(self.rewrite(d, |n| n == name.as_bytes(), to, true)? > 0)
+    }
+
+    /// The DT_VERSYM entry of the dynamic symbol `name` in `d` (None without one).
+    #[cfg(test)]
+    fn version_index(&self, d: &[u8], name: &str) -> Option<u16> {
+        let i = self.symbols.iter().position(|s| s.name == name)?;
+        u16_at(d, self.versym? + 2 * i)
+    }
+
+    /// Rewrites the first `to.len()` bytes of the name of every undefined symbol whose name
+    /// `pick` chooses to `to` (and, when `unversion`, its DT_VERSYM entry to 1), after
+    /// checking that no other string the loader reads, and no structure it reads, shares
+    /// those bytes. Returns the number of symbols rewritten.
+    fn rewrite(
+        &self,
+        d: &mut [u8],
+        pick: impl Fn(&[u8]) -> bool,
+        to: &[u8],
+        unversion: bool,
+    ) -> Result<usize> {
+        let from_len = to.len();
         if d.len() != self.len {
             return invalid("the bytes differ from the ones parsed");
         }
@@ -438,7 +478,7 @@ impl Elf {
         // (start, end) of every string the loader reads, and whether it is renamed.
         let mut refs: Vec<(usize, usize, bool)> = Vec::new();
         for s in &self.symbols {
-            let renamed = s.undefined && s.name.as_bytes().starts_with(from);
+            let renamed = s.undefined && pick(s.name.as_bytes());
             refs.push((s.name_off, s.name_off + strlen(s.name_off) + 1, renamed));
         }
         for &o in &self.other_strings {
@@ -449,7 +489,7 @@ impl Elf {
         targets.dedup();
         refs.sort_unstable();
         for &t in &targets {
-            let (lo, hi) = (t, t + from.len());
+            let (lo, hi) = (t, t + from_len);
             // Strings starting before hi and ending after lo overlap the rewritten bytes;
             // only renamed names starting exactly at t may.
             let end = refs.partition_point(|r| r.0 < hi);
@@ -464,7 +504,7 @@ impl Elf {
             }
         }
         for &t in &targets {
-            let (lo, hi) = (base + t, base + t + from.len());
+            let (lo, hi) = (base + t, base + t + from_len);
             if let Some(r) = self.read.iter().find(|r| r.0 < hi && lo < r.1) {
                 return invalid(format!(
                     "the dynamic string table overlaps the file's other dynamic structures (bytes {}..{})",
@@ -473,7 +513,14 @@ impl Elf {
             }
         }
         for &t in &targets {
-            d[base + t..base + t + from.len()].copy_from_slice(to);
+            d[base + t..base + t + from_len].copy_from_slice(to);
+        }
+        if let (true, Some(vs)) = (unversion, self.versym) {
+            for (i, s) in self.symbols.iter().enumerate() {
+                if s.undefined && pick(s.name.as_bytes()) {
+                    d[vs + 2 * i..vs + 2 * i + 2].copy_from_slice(&1u16.to_le_bytes());
+                }
+            }
         }
         Ok(targets.len())
     }
@@ -503,6 +550,84 @@ mod tests {
             Elf::parse(&seed("elf_needed")).unwrap().needed,
             ["libm.so.6"]
         );
+    }
+
+    /// A C file compiled by `cc` with `args` into `dir/name.so`, returned.
+    fn shared_object(dir: &std::path::Path, name: &str, src: &str, args: &[&str]) -> Vec<u8> {
+        let (c, so) = (
+            dir.join(format!("{name}.c")),
+            dir.join(format!("{name}.so")),
+        );
+        std::fs::write(&c, src).unwrap();
+        let st = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(&so)
+            .arg(&c)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cc {name}.c failed");
+        std::fs::read(so).unwrap()
+    }
+
+    fn dlopen(path: &std::path::Path, flags: i32) -> *mut std::ffi::c_void {
+        let p = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: p is NUL-terminated; the objects opened are this test's own.
+        unsafe { libc::dlopen(p.as_ptr(), flags) }
+    }
+
+    #[test]
+    fn a_retargeted_import_binds_to_an_unversioned_name() {
+        let dir = std::env::temp_dir().join(format!("ltai-elf-retarget-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // m.so calls malloc@GLIBC_2.2.5; d.so defines ltai_m@@TEST_0 only.
+        let mut m = shared_object(
+            &dir,
+            "m",
+            "#include <stdlib.h>\nvoid *f(size_t n) { return malloc(n); }\n",
+            &[],
+        );
+        std::fs::write(dir.join("d.map"), "TEST_0 { global: ltai_m; local: *; };\n").unwrap();
+        let map = format!("-Wl,--version-script={}", dir.join("d.map").display());
+        shared_object(
+            &dir,
+            "d",
+            "void *ltai_m(unsigned long n) { return (void *)(n + 1); }\n",
+            &[&map],
+        );
+        let e = Elf::parse(&m).unwrap();
+        assert!(
+            e.version_index(&m, "malloc").unwrap() > 1,
+            "malloc is versioned"
+        );
+        assert!(!e
+            .retarget_import(&mut m.clone(), "calloc", b"ltai_c")
+            .unwrap());
+        // The name only, versioned still: glibc's version is not d.so's.
+        let mut named = m.clone();
+        e.rename_undefined(&mut named, b"malloc", b"ltai_m")
+            .unwrap();
+        assert!(e.retarget_import(&mut m, "malloc", b"ltai_m").unwrap());
+        let again = Elf::parse(&m).unwrap();
+        assert!(again.imports().any(|s| s.name == "ltai_m"));
+        assert!(!again.imports().any(|s| s.name == "malloc"));
+        assert_eq!(again.version_index(&m, "ltai_m"), Some(1));
+        std::fs::write(dir.join("named.so"), &named).unwrap();
+        std::fs::write(dir.join("m2.so"), &m).unwrap();
+        let d = dlopen(&dir.join("d.so"), libc::RTLD_NOW | libc::RTLD_GLOBAL);
+        assert!(!d.is_null());
+        assert!(dlopen(&dir.join("named.so"), libc::RTLD_NOW).is_null());
+        let h = dlopen(&dir.join("m2.so"), libc::RTLD_NOW);
+        assert!(!h.is_null());
+        // SAFETY: h is m2.so, whose f is `void *f(size_t)`.
+        let got = unsafe {
+            let f = libc::dlsym(h, c"f".as_ptr());
+            assert!(!f.is_null());
+            let f: extern "C" fn(usize) -> usize = std::mem::transmute(f);
+            f(41)
+        };
+        assert_eq!(got, 42, "f's malloc call went to d.so's ltai_m");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
