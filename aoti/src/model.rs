@@ -6,8 +6,9 @@
 //! cannot provide, named with its op, in one message: `diagnose`), its constants table
 //! checked against the weights it carries (`check_constants`), the names of its `aoti_*`
 //! imports rewritten to libtensor_aoti's private ones (`ltai_*`, the same length: see
-//! `SHIM_PREFIX`; its `malloc` to `ltai_m`, for aligned weights), and only then `dlopen`ed (`RTLD_NOW | RTLD_LOCAL`). The entry points
-//! (`AOTInductorModelContainer*`) are `extern "C"` in the model itself.
+//! `SHIM_PREFIX`; its `malloc` to `ltai_m`, for aligned weights), and only then `dlopen`ed
+//! (`RTLD_NOW | RTLD_LOCAL`). The entry points (`AOTInductorModelContainer*`) are
+//! `extern "C"` in the model itself.
 //!
 //! A model handle holds a lock: a run waits for another thread's run on the same model,
 //! and a release waits for a running call to return.

@@ -1,8 +1,9 @@
 //! A small, bounds-checked reader of ELF64 little-endian shared objects: what the dynamic
 //! loader itself reads (the ELF header, the program headers, the dynamic segment and the
 //! dynamic symbol and string tables it points to, the relocations' symbol indices, the
-//! version sections' strings), so that a model `.so` can be diagnosed before `dlopen`, and
-//! the names of its undefined symbols rewritten in place (`rename_undefined`).
+//! symbols' version indices and the version sections' strings), so that a model `.so` can
+//! be diagnosed before `dlopen`, and the names of its undefined symbols rewritten in place
+//! (`rename_undefined`; `retarget_import`, which also drops the import's version).
 //!
 //! Every offset, size and count comes from the file and is checked against it; a file
 //! this reader refuses is one the loader would misread or map past its end.
