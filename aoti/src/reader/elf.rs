@@ -478,8 +478,13 @@ impl Elf {
         };
         // (start, end) of every string the loader reads, and whether it is renamed.
         let mut refs: Vec<(usize, usize, bool)> = Vec::new();
-        for s in &self.symbols {
+        // The symbol table indices of the renamed ones.
+        let mut picked = Vec::new();
+        for (i, s) in self.symbols.iter().enumerate() {
             let renamed = s.undefined && pick(s.name.as_bytes());
+            if renamed {
+                picked.push(i);
+            }
             refs.push((s.name_off, s.name_off + strlen(s.name_off) + 1, renamed));
         }
         for &o in &self.other_strings {
@@ -517,10 +522,8 @@ impl Elf {
             d[base + t..base + t + from_len].copy_from_slice(to);
         }
         if let (true, Some(vs)) = (unversion, self.versym) {
-            for (i, s) in self.symbols.iter().enumerate() {
-                if s.undefined && pick(s.name.as_bytes()) {
-                    d[vs + 2 * i..vs + 2 * i + 2].copy_from_slice(&1u16.to_le_bytes());
-                }
+            for i in picked {
+                d[vs + 2 * i..vs + 2 * i + 2].copy_from_slice(&1u16.to_le_bytes());
             }
         }
         Ok(targets.len())
